@@ -1,0 +1,3 @@
+module github.com/krabka/krabka-coord
+
+go 1.26
