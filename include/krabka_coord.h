@@ -1,0 +1,482 @@
+/*
+ * krabka_coord.h - leader election, leases and fencing tokens on Apache Kafka.
+ *
+ * This header is the authoritative C contract of libkrabka_coord.so. It is
+ * hand-written; the header that cgo generates while building the library is
+ * internal and is never installed.
+ *
+ * The idea in one paragraph: a role (for example "controller") is a Kafka
+ * transactional.id. Taking the role mints a new producer epoch at the
+ * transaction coordinator; the pair (producer id, producer epoch) is the
+ * fencing token. The broker rejects every transactional write that carries a
+ * superseded token, so a deposed leader cannot write even when it does not
+ * know it was deposed. Leases only tell standbys when to stop waiting.
+ *
+ * Conventions used on every function
+ * -----------------------------------
+ * - Every fallible call returns krabka_err_t: KRABKA_OK (0) or an error code.
+ *   Error numbers never change between releases.
+ * - errstr/errstr_size: on failure a NUL-terminated, human-readable reason is
+ *   written into errstr (truncated to errstr_size - 1 bytes). errstr may be
+ *   NULL or errstr_size 0; it is never written on success. There is no
+ *   "last error" global.
+ * - Names (role, member id) are passed as a pointer and a byte length; pass
+ *   KRABKA_NTS as the length for a NUL-terminated string. Names are UTF-8,
+ *   1 to 249 bytes; they may contain any character, NUL included, when a
+ *   length is given.
+ * - Handles are opaque. Every call checks that a handle is live and of the
+ *   right kind and answers KRABKA_ERR_INVALID_HANDLE otherwise (NULL, a
+ *   destroyed handle, or a handle of another kind). Destroying a handle
+ *   twice answers KRABKA_ERR_INVALID_HANDLE the second time.
+ * - Ownership phrases: "static, never free" (library-owned, lives for the
+ *   process); "copied into the caller's buffer"; "destroy with
+ *   krabka_X_destroy" (caller-owned handle).
+ * - Thread safety: every function may be called from any thread. Handles may
+ *   be shared between threads unless a function says otherwise.
+ * - Blocking: calls that talk to the cluster take timeout_ms and say
+ *   "Blocks"; every other call returns without network I/O.
+ * - Timeouts: timeout_ms > 0 bounds the call. KRABKA_TIMEOUT_DEFAULT (0)
+ *   means the client's request.timeout.ms for renew, produce, resign and
+ *   describe, and "no limit" for acquire. A negative value is
+ *   KRABKA_ERR_INVALID_ARG.
+ * - The library runs a Go runtime. Do not call it in a child process after
+ *   fork() without exec(). It installs handlers for SIGSEGV, SIGBUS, SIGFPE,
+ *   SIGPIPE and SIGURG; handlers the host installs later should use
+ *   SA_ONSTACK. The library can never be unloaded.
+ */
+#ifndef KRABKA_COORD_H
+#define KRABKA_COORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define KRABKA_VERSION_MAJOR 1
+#define KRABKA_VERSION_MINOR 0
+#define KRABKA_VERSION_PATCH 0
+/** "1.0.0" for this header. */
+#define KRABKA_VERSION_STRING "1.0.0"
+/** MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define KRABKA_VERSION_NUMBER                                                  \
+    (KRABKA_VERSION_MAJOR * 10000 + KRABKA_VERSION_MINOR * 100 +               \
+     KRABKA_VERSION_PATCH)
+/** Version of the binary interface described by this header. Bindings refuse
+ *  a library whose krabka_abi_version() differs. */
+#define KRABKA_ABI_VERSION 1
+
+/** Version of the loaded library as text, e.g. "1.0.0".
+ *  Static, never free. Never blocks. */
+const char *krabka_version(void);
+/** Version of the loaded library as KRABKA_VERSION_NUMBER. Never blocks. */
+int krabka_version_number(void);
+/** ABI version of the loaded library (compare with KRABKA_ABI_VERSION). */
+int krabka_abi_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum krabka_err {
+    KRABKA_OK = 0,
+
+    /* Misuse of the API. */
+    KRABKA_ERR_INVALID_ARG = 1,     /**< NULL or out-of-range argument */
+    KRABKA_ERR_INVALID_HANDLE = 2,  /**< unknown, destroyed or wrong-kind handle */
+    KRABKA_ERR_BUFFER_TOO_SMALL = 3,/**< output buffer too small; *len says the size */
+    KRABKA_ERR_UNKNOWN_CONFIG = 4,  /**< no such configuration property */
+    KRABKA_ERR_INVALID_CONFIG = 5,  /**< property value does not parse or is out of range */
+
+    /* Data errors: one per category of the conformance vocabulary. */
+    KRABKA_ERR_TRUNCATED = 10,
+    KRABKA_ERR_TRAILING_BYTES = 11,
+    KRABKA_ERR_UNSUPPORTED_VERSION = 12,
+    KRABKA_ERR_UNKNOWN_KIND = 13,
+    KRABKA_ERR_NEGATIVE_LENGTH = 14,
+    KRABKA_ERR_INVALID_UTF8 = 15,
+    KRABKA_ERR_LEASE_KEY_HAS_MEMBER = 16,
+    KRABKA_ERR_EMPTY_ROLE = 17,
+    KRABKA_ERR_EMPTY_MEMBER = 18,
+    KRABKA_ERR_ROLE_TOO_LONG = 19,
+    KRABKA_ERR_MEMBER_TOO_LONG = 20,
+    KRABKA_ERR_NEGATIVE_TOKEN = 21,
+    KRABKA_ERR_TOKEN_FORM = 22,
+    KRABKA_ERR_INVALID_PARTITION_COUNT = 23,
+    KRABKA_ERR_INVALID_LEASE_CONFIG = 24,
+
+    /* Leadership and cluster outcomes. */
+    KRABKA_ERR_FENCED = 30,         /**< the cluster superseded this leadership;
+                                         stop dispatching at once */
+    KRABKA_ERR_LEASE_EXPIRED = 31,  /**< renewal failed until the lease deadline;
+                                         the leadership ended by itself */
+    KRABKA_ERR_NOT_LEADER = 32,     /**< the leadership was resigned or destroyed */
+    KRABKA_ERR_TIMEOUT = 33,        /**< timeout_ms passed */
+    KRABKA_ERR_AUTHORIZATION = 34,  /**< an ACL is missing (errstr names it) */
+    KRABKA_ERR_UNSUPPORTED = 35,    /**< the cluster lacks transactions or
+                                         DescribeTransactions */
+    KRABKA_ERR_TRANSPORT = 36,      /**< network or broker error; may pass */
+    KRABKA_ERR_CLOSED = 37,         /**< the client was destroyed */
+    KRABKA_ERR_INTERNAL = 50        /**< a bug in the library (a recovered panic) */
+} krabka_err_t;
+
+/** Human-readable description of an error code ("the cluster superseded
+ *  this leadership"). Unknown codes give "unknown error". Static, never free. */
+const char *krabka_err2str(krabka_err_t err);
+/** Stable symbolic name of an error code without the prefix ("FENCED",
+ *  "TIMEOUT"); unknown codes give "UNKNOWN". Static, never free. */
+const char *krabka_err2name(krabka_err_t err);
+/** 1 if the same call may succeed when repeated later (TIMEOUT, TRANSPORT),
+ *  else 0. */
+int krabka_err_is_retriable(krabka_err_t err);
+/** 1 if the object the call was made on can no longer be used for that
+ *  purpose (FENCED, LEASE_EXPIRED, NOT_LEADER, CLOSED, INTERNAL), else 0. */
+int krabka_err_is_fatal(krabka_err_t err);
+
+/* ------------------------------------------------------------------------ */
+/* Small value types                                                         */
+/* ------------------------------------------------------------------------ */
+
+/** Pass as a name length for a NUL-terminated name. */
+#define KRABKA_NTS ((size_t)-1)
+/** Longest role or member id in bytes. */
+#define KRABKA_NAME_MAX 249
+/** Size of the name buffers inside value structs (KRABKA_NAME_MAX + NUL,
+ *  rounded up). */
+#define KRABKA_NAME_BUF 256
+/** Buffer size that always holds a formatted token and its NUL. */
+#define KRABKA_TOKEN_TEXT_MAX 32
+/** Pass as timeout_ms for the default timeout (see the conventions). */
+#define KRABKA_TIMEOUT_DEFAULT 0
+/** Pass as a message partition to let Kafka's key hashing choose. */
+#define KRABKA_PARTITION_ANY (-1)
+
+/** A fencing token: (producer id, producer epoch), ordered lexicographically.
+ *  Never compare epochs alone. */
+typedef struct krabka_token {
+    int64_t producer_id;
+    int16_t producer_epoch;
+} krabka_token_t;
+
+/** Record kinds of the coordination topic. */
+typedef enum krabka_kind {
+    KRABKA_KIND_REGISTRATION = 0,
+    KRABKA_KIND_LEASE = 1
+} krabka_kind_t;
+
+/** A record key. role/member hold role_len/member_len bytes followed by a
+ *  NUL. A lease key has member_len 0. */
+typedef struct krabka_key {
+    int32_t kind; /**< krabka_kind_t */
+    uint32_t role_len;
+    char role[KRABKA_NAME_BUF];
+    uint32_t member_len;
+    char member[KRABKA_NAME_BUF];
+} krabka_key_t;
+
+/** A registration value. */
+typedef struct krabka_registration {
+    uint32_t member_len;
+    char member[KRABKA_NAME_BUF];
+    int64_t registered_at; /**< epoch milliseconds */
+} krabka_registration_t;
+
+/** A lease value. */
+typedef struct krabka_lease {
+    uint32_t member_len;
+    char member[KRABKA_NAME_BUF];
+    krabka_token_t token;
+    int64_t granted_at; /**< epoch milliseconds */
+    int64_t deadline;   /**< epoch milliseconds; live while now < deadline */
+} krabka_lease_t;
+
+/* ------------------------------------------------------------------------ */
+/* Pure functions: tokens, names, partitions, the record format              */
+/* None of these blocks or allocates anything the caller must free.         */
+/* ------------------------------------------------------------------------ */
+
+/** The token of a role nobody has taken: (-1, -1). */
+krabka_token_t krabka_token_no_epoch(void);
+/** Checks that both halves of a token are non-negative
+ *  (KRABKA_ERR_NEGATIVE_TOKEN otherwise). */
+krabka_err_t krabka_token_validate(krabka_token_t token, char *errstr,
+                                   size_t errstr_size);
+/** -1, 0 or 1 as a is below, equal to or above b (producer id first, then
+ *  epoch). */
+int krabka_token_compare(krabka_token_t a, krabka_token_t b);
+/** 1 if a supersedes b (compare(a, b) == 1), else 0. */
+int krabka_token_supersedes(krabka_token_t a, krabka_token_t b);
+/** Writes "<producer_id>:<producer_epoch>" and a NUL into buf (copied into
+ *  the caller's buffer). KRABKA_ERR_BUFFER_TOO_SMALL if buf_size is below
+ *  the text length + 1; KRABKA_TOKEN_TEXT_MAX always suffices. */
+krabka_err_t krabka_token_format(krabka_token_t token, char *buf,
+                                 size_t buf_size);
+/** Parses the text form (text_len bytes, or KRABKA_NTS): exactly one colon,
+ *  a 64-bit id and a 16-bit epoch in ASCII decimal, both non-negative.
+ *  KRABKA_ERR_TOKEN_FORM or KRABKA_ERR_NEGATIVE_TOKEN on failure. */
+krabka_err_t krabka_token_parse(const char *text, size_t text_len,
+                                krabka_token_t *out, char *errstr,
+                                size_t errstr_size);
+
+/** Checks a role name: KRABKA_ERR_EMPTY_ROLE, KRABKA_ERR_ROLE_TOO_LONG or
+ *  KRABKA_ERR_INVALID_UTF8 on failure. */
+krabka_err_t krabka_role_validate(const char *role, size_t role_len,
+                                  char *errstr, size_t errstr_size);
+/** Checks a member id: KRABKA_ERR_EMPTY_MEMBER, KRABKA_ERR_MEMBER_TOO_LONG or
+ *  KRABKA_ERR_INVALID_UTF8 on failure. */
+krabka_err_t krabka_member_validate(const char *member, size_t member_len,
+                                    char *errstr, size_t errstr_size);
+
+/** Kafka's murmur2 hash of len bytes (data may be NULL when len is 0). */
+int32_t krabka_murmur2(const uint8_t *data, size_t len);
+/** The coordination partition of a role:
+ *  (murmur2(role) & 0x7fffffff) % partitions. */
+krabka_err_t krabka_role_partition(const char *role, size_t role_len,
+                                   int32_t partitions, int32_t *out,
+                                   char *errstr, size_t errstr_size);
+
+/** 1 if a record value read from the log is a tombstone (NULL or empty). */
+int krabka_value_is_tombstone(const uint8_t *value, size_t len);
+
+/* Encoders write into buf (copied into the caller's buffer) and set *out_len
+ * to the encoded length. If buf_size is too small they return
+ * KRABKA_ERR_BUFFER_TOO_SMALL with *out_len set to the size needed (pass
+ * buf NULL and buf_size 0 to ask). A lease key is always written with an
+ * empty member, whatever key->member holds. A tombstone is written as a null
+ * value: there is no encoder for it.
+ *
+ * Decoders read len bytes and fill *out; on failure they return one of the
+ * data error codes (KRABKA_ERR_TRUNCATED ... KRABKA_ERR_NEGATIVE_TOKEN) and
+ * leave *out unspecified. They never read past len. */
+krabka_err_t krabka_key_encode(const krabka_key_t *key, uint8_t *buf,
+                               size_t buf_size, size_t *out_len, char *errstr,
+                               size_t errstr_size);
+krabka_err_t krabka_key_decode(const uint8_t *data, size_t len,
+                               krabka_key_t *out, char *errstr,
+                               size_t errstr_size);
+krabka_err_t krabka_registration_encode(const krabka_registration_t *value,
+                                        uint8_t *buf, size_t buf_size,
+                                        size_t *out_len, char *errstr,
+                                        size_t errstr_size);
+krabka_err_t krabka_registration_decode(const uint8_t *data, size_t len,
+                                        krabka_registration_t *out,
+                                        char *errstr, size_t errstr_size);
+krabka_err_t krabka_lease_encode(const krabka_lease_t *value, uint8_t *buf,
+                                 size_t buf_size, size_t *out_len,
+                                 char *errstr, size_t errstr_size);
+krabka_err_t krabka_lease_decode(const uint8_t *data, size_t len,
+                                 krabka_lease_t *out, char *errstr,
+                                 size_t errstr_size);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                             */
+/* ------------------------------------------------------------------------ */
+
+/** Opaque configuration: Kafka client properties (bootstrap.servers,
+ *  client.id, security.protocol, sasl.mechanism, sasl.username,
+ *  sasl.password, ssl.ca.location, request.timeout.ms) and krabka.*
+ *  coordination settings. docs/CONFIGURATION.md lists every key. */
+typedef struct krabka_conf krabka_conf_t;
+
+/** A new configuration holding the defaults. Destroy with
+ *  krabka_conf_destroy. Returns NULL only if the library is unusable. */
+krabka_conf_t *krabka_conf_new(void);
+/** Sets one property (name and value NUL-terminated). The value is checked
+ *  at once: KRABKA_ERR_UNKNOWN_CONFIG for an unknown name,
+ *  KRABKA_ERR_INVALID_CONFIG for a bad value; errstr names the key. Not
+ *  safe to call concurrently with another call on the same conf. */
+krabka_err_t krabka_conf_set(krabka_conf_t *conf, const char *name,
+                             const char *value, char *errstr,
+                             size_t errstr_size);
+/** Reads one property as text (copied into the caller's buffer, with a NUL).
+ *  *value_size is in/out: the size of value on entry, the size needed
+ *  (text length + 1) on return. value may be NULL to ask for the size.
+ *  KRABKA_ERR_BUFFER_TOO_SMALL when it does not fit. Secrets
+ *  (sasl.password) read back as "[redacted]". */
+krabka_err_t krabka_conf_get(const krabka_conf_t *conf, const char *name,
+                             char *value, size_t *value_size);
+/** Destroys a configuration. A client made from it is unaffected. */
+krabka_err_t krabka_conf_destroy(krabka_conf_t *conf);
+
+/* ------------------------------------------------------------------------ */
+/* Client                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct krabka_client krabka_client_t;
+typedef struct krabka_leadership krabka_leadership_t;
+typedef struct krabka_status krabka_status_t;
+
+/** Creates a client from a configuration (the configuration is copied; the
+ *  caller keeps and destroys conf). Validates the configuration; does not
+ *  connect (the first blocking call does). Destroy with
+ *  krabka_client_destroy. */
+krabka_err_t krabka_client_new(const krabka_conf_t *conf,
+                               krabka_client_t **out, char *errstr,
+                               size_t errstr_size);
+/** Closes the client: calls blocked in other threads return
+ *  KRABKA_ERR_CLOSED, its leaderships end without resigning (their
+ *  handles stay valid until destroyed and answer KRABKA_ERR_CLOSED).
+ *  Blocks until background work has stopped (bounded by request.timeout.ms). */
+krabka_err_t krabka_client_destroy(krabka_client_t *client);
+
+/** Takes the role for this member, waiting as long as the succession rules
+ *  say (registers the member once, then waits for its turn, then mints a
+ *  new epoch and writes a lease). On success *out is a new leadership:
+ *  destroy with krabka_leadership_destroy. Blocks up to timeout_ms
+ *  (KRABKA_TIMEOUT_DEFAULT: no limit); KRABKA_ERR_TIMEOUT when it passes. */
+krabka_err_t krabka_client_acquire(krabka_client_t *client, const char *role,
+                                   size_t role_len, const char *member,
+                                   size_t member_len, int64_t timeout_ms,
+                                   krabka_leadership_t **out, char *errstr,
+                                   size_t errstr_size);
+/** One pass of acquire that never waits for another member's lease: on
+ *  KRABKA_OK, *out is either a new leadership (destroy with
+ *  krabka_leadership_destroy) or NULL when the role was not won, and then
+ *  *retry_at_ms (epoch milliseconds, may be NULL) says when the answer can
+ *  change. Registers the member if needed. Blocks for the round trips of one
+ *  pass, up to timeout_ms. */
+krabka_err_t krabka_client_try_acquire(krabka_client_t *client,
+                                       const char *role, size_t role_len,
+                                       const char *member, size_t member_len,
+                                       int64_t timeout_ms,
+                                       krabka_leadership_t **out,
+                                       int64_t *retry_at_ms, char *errstr,
+                                       size_t errstr_size);
+/** The third-party check: asks the transaction coordinator for the role's
+ *  current token and reads the role's partition. Takes no epoch and joins no
+ *  group. *out: destroy with krabka_status_destroy. Blocks up to
+ *  timeout_ms. */
+krabka_err_t krabka_client_describe(krabka_client_t *client, const char *role,
+                                    size_t role_len, int64_t timeout_ms,
+                                    krabka_status_t **out, char *errstr,
+                                    size_t errstr_size);
+
+/* ------------------------------------------------------------------------ */
+/* Leadership                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef enum krabka_leadership_state {
+    KRABKA_LEADERSHIP_ACTIVE = 0,
+    KRABKA_LEADERSHIP_FENCED = 1,   /**< the cluster superseded it */
+    KRABKA_LEADERSHIP_EXPIRED = 2,  /**< renewal failed past the deadline */
+    KRABKA_LEADERSHIP_RESIGNED = 3,
+    KRABKA_LEADERSHIP_CLOSED = 4    /**< its client was destroyed */
+} krabka_leadership_state_t;
+
+/** A message for a guarded write. key NULL = null key; value NULL = null
+ *  value. partition KRABKA_PARTITION_ANY lets Kafka's key hashing choose. */
+typedef struct krabka_message {
+    const char *topic; /**< NUL-terminated */
+    int32_t partition;
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *value;
+    size_t value_len;
+} krabka_message_t;
+
+/** Where one message of a guarded write landed. */
+typedef struct krabka_produce_result {
+    int32_t partition;
+    int64_t offset;
+} krabka_produce_result_t;
+
+/** The fencing token this leadership holds. Never blocks. */
+krabka_err_t krabka_leadership_token(const krabka_leadership_t *leadership,
+                                     krabka_token_t *out);
+/** The lease this leadership last wrote (copied into *out). Never blocks. */
+krabka_err_t krabka_leadership_lease(const krabka_leadership_t *leadership,
+                                     krabka_lease_t *out);
+/** The state of this leadership. Never blocks. */
+krabka_err_t krabka_leadership_state(const krabka_leadership_t *leadership,
+                                     krabka_leadership_state_t *out);
+/** *due = 1 when the renew interval has passed since the lease was granted
+ *  (or the deadline is near), else 0. Never blocks. */
+krabka_err_t krabka_leadership_renew_due(const krabka_leadership_t *leadership,
+                                         int *due);
+/** Writes a fresh lease under the same token. KRABKA_ERR_FENCED: the
+ *  cluster superseded this leadership (stop at once).
+ *  KRABKA_ERR_LEASE_EXPIRED: renewal failed until the deadline passed.
+ *  Blocks up to timeout_ms (never past the lease deadline). */
+krabka_err_t krabka_leadership_renew(krabka_leadership_t *leadership,
+                                     int64_t timeout_ms, char *errstr,
+                                     size_t errstr_size);
+/** The guarded write: writes count messages in one transaction of the
+ *  role's transactional producer, so the broker rejects them if this
+ *  leadership was superseded (KRABKA_ERR_FENCED). On success each message is
+ *  durable per the topic's settings (acks=all) and, if results is not NULL,
+ *  results[i] says where message i landed (copied into the caller's array
+ *  of count entries). Refuses with KRABKA_ERR_LEASE_EXPIRED once the lease
+ *  deadline has passed. Blocks up to timeout_ms. */
+krabka_err_t krabka_leadership_produce(krabka_leadership_t *leadership,
+                                       const krabka_message_t *messages,
+                                       size_t count, int64_t timeout_ms,
+                                       krabka_produce_result_t *results,
+                                       char *errstr, size_t errstr_size);
+/** Gives the role up: writes a lease tombstone under this token so standbys
+ *  challenge at once. A courtesy, not a fence: stop guarded writes first.
+ *  The leadership is RESIGNED afterwards even if the write failed. Blocks up
+ *  to timeout_ms. */
+krabka_err_t krabka_leadership_resign(krabka_leadership_t *leadership,
+                                      int64_t timeout_ms, char *errstr,
+                                      size_t errstr_size);
+/** Releases the leadership's resources without resigning (standbys take
+ *  over at the lease deadline). Blocks briefly while the producer closes. */
+krabka_err_t krabka_leadership_destroy(krabka_leadership_t *leadership);
+
+/* ------------------------------------------------------------------------ */
+/* Describe results                                                          */
+/* ------------------------------------------------------------------------ */
+
+/** One member of the succession order. */
+typedef struct krabka_roster_entry {
+    uint32_t member_len;
+    char member[KRABKA_NAME_BUF];
+    int64_t offset;        /**< offset of its registration record */
+    int64_t registered_at; /**< epoch milliseconds */
+    int32_t rank;          /**< 0 = lease holder or first standby */
+} krabka_roster_entry_t;
+
+/** The member named by the last lease: *has_holder = 0 when there is no
+ *  lease; otherwise the name is copied into the caller's buffer with a NUL
+ *  and *len set to its byte length (KRABKA_NAME_BUF always suffices). */
+krabka_err_t krabka_status_holder(const krabka_status_t *status,
+                                  int *has_holder, char *buf, size_t buf_size,
+                                  size_t *len);
+/** The coordinator's current token for the role (NO_EPOCH if nobody ever
+ *  took it). */
+krabka_err_t krabka_status_token(const krabka_status_t *status,
+                                 krabka_token_t *out);
+/** *current = 1 when a lease exists and its token is the coordinator's
+ *  current token. */
+krabka_err_t krabka_status_current(const krabka_status_t *status,
+                                   int *current);
+/** The last lease (*has_lease = 0 when there is none). */
+krabka_err_t krabka_status_lease(const krabka_status_t *status, int *has_lease,
+                                 krabka_lease_t *out);
+/** The role's partition of the coordination topic. */
+krabka_err_t krabka_status_partition(const krabka_status_t *status,
+                                     int32_t *out);
+/** How many undecodable records the read skipped. */
+krabka_err_t krabka_status_skipped(const krabka_status_t *status,
+                                   int64_t *out);
+/** Number of registered members. */
+krabka_err_t krabka_status_roster_count(const krabka_status_t *status,
+                                        size_t *count);
+/** Member index (0-based, succession order) copied into *out;
+ *  KRABKA_ERR_INVALID_ARG when index >= count. */
+krabka_err_t krabka_status_roster_entry(const krabka_status_t *status,
+                                        size_t index,
+                                        krabka_roster_entry_t *out);
+/** Destroys a describe result. */
+krabka_err_t krabka_status_destroy(krabka_status_t *status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KRABKA_COORD_H */
