@@ -1,0 +1,382 @@
+#!/usr/bin/env bash
+# cluster.sh: run real Apache Kafka (KRaft, combined broker+controller nodes)
+# on 127.0.0.1 for the krabka-coord tests. See tests/kafka/README.md.
+#
+# Usage: cluster.sh VERB [options]
+#   start           format a FRESH cluster and start it (if it already runs:
+#                   print its bootstrap and exit 0; if only some nodes run,
+#                   start the missing ones). Prints the PLAINTEXT bootstrap.
+#   stop            SIGTERM the nodes it started (pid files), SIGKILL after a bound
+#   status          print per-node state; exit 0 if all nodes run, 3 otherwise
+#   env             print `export KRABKA_...=...` lines for this cluster
+#   kill-node N     SIGKILL node N (crash)
+#   start-node N    restart node N on its existing data and wait until ready
+#   bootstrap       print the PLAINTEXT bootstrap address
+# Options:
+#   --nodes 1|3         number of nodes (default 1)
+#   --sasl              add a SASL_PLAINTEXT (SCRAM-SHA-256) listener + ACLs
+#   --txn-version 1|2   transaction.version feature (default 2)
+#   --name NAME         cluster name (default from options: tv2, tv1, sasl, 3n, ...)
+#   --dir DIR           state dir (default /tmp/krabka-kafka/NAME)
+#   --port BASE         node i uses BASE+10*(i-1) (PLAINTEXT), +1 (CONTROLLER), +2 (SASL)
+#   --owner PID         stop the cluster by itself once process PID is gone
+#   --timeout SECS      readiness bound (default 120)
+# The options given to `start` are saved in DIR/cluster.conf; later verbs on
+# the same DIR (or NAME) read them back, so `stop --name 3n` is enough.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cache="$here/.cache"
+root_default="${KRABKA_KAFKA_ROOT:-/tmp/krabka-kafka}"
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+log() { echo "cluster.sh: $*" >&2; }
+
+verb="${1:-}"; [[ -n "$verb" ]] || die "usage: cluster.sh start|stop|status|env|kill-node N|start-node N|bootstrap [options]"
+shift
+node_arg=""
+if [[ "$verb" == kill-node || "$verb" == start-node ]]; then
+  node_arg="${1:-}"; [[ "$node_arg" =~ ^[0-9]+$ ]] || die "$verb needs a node number"
+  shift
+fi
+
+o_nodes="" o_sasl="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout=120
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --nodes) o_nodes="$2"; shift 2;;
+    --sasl) o_sasl=1; shift;;
+    --txn-version) o_tv="$2"; shift 2;;
+    --name) o_name="$2"; shift 2;;
+    --dir) o_dir="$2"; shift 2;;
+    --port) o_port="$2"; shift 2;;
+    --owner) owner="$2"; shift 2;;
+    --timeout) timeout="$2"; shift 2;;
+    *) die "unknown option $1";;
+  esac
+done
+
+# Name from the options when not given.
+default_name() {
+  local parts=()
+  [[ "${1:-0}" == 1 ]] && parts+=(sasl)
+  [[ "${2:-1}" == 3 ]] && parts+=(3n)
+  [[ "${3:-2}" == 1 ]] && parts+=(tv1)
+  [[ ${#parts[@]} -eq 0 ]] && parts=(tv2)
+  local IFS=-; echo "${parts[*]}"
+}
+name="${o_name:-$(default_name "${o_sasl:-0}" "${o_nodes:-1}" "${o_tv:-2}")}"
+dir="${o_dir:-$root_default/$name}"
+conf="$dir/cluster.conf"
+
+# Saved options (written by start) fill in what the command line left out.
+NODES="" SASL="" TXN_VERSION="" PORT_BASE="" NAME=""
+if [[ "$verb" != start && -f "$conf" ]]; then
+  # shellcheck disable=SC1090
+  source "$conf"
+fi
+NODES="${o_nodes:-${NODES:-1}}"
+SASL="${o_sasl:-${SASL:-0}}"
+TXN_VERSION="${o_tv:-${TXN_VERSION:-2}}"
+NAME="${o_name:-${NAME:-$name}}"
+[[ "$NODES" == 1 || "$NODES" == 3 ]] || die "--nodes must be 1 or 3"
+[[ "$TXN_VERSION" == 1 || "$TXN_VERSION" == 2 ]] || die "--txn-version must be 1 or 2"
+
+# Default ports: fixed for the suite's four clusters, hashed from the dir otherwise.
+if [[ -n "$o_port" ]]; then PORT_BASE="$o_port"
+elif [[ -z "$PORT_BASE" ]]; then
+  case "$dir" in
+    "$root_default/tv2") PORT_BASE=39092;;
+    "$root_default/tv1") PORT_BASE=39192;;
+    "$root_default/sasl") PORT_BASE=39292;;
+    "$root_default/3n") PORT_BASE=39392;;
+    *) PORT_BASE=$(( 40000 + ($(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 900) * 20 ));;
+  esac
+fi
+[[ "$PORT_BASE" =~ ^[0-9]+$ ]] || die "--port must be a number"
+
+pport() { echo $(( PORT_BASE + 10 * ($1 - 1) )); }
+cport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 1 )); }
+sport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 2 )); }
+bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(pport "$i")"); done; local IFS=,; echo "${out[*]}"; }
+sasl_bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(sport "$i")"); done; local IFS=,; echo "${out[*]}"; }
+
+# A pid is ours only if it is alive and its command line names our config.
+node_pid() {
+  local f="$dir/node-$1/pid" pid
+  [[ -f "$f" ]] || return 1
+  pid="$(cat "$f")"
+  [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF "$dir/node-$1/server.properties" || return 1
+  echo "$pid"
+}
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+build_tools() {
+  mkdir -p "$cache/bin"
+  command -v go >/dev/null || die "go is required (readiness checker)"
+  (cd "$repo" && go build -o "$cache/bin/" ./tests/kafka/cmd/kready ./tests/kafka/cmd/kacl) \
+    || die "building tests/kafka/cmd tools failed"
+}
+
+write_node_config() {
+  local i="$1" nd="$dir/node-$i" voters="" j rf isr listeners adv
+  for ((j = 1; j <= NODES; j++)); do voters+="${voters:+,}$j@127.0.0.1:$(cport "$j")"; done
+  rf="$NODES"; isr=1; [[ "$NODES" == 3 ]] && isr=2
+  listeners="PLAINTEXT://127.0.0.1:$(pport "$i"),CONTROLLER://127.0.0.1:$(cport "$i")"
+  adv="PLAINTEXT://127.0.0.1:$(pport "$i")"
+  if [[ "$SASL" == 1 ]]; then
+    listeners+=",SASL_PLAINTEXT://127.0.0.1:$(sport "$i")"
+    adv+=",SASL_PLAINTEXT://127.0.0.1:$(sport "$i")"
+  fi
+  mkdir -p "$nd/data"
+  cat > "$nd/server.properties" <<EOP
+# generated by tests/kafka/cluster.sh
+process.roles=broker,controller
+node.id=$i
+controller.quorum.voters=$voters
+listeners=$listeners
+advertised.listeners=$adv
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+log.dirs=$nd/data
+num.partitions=1
+default.replication.factor=$rf
+min.insync.replicas=$isr
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
+transaction.state.log.num.partitions=3
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$isr
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+num.network.threads=2
+num.io.threads=4
+background.threads=4
+log.cleaner.threads=1
+log.cleaner.dedupe.buffer.size=4194304
+EOP
+  if [[ "$SASL" == 1 ]]; then
+    cat >> "$nd/server.properties" <<'EOP'
+sasl.enabled.mechanisms=SCRAM-SHA-256
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:admin;User:ANONYMOUS
+allow.everyone.if.no.acl.found=false
+EOP
+  fi
+  cat > "$nd/log4j2.properties" <<EOP
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = $nd/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.file.ref = FILE
+EOP
+}
+
+java_cp() { echo "$LIB/*"; }
+
+format_node() {
+  local i="$1" args=()
+  args+=(--feature "transaction.version=$TXN_VERSION")
+  if [[ "$SASL" == 1 ]]; then
+    args+=(--add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'
+           --add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
+           --add-scram 'SCRAM-SHA-256=[name=mallory,password=mallory-secret]')
+  fi
+  java -Xmx256m -Dlog4j2.configurationFile="$dir/node-$i/log4j2.properties" -cp "$(java_cp)" \
+    kafka.tools.StorageTool format -t "$CLUSTER_ID" -c "$dir/node-$i/server.properties" "${args[@]}" \
+    > "$dir/node-$i/format.log" 2>&1 || { cat "$dir/node-$i/format.log" >&2; die "formatting node $i failed"; }
+}
+
+launch_node() {
+  local i="$1" nd="$dir/node-$i" p
+  for p in "$(pport "$i")" "$(cport "$i")" $([[ "$SASL" == 1 ]] && sport "$i"); do
+    port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
+  done
+  # setsid: own session, so a terminal ^C goes to the caller, which then runs `stop`.
+  setsid java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
+    -Djava.awt.headless=true -Dlog4j2.configurationFile="$nd/log4j2.properties" \
+    -cp "$(java_cp)" kafka.Kafka "$nd/server.properties" \
+    < /dev/null > "$nd/stdout.log" 2>&1 8>&- 9>&- &
+  echo $! > "$nd/pid"
+}
+
+wait_ready() {
+  local out
+  if ! out="$("$cache/bin/kready" -bootstrap "$(bootstrap)" -brokers "$1" -timeout "${timeout}s" -features 2>&1)"; then
+    echo "$out" >&2
+    local i; for ((i = 1; i <= NODES; i++)); do
+      if ! node_pid "$i" >/dev/null; then log "node $i is not running; last lines of its logs:"; tail -n 20 "$dir/node-$i/stdout.log" "$dir/node-$i/server.log" >&2 2>/dev/null || true; fi
+    done
+    die "cluster $NAME not ready within ${timeout}s (logs in $dir/node-*/)"
+  fi
+  echo "$out" > "$dir/features"
+}
+
+start_watchdog() {
+  [[ -n "$owner" ]] || return 0
+  kill -0 "$owner" 2>/dev/null || die "--owner $owner is not a running process"
+  setsid bash -c '
+    owner=$1; shift
+    while kill -0 "$owner" 2>/dev/null; do sleep 1; done
+    rm -f "$1/watchdog.pid"
+    exec "$2" stop --dir "$1"
+  ' watchdog "$owner" "$dir" "$here/cluster.sh" < /dev/null > "$dir/watchdog.log" 2>&1 8>&- 9>&- &
+  echo $! > "$dir/watchdog.pid"
+}
+
+running_nodes() { local i n=0; for ((i = 1; i <= NODES; i++)); do node_pid "$i" >/dev/null && n=$((n + 1)); done; echo "$n"; }
+
+create_acls() {
+  "$cache/bin/kacl" -bootstrap "$(sasl_bootstrap)" -user admin -password admin-secret -timeout "${timeout}s" >&2 \
+    || die "creating ACLs on $NAME failed"
+}
+
+do_start() {
+  LIB="$("$here/fetch.sh")" || die "fetching Kafka failed"
+  build_tools
+  mkdir -p "$dir"
+  exec 8>"$dir/.lock"; flock -w 300 8 || die "another cluster.sh holds $dir/.lock"
+  if [[ -f "$conf" ]]; then
+    # An existing cluster in this dir: its saved options win if it runs.
+    local sn="$NODES" ss="$SASL" st="$TXN_VERSION" sp="$PORT_BASE"
+    # shellcheck disable=SC1090
+    source "$conf"
+    local up; up="$(running_nodes)"
+    if [[ "$up" -gt 0 ]]; then
+      if [[ "$sn" != "$NODES" || "$ss" != "$SASL" || "$st" != "$TXN_VERSION" || "$sp" != "$PORT_BASE" ]]; then
+        die "a different cluster (nodes=$NODES sasl=$SASL txn-version=$TXN_VERSION port=$PORT_BASE) runs in $dir; stop it first"
+      fi
+      if [[ "$up" -lt "$NODES" ]]; then
+        local i; for ((i = 1; i <= NODES; i++)); do node_pid "$i" >/dev/null || launch_node "$i"; done
+        wait_ready "$NODES"
+      else
+        log "$NAME already running"
+      fi
+      start_watchdog
+      bootstrap; return 0
+    fi
+    NODES="$sn" SASL="$ss" TXN_VERSION="$st" PORT_BASE="$sp"
+  fi
+  # Fresh cluster: wipe old state, keep nothing.
+  local i
+  for ((i = 1; i <= NODES + 2; i++)); do rm -rf "$dir/node-$i"; done
+  rm -f "$dir/features" "$dir/ready-seconds"
+  local t0; t0=$(date +%s%3N)
+  for ((i = 1; i <= NODES; i++)); do
+    local p
+    for p in "$(pport "$i")" "$(cport "$i")" $([[ "$SASL" == 1 ]] && sport "$i"); do
+      port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
+    done
+  done
+  CLUSTER_ID="$(java -Xmx128m -cp "$LIB/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)"
+  [[ -n "$CLUSTER_ID" ]] || die "StorageTool random-uuid failed"
+  cat > "$conf" <<EOC
+NAME=$NAME
+NODES=$NODES
+SASL=$SASL
+TXN_VERSION=$TXN_VERSION
+PORT_BASE=$PORT_BASE
+CLUSTER_ID=$CLUSTER_ID
+LIB='$LIB'
+EOC
+  for ((i = 1; i <= NODES; i++)); do write_node_config "$i"; done
+  for ((i = 1; i <= NODES; i++)); do format_node "$i" & done
+  wait || die "formatting failed"
+  for ((i = 1; i <= NODES; i++)); do launch_node "$i"; done
+  wait_ready "$NODES"
+  [[ "$SASL" == 1 ]] && create_acls
+  local ms=$(( $(date +%s%3N) - t0 ))
+  printf '%d.%03d\n' $((ms / 1000)) $((ms % 1000)) > "$dir/ready-seconds"
+  grep -q "^transaction.version=$TXN_VERSION\$" "$dir/features" \
+    || die "cluster $NAME came up without transaction.version=$TXN_VERSION (features: $(tr '\n' ' ' < "$dir/features"))"
+  start_watchdog
+  log "$NAME ready in $(cat "$dir/ready-seconds")s (nodes=$NODES sasl=$SASL txn-version=$TXN_VERSION dir=$dir)"
+  bootstrap
+}
+
+do_stop() {
+  [[ -d "$dir" ]] || { log "nothing in $dir"; return 0; }
+  if [[ -f "$dir/watchdog.pid" ]]; then
+    local w; w="$(cat "$dir/watchdog.pid")"
+    if [[ -n "$w" && -r "/proc/$w/cmdline" ]] && tr '\0' ' ' < "/proc/$w/cmdline" | grep -qF "$dir"; then kill "$w" 2>/dev/null || true; fi
+    rm -f "$dir/watchdog.pid"
+  fi
+  local i pids=() pid
+  for ((i = 1; i <= NODES; i++)); do
+    if pid="$(node_pid "$i")"; then pids+=("$pid"); kill -TERM "$pid" 2>/dev/null || true; fi
+  done
+  [[ ${#pids[@]} -eq 0 ]] && { log "$NAME not running"; return 0; }
+  local deadline=$(( $(date +%s) + ${KRABKA_KAFKA_STOP_SECONDS:-20} ))
+  while [[ $(date +%s) -lt $deadline ]]; do
+    local alive=0; for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && break
+    sleep 0.2
+  done
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then log "pid $pid ignored SIGTERM; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
+  done
+  for pid in "${pids[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done; done
+  for ((i = 1; i <= NODES; i++)); do rm -f "$dir/node-$i/pid"; done
+  log "$NAME stopped (${#pids[@]} node(s))"
+}
+
+do_status() {
+  [[ -f "$conf" ]] || { echo "$NAME: not created ($dir)"; exit 3; }
+  local i up=0 pid
+  for ((i = 1; i <= NODES; i++)); do
+    if pid="$(node_pid "$i")"; then up=$((up + 1)); echo "node $i: running pid $pid port $(pport "$i")"; else echo "node $i: stopped"; fi
+  done
+  echo "$NAME: $up/$NODES nodes running; bootstrap $(bootstrap)"
+  [[ "$SASL" == 1 ]] && echo "$NAME: sasl bootstrap $(sasl_bootstrap)"
+  [[ "$up" == "$NODES" ]] || exit 3
+}
+
+do_env() {
+  local suffix=""
+  if [[ "$SASL" == 1 ]]; then
+    echo "export KRABKA_SASL_BOOTSTRAP=$(sasl_bootstrap)"
+    echo "export KRABKA_SASL_PLAIN_BOOTSTRAP=$(bootstrap)"
+    echo "export KRABKA_SASL_DIR=$dir"
+    echo "export KRABKA_SASL_MECHANISM=SCRAM-SHA-256"
+    echo "export KRABKA_SASL_ADMIN_USER=admin KRABKA_SASL_ADMIN_PASSWORD=admin-secret"
+    echo "export KRABKA_SASL_ALICE_USER=alice KRABKA_SASL_ALICE_PASSWORD=alice-secret"
+    echo "export KRABKA_SASL_MALLORY_USER=mallory KRABKA_SASL_MALLORY_PASSWORD=mallory-secret"
+    return
+  fi
+  [[ "$NODES" == 3 ]] && suffix+="_3N"
+  [[ "$TXN_VERSION" == 1 ]] && suffix+="_TV1"
+  echo "export KRABKA_BOOTSTRAP${suffix}=$(bootstrap)"
+  echo "export KRABKA_BOOTSTRAP${suffix}_DIR=$dir"
+}
+
+case "$verb" in
+  start) do_start;;
+  stop) do_stop;;
+  status) do_status;;
+  env) do_env;;
+  bootstrap) bootstrap;;
+  kill-node)
+    [[ "$node_arg" -ge 1 && "$node_arg" -le "$NODES" ]] || die "no node $node_arg in $NAME"
+    pid="$(node_pid "$node_arg")" || die "node $node_arg of $NAME is not running"
+    kill -KILL "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    rm -f "$dir/node-$node_arg/pid"
+    log "node $node_arg (pid $pid) SIGKILLed";;
+  start-node)
+    [[ "$node_arg" -ge 1 && "$node_arg" -le "$NODES" ]] || die "no node $node_arg in $NAME"
+    [[ -f "$conf" ]] || die "no cluster in $dir"
+    LIB="${LIB:-$("$here/fetch.sh")}"; build_tools
+    exec 8>"$dir/.lock"; flock -w 300 8 || die "another cluster.sh holds $dir/.lock"
+    if node_pid "$node_arg" >/dev/null; then log "node $node_arg already running"; else launch_node "$node_arg"; fi
+    wait_ready "$NODES"; bootstrap;;
+  *) die "unknown verb $verb";;
+esac
