@@ -121,7 +121,7 @@ build_tools() {
 }
 
 write_node_config() {
-  local i="$1" nd="$dir/node-$i" voters="" j rf isr listeners adv
+  local i="$1"; local nd="$dir/node-$1" voters="" j rf isr listeners adv
   for ((j = 1; j <= NODES; j++)); do voters+="${voters:+,}$j@127.0.0.1:$(cport "$j")"; done
   rf="$NODES"; isr=1; [[ "$NODES" == 3 ]] && isr=2
   listeners="PLAINTEXT://127.0.0.1:$(pport "$i"),CONTROLLER://127.0.0.1:$(cport "$i")"
@@ -198,7 +198,7 @@ format_node() {
 }
 
 launch_node() {
-  local i="$1" nd="$dir/node-$i" p
+  local i="$1"; local nd="$dir/node-$1" p
   for p in "$(pport "$i")" "$(cport "$i")" $([[ "$SASL" == 1 ]] && sport "$i"); do
     port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
   done
