@@ -156,13 +156,14 @@ func (r *reader) version() *Error {
 	return nil
 }
 
-// bytes reads a string's bytes (i16 length + bytes) without copying and
+// str reads a string's bytes (i16 length + bytes) without copying and
 // checks that they are valid UTF-8.
 func (r *reader) str(field string) ([]byte, *Error) {
-	n, err := r.u16(field + " length")
-	if err != nil {
-		return nil, err
+	if len(r.b)-r.off < 2 {
+		return nil, r.truncated(field+" length", 2)
 	}
+	n := binary.BigEndian.Uint16(r.b[r.off:])
+	r.off += 2
 	if int16(n) < 0 {
 		return nil, newErr(r.part, CatNegativeLength, field, fmt.Sprintf("length %d is negative", int16(n)))
 	}
@@ -262,68 +263,88 @@ func DecodeKey(b []byte) (Key, error) {
 // DecodeRegistration decodes a registration value (never a tombstone: see
 // IsTombstone).
 func DecodeRegistration(b []byte) (Registration, error) {
-	r := reader{b: b, part: PartRegistrationValue}
-	if err := r.version(); err != nil {
-		return Registration{}, err
-	}
-	m, err := r.str("member")
+	m, at, err := decodeRegistrationView(b)
 	if err != nil {
-		return Registration{}, err
-	}
-	at, err := r.i64("registered_at")
-	if err != nil {
-		return Registration{}, err
-	}
-	if err := r.end(); err != nil {
-		return Registration{}, err
-	}
-	if err := checkName(r.part, "member", m, CatEmptyMember, CatMemberTooLong); err != nil {
 		return Registration{}, err
 	}
 	return Registration{Member: MemberID{string(m)}, RegisteredAt: at}, nil
 }
 
-// DecodeLease decodes a lease value (never a tombstone: see IsTombstone). It
-// also rejects a negative producer id or epoch.
-func DecodeLease(b []byte) (Lease, error) {
-	r := reader{b: b, part: PartLeaseValue}
+// decodeRegistrationView decodes a registration value without copying the
+// member name out of b.
+func decodeRegistrationView(b []byte) ([]byte, int64, *Error) {
+	r := reader{b: b, part: PartRegistrationValue}
 	if err := r.version(); err != nil {
-		return Lease{}, err
+		return nil, 0, err
 	}
 	m, err := r.str("member")
 	if err != nil {
+		return nil, 0, err
+	}
+	at, err := r.i64("registered_at")
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := r.end(); err != nil {
+		return nil, 0, err
+	}
+	if err := checkName(r.part, "member", m, CatEmptyMember, CatMemberTooLong); err != nil {
+		return nil, 0, err
+	}
+	return m, at, nil
+}
+
+// DecodeLease decodes a lease value (never a tombstone: see IsTombstone). It
+// also rejects a negative producer id or epoch.
+func DecodeLease(b []byte) (Lease, error) {
+	m, l, err := decodeLeaseView(b)
+	if err != nil {
 		return Lease{}, err
+	}
+	l.Member = MemberID{string(m)}
+	return l, nil
+}
+
+// decodeLeaseView decodes a lease value without copying the member name out
+// of b; the returned Lease has a zero Member.
+func decodeLeaseView(b []byte) ([]byte, Lease, *Error) {
+	r := reader{b: b, part: PartLeaseValue}
+	if err := r.version(); err != nil {
+		return nil, Lease{}, err
+	}
+	m, err := r.str("member")
+	if err != nil {
+		return nil, Lease{}, err
 	}
 	id, err := r.i64("producer_id")
 	if err != nil {
-		return Lease{}, err
+		return nil, Lease{}, err
 	}
 	ep, err := r.u16("producer_epoch")
 	if err != nil {
-		return Lease{}, err
+		return nil, Lease{}, err
 	}
 	granted, err := r.i64("granted_at")
 	if err != nil {
-		return Lease{}, err
+		return nil, Lease{}, err
 	}
 	deadline, err := r.i64("deadline")
 	if err != nil {
-		return Lease{}, err
+		return nil, Lease{}, err
 	}
 	if err := r.end(); err != nil {
-		return Lease{}, err
+		return nil, Lease{}, err
 	}
 	if err := checkName(r.part, "member", m, CatEmptyMember, CatMemberTooLong); err != nil {
-		return Lease{}, err
+		return nil, Lease{}, err
 	}
 	if id < 0 {
-		return Lease{}, newErr(PartLeaseValue, CatNegativeToken, "producer_id", fmt.Sprintf("%d is negative", id))
+		return nil, Lease{}, newErr(PartLeaseValue, CatNegativeToken, "producer_id", fmt.Sprintf("%d is negative", id))
 	}
 	if int16(ep) < 0 {
-		return Lease{}, newErr(PartLeaseValue, CatNegativeToken, "producer_epoch", fmt.Sprintf("%d is negative", int16(ep)))
+		return nil, Lease{}, newErr(PartLeaseValue, CatNegativeToken, "producer_epoch", fmt.Sprintf("%d is negative", int16(ep)))
 	}
-	return Lease{
-		Member:    MemberID{string(m)},
+	return m, Lease{
 		Token:     FencingToken{ProducerID: id, ProducerEpoch: int16(ep)},
 		GrantedAt: granted,
 		Deadline:  deadline,

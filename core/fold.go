@@ -86,22 +86,27 @@ func (f *Folder) AddRaw(rec RawRecord) {
 			f.register(rec.Offset, kv.member, nil)
 			return
 		}
-		v, err := DecodeRegistration(rec.Value)
+		// The value's member is not used: identity comes from the key.
+		_, at, err := decodeRegistrationView(rec.Value)
 		if err != nil {
 			f.skipped++
 			return
 		}
-		f.register(rec.Offset, kv.member, &v)
+		f.register(rec.Offset, kv.member, &Registration{RegisteredAt: at})
 	case KindLease:
 		if IsTombstone(rec.Value) {
 			f.setLease(rec.Offset, nil)
 			return
 		}
-		v, err := DecodeLease(rec.Value)
+		m, v, err := decodeLeaseView(rec.Value)
 		if err != nil {
 			f.skipped++
 			return
 		}
+		if f.leaseSet && rec.Offset <= f.leaseOff {
+			return // older than the lease already folded: no need to copy the name
+		}
+		v.Member = MemberID{string(m)}
 		f.setLease(rec.Offset, &v)
 	}
 }
