@@ -1,0 +1,32 @@
+# make conformance: every vector file through all four runners (Go core, C ABI,
+# Python, Node) plus Kafka's own Java murmur2, printed as ONE table of
+# runner x vector group (passed/failed/not-run). Exits non-zero when a vector
+# fails, when a runner crashes or prints nothing, or when counts do not add up.
+# The table maker is tests/conformance/table; each row's command prints the
+# runner's per-group JSON (--json / -json). Override a row's command with
+# CONFORMANCE_ROW_<NAME>=... on the make command line.
+GO ?= go
+CONFORMANCE_VECTOR_DIR := tests/conformance/vectors
+CONFORMANCE_VECTOR_FILES = $(sort $(wildcard $(CONFORMANCE_VECTOR_DIR)/*.json))
+KRABKA_LIB_PATH ?= $(CURDIR)/build/libkrabka_coord.so
+
+CONFORMANCE_ROW_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go -json
+CONFORMANCE_ROW_C ?= build/tests/c/conformance --json $(CONFORMANCE_VECTOR_FILES)
+CONFORMANCE_ROW_PYTHON ?= env PYTHONPATH=bindings/python/src KRABKA_COORD_LIBRARY=$(KRABKA_LIB_PATH) python3 bindings/python/tests/conformance.py --json $(CONFORMANCE_VECTOR_FILES)
+CONFORMANCE_ROW_NODE ?= env KRABKA_COORD_LIBRARY=$(KRABKA_LIB_PATH) node bindings/node/test/conformance.mjs --json $(CONFORMANCE_VECTOR_FILES)
+CONFORMANCE_ROW_JAVA ?= tests/conformance/java/run.sh --json $(CONFORMANCE_VECTOR_FILES)
+# What the rows need built first (targets of the other fragments).
+CONFORMANCE_DEPS ?= lib c-conformance node-deps
+
+.PHONY: conformance conformance-table-test
+conformance: $(CONFORMANCE_DEPS)
+	$(GO) run ./tests/conformance/table -vectors $(CONFORMANCE_VECTOR_DIR) \
+		-runner 'go=$(CONFORMANCE_ROW_GO)' \
+		-runner 'c=$(CONFORMANCE_ROW_C)' \
+		-runner 'python=$(CONFORMANCE_ROW_PYTHON)' \
+		-runner 'node=$(CONFORMANCE_ROW_NODE)' \
+		-runner 'kafka-java:murmur2,partition=$(CONFORMANCE_ROW_JAVA)'
+
+# Unit tests of the table maker itself (no runner needed).
+conformance-table-test:
+	$(GO) test ./tests/conformance/table
