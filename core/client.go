@@ -1,0 +1,320 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Client takes roles, renews and checks them over a Transport. It is safe
+// for concurrent use. Build it with NewClient (core/kafka.NewClient builds
+// one on the Kafka transport).
+type Client struct {
+	cfg   Config
+	t     Transport
+	clock Clock
+
+	root   context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background goroutines of leaderships
+
+	mu          sync.Mutex
+	closed      bool
+	partitions  int32                  // 0 until read from the cluster
+	leaderships map[*Leadership]struct{} // not yet ended
+	byRole      map[Role]*Leadership     // the newest leadership of each role
+}
+
+// NewClient returns a client over t. The configuration is validated; nothing
+// touches the network. clock nil means SystemClock. Closing the client closes t.
+func NewClient(cfg Config, t Transport, clock Clock) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, WrapError(ErrInvalidConfig, nil, "no transport")
+	}
+	if clock == nil {
+		clock = SystemClock
+	}
+	root, cancel := context.WithCancel(context.Background())
+	return &Client{
+		cfg: cfg, t: t, clock: clock, root: root, cancel: cancel,
+		leaderships: map[*Leadership]struct{}{},
+		byRole:      map[Role]*Leadership{},
+	}, nil
+}
+
+// Config returns a copy of the client's configuration.
+func (c *Client) Config() Config { return c.cfg }
+
+// TransactionalID returns the transactional.id that stands for role:
+// krabka.role.prefix followed by the role name.
+func (c *Client) TransactionalID(role Role) string { return c.cfg.RolePrefix + role.String() }
+
+// callCtx returns a context that ends with ctx or with the client.
+func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.root, cancel)
+	return cctx, func() { stop(); cancel() }
+}
+
+// fail turns err into the error a caller sees: ErrClosed once the client is
+// closed, ErrTimeout when the caller's deadline passed.
+func (c *Client) fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if c.root.Err() != nil {
+		if errors.Is(err, ErrClosed) {
+			return err
+		}
+		return WrapError(ErrClosed, nil, "the call was cancelled by Client.Close")
+	}
+	if ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrTimeout) &&
+		ClientErrorKind(err) != ErrFenced && ClientErrorKind(err) != ErrAuthorization && ClientErrorKind(err) != ErrUnsupported {
+		return WrapError(ErrTimeout, err, "")
+	}
+	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrTimeout) {
+		return WrapError(ErrTimeout, err, "")
+	}
+	return err
+}
+
+func (c *Client) checkOpen() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return WrapError(ErrClosed, nil, "")
+	}
+	return nil
+}
+
+func checkNames(role Role, member *MemberID) error {
+	if role.IsZero() {
+		return newErr(PartRole, CatEmptyRole, "role", "the zero Role; build one with NewRole")
+	}
+	if member != nil && member.IsZero() {
+		return newErr(PartMember, CatEmptyMember, "member", "the zero MemberID; build one with NewMemberID")
+	}
+	return nil
+}
+
+// partition returns the role's partition, reading the partition count once.
+func (c *Client) partition(ctx context.Context, role Role) (int32, error) {
+	c.mu.Lock()
+	n := c.partitions
+	c.mu.Unlock()
+	if n == 0 {
+		var err error
+		n, err = c.t.Partitions(ctx)
+		if err != nil {
+			return 0, err
+		}
+		c.mu.Lock()
+		c.partitions = n
+		c.mu.Unlock()
+	}
+	return RolePartition(role, n)
+}
+
+func (c *Client) readState(ctx context.Context, role Role, p int32) (State, error) {
+	recs, err := c.t.Read(ctx, p)
+	if err != nil {
+		return State{}, err
+	}
+	return FoldRaw(role, recs), nil
+}
+
+// sleep sleeps d on the client's clock; it fails when ctx ends.
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	return c.clock.Sleep(ctx, d)
+}
+
+// Acquire takes role for member, waiting as long as the succession rules
+// say: it registers the member (at most once per call), waits for its turn
+// (each WAIT step sleeps until the WAIT instant, at most
+// krabka.poll.interval.ms, then re-reads the role), then mints a new epoch
+// and writes a lease. A member that finds itself holding a live lease (an
+// earlier incarnation) mints too, fencing that incarnation.
+//
+// Blocks until the role is won, ctx ends (ErrTimeout on a deadline) or the
+// client is closed (ErrClosed). Errors of the cluster (ErrAuthorization,
+// ErrUnsupported, ErrTransport) end the call; the caller may retry.
+func (c *Client) Acquire(ctx context.Context, role Role, member MemberID) (*Leadership, error) {
+	l, _, err := c.acquire(ctx, role, member, false)
+	return l, err
+}
+
+// TryAcquire is one pass of Acquire that never waits for another member's
+// lease. It registers the member if needed. When the role is not won it
+// returns a nil Leadership, a nil error and the instant the answer can
+// change. Blocks for the round trips of one pass.
+func (c *Client) TryAcquire(ctx context.Context, role Role, member MemberID) (*Leadership, time.Time, error) {
+	l, at, err := c.acquire(ctx, role, member, true)
+	if err != nil || l != nil {
+		return l, time.Time{}, err
+	}
+	return nil, time.UnixMilli(at), nil
+}
+
+func (c *Client) acquire(ctx context.Context, role Role, member MemberID, try bool) (*Leadership, int64, error) {
+	if err := checkNames(role, &member); err != nil {
+		return nil, 0, err
+	}
+	if err := c.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	p, err := c.partition(cctx, role)
+	if err != nil {
+		return nil, 0, c.fail(cctx, err)
+	}
+	poll := c.cfg.PollInterval
+	registered := false
+	for {
+		st, err := c.readState(cctx, role, p)
+		if err != nil {
+			return nil, 0, c.fail(cctx, err)
+		}
+		now := c.clock.NowMs()
+		d := Evaluate(st, member, now, c.cfg.Lease)
+		switch d.Kind {
+		case NotRegistered:
+			if registered {
+				// A lagging read: never push the member to the tail twice.
+				if try {
+					return nil, satAdd(now, poll.Milliseconds()), nil
+				}
+				if err := c.sleep(cctx, poll); err != nil {
+					return nil, 0, c.fail(cctx, err)
+				}
+				continue
+			}
+			reg := Registration{Member: member, RegisteredAt: now}
+			if _, err := c.t.Append(cctx, p, EncodeKey(RegistrationKey(role, member)), EncodeRegistration(reg)); err != nil {
+				return nil, 0, c.fail(cctx, err)
+			}
+			registered = true
+		case Wait:
+			if try {
+				return nil, d.WaitUntil, nil
+			}
+			wait := time.Duration(satSub(d.WaitUntil, now)) * time.Millisecond
+			if wait > poll {
+				wait = poll
+			}
+			if err := c.sleep(cctx, wait); err != nil {
+				return nil, 0, c.fail(cctx, err)
+			}
+		case Hold, Challenge:
+			l, err := c.challenge(cctx, role, member, p)
+			if err == nil {
+				return l, 0, nil
+			}
+			if !errors.Is(err, ErrFenced) {
+				return nil, 0, c.fail(cctx, err)
+			}
+			// A competitor minted after us: back off, then re-read.
+			back := poll
+			if s := time.Duration(c.cfg.Lease.ChallengeStaggerMs) * time.Millisecond; s < back {
+				back = s
+			}
+			if try {
+				return nil, satAdd(c.clock.NowMs(), back.Milliseconds()), nil
+			}
+			if err := c.sleep(cctx, back); err != nil {
+				return nil, 0, c.fail(cctx, err)
+			}
+		}
+	}
+}
+
+// leaseMessage is the lease record of role (value nil: a tombstone).
+func (c *Client) leaseMessage(role Role, p int32, value []byte) Message {
+	return Message{Topic: c.cfg.Topic, Partition: p, Key: EncodeKey(LeaseKey(role)), Value: value}
+}
+
+// challenge mints a new epoch for role and writes member's lease under it.
+func (c *Client) challenge(ctx context.Context, role Role, member MemberID, p int32) (*Leadership, error) {
+	txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
+	prod, err := c.t.Mint(ctx, c.TransactionalID(role), txnTimeout)
+	if err != nil {
+		return nil, err
+	}
+	tok := prod.Token()
+	lease := c.cfg.Lease.Grant(member, tok, c.clock.NowMs())
+	res, err := prod.Transact(ctx, []Message{c.leaseMessage(role, p, EncodeLease(lease))})
+	if err == nil && (len(res) != 1 || res[0].Partition != p || res[0].Offset < 0) {
+		err = WrapError(ErrTransport, nil, "lease write of %s returned no produce result for partition %d", role, p)
+	}
+	if err != nil {
+		prod.Close()
+		return nil, err
+	}
+	l := newLeadership(c, role, member, p, prod, lease)
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		prod.Close()
+		return nil, WrapError(ErrClosed, nil, "")
+	}
+	prev := c.byRole[role]
+	c.byRole[role] = l
+	c.leaderships[l] = struct{}{}
+	c.mu.Unlock()
+	if prev != nil {
+		prev.end(LeadershipFenced, WrapError(ErrFenced, nil,
+			"role %s was acquired again by this client with token %s", role, tok))
+	}
+	l.start()
+	return l, nil
+}
+
+func (c *Client) forget(l *Leadership) {
+	c.mu.Lock()
+	delete(c.leaderships, l)
+	if c.byRole[l.role] == l {
+		delete(c.byRole, l.role)
+	}
+	c.mu.Unlock()
+}
+
+// Close cancels the calls blocked on the client (they return ErrClosed),
+// ends its leaderships without resigning (their state becomes Closed and
+// their calls answer ErrClosed), waits for their background work and closes
+// the transport. Idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	ls := make([]*Leadership, 0, len(c.leaderships))
+	for l := range c.leaderships {
+		ls = append(ls, l)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	for _, l := range ls {
+		l.end(LeadershipClosed, WrapError(ErrClosed, nil, "the client was closed"))
+	}
+	c.wg.Wait()
+	return c.t.Close()
+}
+
+// String describes the client for logs.
+func (c *Client) String() string {
+	return fmt.Sprintf("krabka.Client(%v)", c.cfg.BootstrapServers)
+}

@@ -1,0 +1,382 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultTopic is the coordination topic shared with the other krabka
+// implementations.
+const DefaultTopic = "__coordination_state"
+
+// Config is the configuration of a Client. Build it with DefaultConfig and
+// Set (Kafka-style properties, see ConfigKeys), or fill the fields directly
+// and call Validate.
+type Config struct {
+	// BootstrapServers: bootstrap.servers, "host:port" entries (required).
+	BootstrapServers []string
+	// ClientID: client.id sent to the brokers (default "krabka-coord").
+	ClientID string
+	// SecurityProtocol: security.protocol, one of PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL (default PLAINTEXT).
+	SecurityProtocol string
+	// SASLMechanism: sasl.mechanism, one of PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512 (default PLAIN); used with SASL_PLAINTEXT and SASL_SSL.
+	SASLMechanism string
+	// SASLUsername, SASLPassword: sasl.username, sasl.password.
+	SASLUsername, SASLPassword string
+	// SSLCALocation: ssl.ca.location, a PEM file of CA certificates
+	// (default: the system roots).
+	SSLCALocation string
+	// RequestTimeout: request.timeout.ms (default 30 s). Bounds every
+	// round trip with the cluster; the default timeout of renew, produce,
+	// resign and describe.
+	RequestTimeout time.Duration
+	// Lease: krabka.lease.ms, krabka.renew.interval.ms,
+	// krabka.challenge.stagger.ms.
+	Lease LeaseConfig
+	// PollInterval: krabka.poll.interval.ms, the longest sleep of one WAIT
+	// step of Acquire (default 1 s).
+	PollInterval time.Duration
+	// RolePrefix: krabka.role.prefix, prepended to the role to form the
+	// transactional.id (default empty).
+	RolePrefix string
+	// Topic: krabka.topic (default __coordination_state).
+	Topic string
+	// TopicPartitions: krabka.topic.partitions, used only when the topic is
+	// created (default 16).
+	TopicPartitions int32
+	// TopicReplication: krabka.topic.replication, used only when the topic is
+	// created; -1 = min(3, brokers) (default -1).
+	TopicReplication int16
+	// BackgroundRenew: krabka.renew.background, renew each leadership in a
+	// background goroutine when due (default false).
+	BackgroundRenew bool
+}
+
+// ConfigKey describes one configuration property.
+type ConfigKey struct {
+	Name    string // property name, e.g. "krabka.lease.ms"
+	Type    string // "string", "list", "enum", "int", "bool", "password"
+	Default string // default value as text ("" = empty)
+	Doc     string // one-line meaning
+}
+
+type configEntry struct {
+	ConfigKey
+	set func(c *Config, v string) error
+	get func(c *Config) string
+}
+
+func invalid(name, value, why string) error {
+	return WrapError(ErrInvalidConfig, nil, "%s=%q: %s", name, value, why)
+}
+
+func parseMs(name, v string, min int64) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, invalid(name, v, "not an integer number of milliseconds")
+	}
+	if n < min {
+		return 0, invalid(name, v, fmt.Sprintf("must be at least %d", min))
+	}
+	return n, nil
+}
+
+func parseEnum(name, v string, allowed ...string) (string, error) {
+	u := strings.ToUpper(strings.TrimSpace(v))
+	for _, a := range allowed {
+		if u == a {
+			return a, nil
+		}
+	}
+	return "", invalid(name, v, "must be one of "+strings.Join(allowed, ", "))
+}
+
+// validTopicName reports whether s is a legal Kafka topic name.
+func validTopicName(s string) bool {
+	if s == "" || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+var configTable = []configEntry{
+	{ConfigKey{"bootstrap.servers", "list", "", "Comma-separated host:port list of brokers to bootstrap from (required)."},
+		func(c *Config, v string) error {
+			var out []string
+			for _, s := range strings.Split(v, ",") {
+				s = strings.TrimSpace(s)
+				if s == "" {
+					continue
+				}
+				i := strings.LastIndexByte(s, ':')
+				if i <= 0 || i == len(s)-1 {
+					return invalid("bootstrap.servers", v, "entry "+strconv.Quote(s)+" is not host:port")
+				}
+				if p, err := strconv.Atoi(s[i+1:]); err != nil || p <= 0 || p > 65535 {
+					return invalid("bootstrap.servers", v, "entry "+strconv.Quote(s)+" has a bad port")
+				}
+				out = append(out, s)
+			}
+			if len(out) == 0 {
+				return invalid("bootstrap.servers", v, "no broker given")
+			}
+			c.BootstrapServers = out
+			return nil
+		},
+		func(c *Config) string { return strings.Join(c.BootstrapServers, ",") }},
+	{ConfigKey{"client.id", "string", "krabka-coord", "Client id sent to the brokers (appears in broker logs and quotas)."},
+		func(c *Config, v string) error { c.ClientID = v; return nil },
+		func(c *Config) string { return c.ClientID }},
+	{ConfigKey{"security.protocol", "enum", "PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."},
+		func(c *Config, v string) error {
+			s, err := parseEnum("security.protocol", v, "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+			if err == nil {
+				c.SecurityProtocol = s
+			}
+			return err
+		},
+		func(c *Config) string { return c.SecurityProtocol }},
+	{ConfigKey{"sasl.mechanism", "enum", "PLAIN", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (used with SASL_PLAINTEXT and SASL_SSL)."},
+		func(c *Config, v string) error {
+			s, err := parseEnum("sasl.mechanism", v, "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+			if err == nil {
+				c.SASLMechanism = s
+			}
+			return err
+		},
+		func(c *Config) string { return c.SASLMechanism }},
+	{ConfigKey{"sasl.username", "string", "", "SASL user name."},
+		func(c *Config, v string) error { c.SASLUsername = v; return nil },
+		func(c *Config) string { return c.SASLUsername }},
+	{ConfigKey{"sasl.password", "password", "", "SASL password. Reads back as \"[redacted]\"."},
+		func(c *Config, v string) error { c.SASLPassword = v; return nil },
+		func(c *Config) string {
+			if c.SASLPassword == "" {
+				return ""
+			}
+			return "[redacted]"
+		}},
+	{ConfigKey{"ssl.ca.location", "string", "", "PEM file of CA certificates for SSL and SASL_SSL (empty: the system roots)."},
+		func(c *Config, v string) error { c.SSLCALocation = v; return nil },
+		func(c *Config) string { return c.SSLCALocation }},
+	{ConfigKey{"request.timeout.ms", "int", "30000", "Bound of every round trip with the cluster, and the default timeout of renew, produce, resign and describe (ms, >= 1)."},
+		func(c *Config, v string) error {
+			n, err := parseMs("request.timeout.ms", v, 1)
+			if err == nil {
+				c.RequestTimeout = time.Duration(n) * time.Millisecond
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.RequestTimeout.Milliseconds(), 10) }},
+	{ConfigKey{"krabka.lease.ms", "int", "30000", "Lease duration (ms, >= 1); also the transaction timeout, bounded by the broker's transaction.max.timeout.ms."},
+		func(c *Config, v string) error {
+			n, err := parseMs("krabka.lease.ms", v, 1)
+			if err == nil {
+				c.Lease.DurationMs = n
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.Lease.DurationMs, 10) }},
+	{ConfigKey{"krabka.renew.interval.ms", "int", "10000", "How long after a grant the holder renews (ms, >= 1, below krabka.lease.ms)."},
+		func(c *Config, v string) error {
+			n, err := parseMs("krabka.renew.interval.ms", v, 1)
+			if err == nil {
+				c.Lease.RenewIntervalMs = n
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.Lease.RenewIntervalMs, 10) }},
+	{ConfigKey{"krabka.challenge.stagger.ms", "int", "5000", "Delay between the challenge instants of successive standby ranks (ms, >= 1)."},
+		func(c *Config, v string) error {
+			n, err := parseMs("krabka.challenge.stagger.ms", v, 1)
+			if err == nil {
+				c.Lease.ChallengeStaggerMs = n
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.Lease.ChallengeStaggerMs, 10) }},
+	{ConfigKey{"krabka.poll.interval.ms", "int", "1000", "Longest sleep of one WAIT step of acquire before re-reading the role (ms, >= 1)."},
+		func(c *Config, v string) error {
+			n, err := parseMs("krabka.poll.interval.ms", v, 1)
+			if err == nil {
+				c.PollInterval = time.Duration(n) * time.Millisecond
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.PollInterval.Milliseconds(), 10) }},
+	{ConfigKey{"krabka.role.prefix", "string", "", "Prepended to the role name to form the transactional.id (separates environments sharing a cluster; ACL prefixes)."},
+		func(c *Config, v string) error { c.RolePrefix = v; return nil },
+		func(c *Config) string { return c.RolePrefix }},
+	{ConfigKey{"krabka.topic", "string", DefaultTopic, "Coordination topic (compacted; created when missing, never changed)."},
+		func(c *Config, v string) error {
+			if !validTopicName(v) {
+				return invalid("krabka.topic", v, "not a legal Kafka topic name")
+			}
+			c.Topic = v
+			return nil
+		},
+		func(c *Config) string { return c.Topic }},
+	{ConfigKey{"krabka.topic.partitions", "int", "16", "Partitions of the coordination topic when this client creates it (1..100000)."},
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			if err != nil || n < 1 || n > 100000 {
+				return invalid("krabka.topic.partitions", v, "must be an integer from 1 to 100000")
+			}
+			c.TopicPartitions = int32(n)
+			return nil
+		},
+		func(c *Config) string { return strconv.FormatInt(int64(c.TopicPartitions), 10) }},
+	{ConfigKey{"krabka.topic.replication", "int", "-1", "Replication factor of the coordination topic when this client creates it; -1 = min(3, brokers)."},
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16)
+			if err != nil || n == 0 || n < -1 {
+				return invalid("krabka.topic.replication", v, "must be -1 or a positive integer")
+			}
+			c.TopicReplication = int16(n)
+			return nil
+		},
+		func(c *Config) string { return strconv.FormatInt(int64(c.TopicReplication), 10) }},
+	{ConfigKey{"krabka.renew.background", "bool", "false", "true: each leadership renews itself in the background when due."},
+		func(c *Config, v string) error {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "true", "1":
+				c.BackgroundRenew = true
+			case "false", "0":
+				c.BackgroundRenew = false
+			default:
+				return invalid("krabka.renew.background", v, "must be true or false")
+			}
+			return nil
+		},
+		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
+}
+
+func findKey(name string) (*configEntry, error) {
+	for i := range configTable {
+		if configTable[i].Name == name {
+			return &configTable[i], nil
+		}
+	}
+	return nil, WrapError(ErrUnknownConfig, nil, "%q", name)
+}
+
+// ConfigKeys returns the table of every configuration property, in
+// documentation order. docs/CONFIGURATION.md is generated from it.
+func ConfigKeys() []ConfigKey {
+	out := make([]ConfigKey, len(configTable))
+	for i, e := range configTable {
+		out[i] = e.ConfigKey
+	}
+	return out
+}
+
+// DefaultConfig returns the configuration holding every default (with no
+// bootstrap servers, which Validate requires).
+func DefaultConfig() Config {
+	var c Config
+	for _, e := range configTable {
+		if e.Default != "" || e.Name == "client.id" {
+			if err := e.set(&c, e.Default); err != nil {
+				panic("krabka: bad default of " + e.Name + ": " + err.Error())
+			}
+		}
+	}
+	return c
+}
+
+// Set parses value for the property name and stores it. An unknown name
+// gives an error matching ErrUnknownConfig, a bad value one matching
+// ErrInvalidConfig; both name the key.
+func (c *Config) Set(name, value string) error {
+	e, err := findKey(name)
+	if err != nil {
+		return err
+	}
+	return e.set(c, value)
+}
+
+// Get returns the property as text. sasl.password reads back as
+// "[redacted]" when set.
+func (c *Config) Get(name string) (string, error) {
+	e, err := findKey(name)
+	if err != nil {
+		return "", err
+	}
+	return e.get(c), nil
+}
+
+// ConfigFromMap returns DefaultConfig with every property of m set (in
+// sorted key order, so the first error is deterministic), validated.
+func ConfigFromMap(m map[string]string) (Config, error) {
+	c := DefaultConfig()
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if err := c.Set(k, m[k]); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the whole configuration, including what no single
+// property can check (the lease extents against each other, SASL needing a
+// user name). Errors match ErrInvalidConfig and name the key.
+func (c Config) Validate() error {
+	if len(c.BootstrapServers) == 0 {
+		return invalid("bootstrap.servers", "", "required")
+	}
+	for _, e := range configTable {
+		if e.Name == "sasl.password" || e.Name == "bootstrap.servers" {
+			continue
+		}
+		// Re-parse every value as text: catches fields filled in directly.
+		if e.Name == "client.id" || e.Name == "sasl.username" || e.Name == "ssl.ca.location" || e.Name == "krabka.role.prefix" {
+			continue
+		}
+		var probe Config
+		if err := e.set(&probe, e.get(&c)); err != nil {
+			return err
+		}
+	}
+	if err := c.Lease.Validate(); err != nil {
+		key := "krabka.lease.ms"
+		var ce *Error
+		if e, ok := err.(*Error); ok {
+			ce = e
+		}
+		if ce != nil {
+			switch ce.Field {
+			case "renew_interval_ms":
+				key = "krabka.renew.interval.ms"
+			case "challenge_stagger_ms":
+				key = "krabka.challenge.stagger.ms"
+			}
+		}
+		return WrapError(ErrInvalidConfig, nil, "%s: %v", key, err)
+	}
+	if c.RequestTimeout <= 0 {
+		return invalid("request.timeout.ms", c.RequestTimeout.String(), "must be positive")
+	}
+	if c.PollInterval <= 0 {
+		return invalid("krabka.poll.interval.ms", c.PollInterval.String(), "must be positive")
+	}
+	if strings.HasPrefix(c.SecurityProtocol, "SASL_") && c.SASLUsername == "" {
+		return invalid("sasl.username", "", "required with security.protocol="+c.SecurityProtocol)
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// LeadershipState says whether a leadership is active and, if not, how it
+// ended.
+type LeadershipState int
+
+// The states of a leadership (numbered as krabka_leadership_state_t).
+const (
+	// Active: the lease is live and nobody is known to have superseded it.
+	Active LeadershipState = iota
+	// Fenced: the cluster superseded the token (ErrFenced).
+	Fenced
+	// Expired: renewal failed until the lease deadline (ErrLeaseExpired).
+	Expired
+	// Resigned: the owner gave the role up (ErrNotLeader).
+	Resigned
+	// Closed: the owner closed the leadership (ErrNotLeader) or its client
+	// (ErrClosed).
+	Closed
+)
+
+// Aliases that read well at call sites inside the package.
+const (
+	LeadershipActive   = Active
+	LeadershipFenced   = Fenced
+	LeadershipExpired  = Expired
+	LeadershipResigned = Resigned
+	LeadershipClosed   = Closed
+)
+
+// String returns "ACTIVE", "FENCED", "EXPIRED", "RESIGNED" or "CLOSED".
+func (s LeadershipState) String() string {
+	switch s {
+	case Active:
+		return "ACTIVE"
+	case Fenced:
+		return "FENCED"
+	case Expired:
+		return "EXPIRED"
+	case Resigned:
+		return "RESIGNED"
+	case Closed:
+		return "CLOSED"
+	}
+	return fmt.Sprintf("LeadershipState(%d)", int(s))
+}
+
+// Message is one record of a guarded write.
+type Message struct {
+	Topic     string
+	Partition int32 // -1: Kafka's key hashing (murmur2 of the key; no key: any partition)
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// ProduceResult says where one message of a guarded write landed.
+type ProduceResult struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Leadership is one won role: one token, one lease, one transactional
+// producer. It is safe for concurrent use; the calls that talk to the cluster
+// run one at a time.
+//
+// It ends exactly once: Fenced (a transactional step answered 47/90),
+// Expired (the lease deadline passed without a successful renewal; the end
+// happens by the deadline even when the cluster is unreachable), Resigned,
+// or Closed. Done is closed then and Err says why.
+type Leadership struct {
+	c         *Client
+	role      Role
+	member    MemberID
+	partition int32
+	prod      TxnProducer
+	token     FencingToken
+
+	op chan struct{} // one-slot semaphore serialising transport calls
+
+	mu    sync.Mutex
+	lease Lease
+	state LeadershipState
+	err   error
+	done  chan struct{}
+
+	bg       context.Context // ends with the leadership
+	bgCancel context.CancelFunc
+	prodOnce sync.Once
+}
+
+func newLeadership(c *Client, role Role, member MemberID, p int32, prod TxnProducer, lease Lease) *Leadership {
+	bg, cancel := context.WithCancel(context.Background())
+	return &Leadership{
+		c: c, role: role, member: member, partition: p, prod: prod, token: prod.Token(),
+		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}),
+		bg: bg, bgCancel: cancel,
+	}
+}
+
+// start launches the deadline watcher and, with krabka.renew.background,
+// the renewer.
+func (l *Leadership) start() {
+	l.c.wg.Add(1)
+	go func() {
+		defer l.c.wg.Done()
+		l.watchDeadline()
+	}()
+	if l.c.cfg.BackgroundRenew {
+		l.c.wg.Add(1)
+		go func() {
+			defer l.c.wg.Done()
+			l.renewLoop()
+		}()
+	}
+}
+
+// watchDeadline ends the leadership as Expired when the clock reaches the
+// lease deadline without a renewal having moved it.
+func (l *Leadership) watchDeadline() {
+	for {
+		l.mu.Lock()
+		if l.state != Active {
+			l.mu.Unlock()
+			return
+		}
+		deadline := l.lease.Deadline
+		l.mu.Unlock()
+		now := l.c.clock.NowMs()
+		if now >= deadline {
+			l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed without a renewal", l.role, deadline))
+			return
+		}
+		if err := l.c.clock.Sleep(l.bg, time.Duration(satSub(deadline, now))*time.Millisecond); err != nil {
+			return
+		}
+	}
+}
+
+// renewLoop renews when due and retries failed renewals until the deadline.
+func (l *Leadership) renewLoop() {
+	cfg := l.c.cfg
+	retry := time.Duration(cfg.Lease.RenewIntervalMs) * time.Millisecond / 4
+	if retry > cfg.PollInterval {
+		retry = cfg.PollInterval
+	}
+	if retry < 10*time.Millisecond {
+		retry = 10 * time.Millisecond
+	}
+	for {
+		l.mu.Lock()
+		if l.state != Active {
+			l.mu.Unlock()
+			return
+		}
+		at := cfg.Lease.RenewAt(l.lease)
+		l.mu.Unlock()
+		if now := l.c.clock.NowMs(); now < at {
+			if err := l.c.clock.Sleep(l.bg, time.Duration(at-now)*time.Millisecond); err != nil {
+				return
+			}
+			continue
+		}
+		ctx, cancel := context.WithTimeout(l.bg, cfg.RequestTimeout)
+		err := l.Renew(ctx)
+		cancel()
+		if err != nil {
+			if l.State() != Active {
+				return
+			}
+			if err := l.c.clock.Sleep(l.bg, retry); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// end records how the leadership ended (first call wins) and releases the
+// producer.
+func (l *Leadership) end(s LeadershipState, err error) {
+	l.mu.Lock()
+	if l.state != Active {
+		l.mu.Unlock()
+		return
+	}
+	l.state, l.err = s, err
+	close(l.done)
+	l.mu.Unlock()
+	l.bgCancel()
+	l.c.forget(l)
+	l.closeProducer()
+}
+
+func (l *Leadership) closeProducer() { l.prodOnce.Do(func() { l.prod.Close() }) }
+
+// Role returns the role.
+func (l *Leadership) Role() Role { return l.role }
+
+// Member returns the member id.
+func (l *Leadership) Member() MemberID { return l.member }
+
+// Partition returns the role's partition of the coordination topic.
+func (l *Leadership) Partition() int32 { return l.partition }
+
+// Token returns the fencing token this leadership holds. It never changes.
+func (l *Leadership) Token() FencingToken { return l.token }
+
+// Lease returns the lease this leadership last wrote. Never blocks.
+func (l *Leadership) Lease() Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lease
+}
+
+// RenewDue reports whether the renew interval has passed since the lease
+// was granted (or the deadline is reached). False once the leadership ended.
+func (l *Leadership) RenewDue() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == Active && l.c.cfg.Lease.RenewDueAt(l.lease, l.c.clock.NowMs())
+}
+
+// State returns the state. Never blocks.
+func (l *Leadership) State() LeadershipState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}
+
+// Done returns a channel closed when the leadership ends for any reason.
+func (l *Leadership) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while active; afterwards ErrFenced, ErrLeaseExpired,
+// ErrNotLeader (resigned or closed) or ErrClosed (the client was closed).
+func (l *Leadership) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// begin checks the leadership is usable for a write, takes the operation
+// slot and returns a context bounded by ctx, the client and the lease
+// deadline. release must be called.
+func (l *Leadership) begin(ctx context.Context) (context.Context, func(), Lease, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := l.Err(); err != nil {
+		return nil, nil, Lease{}, err
+	}
+	cctx, cancelCall := l.c.callCtx(ctx)
+	stopBg := context.AfterFunc(l.bg, cancelCall)
+	release := func() { stopBg(); cancelCall() }
+	select {
+	case l.op <- struct{}{}:
+	case <-cctx.Done():
+		release()
+		return nil, nil, Lease{}, l.failure(ctx, cctx.Err())
+	}
+	rel := func() { <-l.op; release() }
+	l.mu.Lock()
+	lease, state, err := l.lease, l.state, l.err
+	l.mu.Unlock()
+	if state != Active {
+		rel()
+		return nil, nil, Lease{}, err
+	}
+	now := l.c.clock.NowMs()
+	if now >= lease.Deadline {
+		rel()
+		l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed", l.role, lease.Deadline))
+		return nil, nil, Lease{}, l.Err()
+	}
+	// Never run past the lease deadline.
+	dctx, dcancel := context.WithCancel(cctx)
+	go func() {
+		if l.c.clock.Sleep(dctx, time.Duration(lease.Deadline-now)*time.Millisecond) == nil {
+			dcancel()
+		}
+	}()
+	return dctx, func() { dcancel(); rel() }, lease, nil
+}
+
+// failure classifies err of a transactional step: a fence ends the
+// leadership; an error at or after the deadline ends it as expired.
+func (l *Leadership) failure(callerCtx context.Context, err error) error {
+	if errors.Is(err, ErrFenced) {
+		l.end(Fenced, err)
+		return l.Err()
+	}
+	if st := l.State(); st != Active {
+		return l.Err()
+	}
+	l.mu.Lock()
+	deadline := l.lease.Deadline
+	l.mu.Unlock()
+	if l.c.clock.NowMs() >= deadline {
+		l.end(Expired, WrapError(ErrLeaseExpired, err, "role %s: lease deadline %d passed", l.role, deadline))
+		return l.Err()
+	}
+	return l.c.fail(callerCtx, err)
+}
+
+// Renew writes a fresh lease under the same token, in a transaction of the
+// role's producer. ErrFenced: the cluster superseded this leadership (stop
+// at once). ErrLeaseExpired: the deadline passed before a renewal succeeded.
+// Blocks until ctx ends, and never past the lease deadline.
+func (l *Leadership) Renew(ctx context.Context) error {
+	cctx, release, _, err := l.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	lease := l.c.cfg.Lease.Grant(l.member, l.token, l.c.clock.NowMs())
+	res, err := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, EncodeLease(lease))})
+	if err == nil && (len(res) != 1 || res[0].Offset < 0) {
+		err = WrapError(ErrTransport, nil, "renewal of %s returned no produce result", l.role)
+	}
+	if err != nil {
+		return l.failure(ctx, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != Active {
+		return l.err
+	}
+	if lease.Deadline > l.lease.Deadline {
+		l.lease = lease
+	}
+	return nil
+}
+
+// Produce is the guarded write: it writes msgs in one transaction of the
+// role's transactional producer, so the broker rejects them once this
+// leadership was superseded (ErrFenced, which ends the leadership). On
+// success every message is durable per its topic's settings (acks=all) and
+// the results say where each landed, in order. Refuses with
+// ErrLeaseExpired once the lease deadline has passed. Blocks until ctx ends,
+// never past the lease deadline.
+func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceResult, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	for i, m := range msgs {
+		if !validTopicName(m.Topic) {
+			return nil, WrapError(ErrInvalidConfig, nil, "message %d: topic %q is not a legal topic name", i, m.Topic)
+		}
+		if m.Partition < -1 {
+			return nil, WrapError(ErrInvalidConfig, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
+		}
+	}
+	cctx, release, _, err := l.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, err := l.prod.Transact(cctx, msgs)
+	if err == nil && len(res) != len(msgs) {
+		err = WrapError(ErrTransport, nil, "guarded write returned %d results for %d messages", len(res), len(msgs))
+	}
+	if err != nil {
+		return nil, l.failure(ctx, err)
+	}
+	return res, nil
+}
+
+// Resign gives the role up: it writes a lease tombstone under this token (in
+// a transaction) so standbys challenge at once. A courtesy, not a fence:
+// stop guarded writes first. The leadership is Resigned afterwards even if
+// the write failed (the error says why). Resigning an ended leadership
+// returns the error it ended with (nil if it was resigned).
+func (l *Leadership) Resign(ctx context.Context) error {
+	cctx, release, _, err := l.begin(ctx)
+	if err != nil {
+		if l.State() == Resigned {
+			return nil
+		}
+		if l.State() == Active { // the call itself failed (closed client, ctx)
+			l.end(Resigned, WrapError(ErrNotLeader, nil, "role %s was resigned", l.role))
+		}
+		return err
+	}
+	_, werr := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, nil)})
+	release()
+	l.end(Resigned, WrapError(ErrNotLeader, nil, "role %s was resigned", l.role))
+	if werr != nil {
+		return l.c.fail(ctx, werr)
+	}
+	return nil
+}
+
+// Close releases the producer without resigning (standbys take over at the
+// lease deadline). The state becomes Closed and Err ErrNotLeader.
+// Idempotent; blocks briefly while the producer closes.
+func (l *Leadership) Close() error {
+	l.end(Closed, WrapError(ErrNotLeader, nil, "role %s: the leadership was closed", l.role))
+	return nil
+}
+
+// String describes the leadership for logs.
+func (l *Leadership) String() string {
+	return fmt.Sprintf("Leadership(%s/%s %s %s)", l.role, l.member, l.token, l.State())
+}

@@ -1,0 +1,66 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Transport is everything the client needs from the cluster. core/kafka
+// implements it on franz-go; core/memtransport implements it in memory for
+// the unit tests of the client logic.
+//
+// Every method blocks for at most the lifetime of ctx. Errors wrap one of the
+// sentinels of errors_client.go: ErrAuthorization (naming the ACL),
+// ErrUnsupported, ErrTimeout, ErrTransport, and, on the transactional steps
+// of a TxnProducer only, ErrFenced.
+type Transport interface {
+	// Partitions returns the partition count of the coordination topic
+	// from the cluster's metadata, creating the topic first when it is
+	// missing (Config.TopicPartitions, Config.TopicReplication; compacted).
+	Partitions(ctx context.Context) (int32, error)
+
+	// Read returns the committed records of one partition of the
+	// coordination topic (read_committed, from the log start to the last
+	// stable offset at the time of the call), in offset order. Records of
+	// aborted transactions and control records are left out.
+	Read(ctx context.Context, partition int32) ([]RawRecord, error)
+
+	// Append writes one record outside any transaction (the registrar
+	// producer; acks=all) to the given partition of the coordination topic
+	// and returns its offset. A fence here says nothing about the role and
+	// is an ordinary error.
+	Append(ctx context.Context, partition int32, key, value []byte) (int64, error)
+
+	// Mint builds a new transactional producer for transactionalID with
+	// the given transaction timeout and initialises it (InitProducerId),
+	// which fences every earlier producer of that id. The token is learnt
+	// from this producer.
+	Mint(ctx context.Context, transactionalID string, txnTimeout time.Duration) (TxnProducer, error)
+
+	// CurrentToken asks the transaction coordinator for the current token of
+	// transactionalID (DescribeTransactions); NoEpoch when the id was never
+	// used (TRANSACTIONAL_ID_NOT_FOUND).
+	CurrentToken(ctx context.Context, transactionalID string) (FencingToken, error)
+
+	// Close releases every connection. Producers minted earlier stop working.
+	Close() error
+}
+
+// TxnProducer is one initialised transactional producer: one token, one
+// leadership. It is used by one goroutine at a time (the Leadership
+// serialises its calls).
+type TxnProducer interface {
+	// Token is the (producer id, epoch) this producer was minted with.
+	Token() FencingToken
+	// Transact writes msgs in one transaction and commits it, returning
+	// where each message landed. It succeeds only if every message's produce
+	// result was a success and the commit was acknowledged; otherwise the
+	// transaction is aborted (best effort) and the error says why. A message
+	// with Partition -1 goes where Kafka's key hashing puts it. Errors that
+	// mean the cluster superseded this producer's token (47, 90, or a
+	// token the producer itself had to re-initialise) match ErrFenced.
+	Transact(ctx context.Context, msgs []Message) ([]ProduceResult, error)
+	// Close releases the producer (without ending a transaction that
+	// another call left open; the coordinator aborts it at its timeout).
+	Close() error
+}
