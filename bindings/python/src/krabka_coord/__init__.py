@@ -1,0 +1,127 @@
+"""krabka_coord: leader election, leases and fencing tokens on Apache Kafka.
+
+A thin ctypes binding over libkrabka_coord.so (the C API of
+include/krabka_coord.h). Quick start::
+
+    import krabka_coord
+
+    with krabka_coord.Client({"bootstrap.servers": "localhost:9092"}) as client:
+        with client.acquire("controller", "node-1") as lead:
+            print("leader with token", lead.token)       # e.g. 4242:7
+            lead.produce("commands", b"start", key=b"job-1")
+
+Set KRABKA_COORD_LIBRARY to the path of a libkrabka_coord.so to load that
+library instead of the packaged one.
+"""
+
+from __future__ import annotations
+
+from ._native import ABI_VERSION, ForkedProcessError, LibraryLoadError, lib as _lib, library_path
+from ._errors import (
+    AuthorizationError,
+    ClosedError,
+    ConfigError,
+    DataError,
+    ErrorCode,
+    FencedError,
+    InvalidArgumentError,
+    KrabkaError,
+    KrabkaTimeoutError,
+    LeaseExpiredError,
+    NotLeaderError,
+    TransportError,
+    UnsupportedError,
+)
+from ._pure import (
+    NO_EPOCH,
+    FencingToken,
+    Key,
+    Kind,
+    Lease,
+    Registration,
+    decode_key,
+    decode_lease,
+    decode_registration,
+    encode_key,
+    encode_lease,
+    encode_registration,
+    format_token,
+    is_tombstone,
+    murmur2,
+    parse_token,
+    role_partition,
+    token_compare,
+    validate_member,
+    validate_role,
+    validate_token,
+)
+from ._client import (
+    Client,
+    Leadership,
+    LeadershipState,
+    ProduceResult,
+    RosterEntry,
+    Status,
+    TryAcquireResult,
+)
+
+__version__ = "1.0.0"
+
+
+def library_version() -> str:
+    """Version of the loaded libkrabka_coord.so, e.g. "1.0.0"."""
+    return (_lib.krabka_version() or b"").decode("ascii")
+
+
+NAME_MAX = 249
+"""Longest role or member id in bytes."""
+
+__all__ = [
+    "ABI_VERSION",
+    "NAME_MAX",
+    "NO_EPOCH",
+    "AuthorizationError",
+    "Client",
+    "ClosedError",
+    "ConfigError",
+    "DataError",
+    "ErrorCode",
+    "FencedError",
+    "FencingToken",
+    "ForkedProcessError",
+    "InvalidArgumentError",
+    "Key",
+    "Kind",
+    "KrabkaError",
+    "KrabkaTimeoutError",
+    "Leadership",
+    "LeadershipState",
+    "Lease",
+    "LeaseExpiredError",
+    "LibraryLoadError",
+    "NotLeaderError",
+    "ProduceResult",
+    "Registration",
+    "RosterEntry",
+    "Status",
+    "TransportError",
+    "TryAcquireResult",
+    "UnsupportedError",
+    "decode_key",
+    "decode_lease",
+    "decode_registration",
+    "encode_key",
+    "encode_lease",
+    "encode_registration",
+    "format_token",
+    "is_tombstone",
+    "library_path",
+    "library_version",
+    "murmur2",
+    "parse_token",
+    "role_partition",
+    "token_compare",
+    "validate_member",
+    "validate_role",
+    "validate_token",
+]

@@ -1,0 +1,74 @@
+"""Argument checks done in Python before anything reaches C: types, integer
+widths and timeouts. Rules of the contract (name lengths, UTF-8, token signs)
+are left to the library."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from typing import Optional, Union
+
+from ._native import INT64_MAX
+
+Name = Union[str, bytes, bytearray, memoryview]
+Timeout = Union[int, float, datetime.timedelta, None]
+
+
+def name_bytes(value: object, what: str) -> bytes:
+    """A role or member id as bytes: str is encoded as UTF-8 (a lone
+    surrogate is passed through so the library reports invalid_utf8); bytes
+    are taken as they are."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError("%s must be str or bytes, not %s" % (what, type(value).__name__))
+
+
+def data_bytes(value: object, what: str, allow_none: bool = False) -> Optional[bytes]:
+    if value is None:
+        if allow_none:
+            return None
+        raise TypeError("%s must be bytes, not None" % what)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError("%s must be bytes-like, not %s" % (what, type(value).__name__))
+
+
+def payload_bytes(value: object, what: str) -> Optional[bytes]:
+    """A message key or value: bytes, str (UTF-8) or None (a null key/value)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError("%s must be bytes, str or None, not %s" % (what, type(value).__name__))
+
+
+def check_int(value: object, what: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("%s must be int, not %s" % (what, type(value).__name__))
+    if not lo <= value <= hi:
+        raise ValueError("%s=%d is outside [%d, %d]" % (what, value, lo, hi))
+    return int(value)
+
+
+def timeout_ms(timeout: Timeout, what: str = "timeout") -> int:
+    """Seconds (int, float or timedelta) to milliseconds for the C API.
+    None gives KRABKA_TIMEOUT_DEFAULT (0). The value must be positive; it is
+    rounded up to whole milliseconds."""
+    if timeout is None:
+        return 0
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError("%s must be a number of seconds, a timedelta or None, not %s" % (what, type(timeout).__name__))
+    else:
+        seconds = float(timeout)
+    if math.isnan(seconds) or seconds <= 0:
+        raise ValueError("%s must be positive (or None for the default), got %r" % (what, timeout))
+    if math.isinf(seconds):
+        raise ValueError("%s must be finite; pass None for the default" % what)
+    ms = math.ceil(seconds * 1000)
+    return min(ms, INT64_MAX)

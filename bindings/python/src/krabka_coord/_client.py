@@ -1,0 +1,636 @@
+"""Client, Leadership and describe results over the C handles."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import datetime
+import enum
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
+
+from . import _native
+from ._args import Name, Timeout, check_int, name_bytes, payload_bytes, timeout_ms
+from ._errors import ClosedError, ConfigError, ErrorCode, KrabkaError, NotLeaderError, error_for, raise_for
+from ._native import (
+    INT32_MAX,
+    NAME_BUF,
+    PARTITION_ANY,
+    LeaseStruct,
+    MessageStruct,
+    ProduceResultStruct,
+    RosterEntryStruct,
+    Token,
+    lib,
+    read_name,
+)
+from ._pure import FencingToken, Lease, validate_member, validate_role
+
+__all__ = [
+    "Client",
+    "Leadership",
+    "LeadershipState",
+    "ProduceResult",
+    "TryAcquireResult",
+    "Status",
+    "RosterEntry",
+]
+
+T = TypeVar("T")
+_check = _native.check_fork
+
+
+def _errbuf() -> ctypes.Array[ctypes.c_char]:
+    return ctypes.create_string_buffer(_native.ERRSTR_SIZE)
+
+
+def _config_text(key: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int)):
+        return str(value)
+    raise TypeError(
+        "configuration value of %r must be str, int or bool, not %s" % (key, type(value).__name__)
+    )
+
+
+def _ms_to_datetime(ms: int) -> datetime.datetime:
+    try:
+        return datetime.datetime.fromtimestamp(ms / 1000.0, tz=datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
+
+
+async def _in_thread(fn: Callable[[], T], on_cancel_result: Optional[Callable[[T], None]] = None) -> T:
+    """Run a blocking call on the default executor (ctypes releases the GIL
+    while the C call blocks). If the awaiting task is cancelled, the call
+    still runs to its end in its thread; `on_cancel_result` then receives
+    its result so nothing leaks (an acquired leadership is released)."""
+    loop = asyncio.get_running_loop()
+    fut = loop.run_in_executor(None, fn)
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        if on_cancel_result is not None:
+
+            def _done(f: "asyncio.Future[T]") -> None:
+                if not f.cancelled() and f.exception() is None:
+                    on_cancel_result(f.result())
+
+            fut.add_done_callback(_done)
+        raise
+
+
+# --------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------
+
+
+class LeadershipState(enum.IntEnum):
+    """krabka_leadership_state_t."""
+
+    ACTIVE = 0
+    FENCED = 1
+    EXPIRED = 2
+    RESIGNED = 3
+    CLOSED = 4
+
+
+class ProduceResult(NamedTuple):
+    """Where a guarded write landed; unpacks as (partition, offset)."""
+
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class RosterEntry:
+    """One member of the succession order (rank 0 = lease holder or first
+    standby)."""
+
+    member: str
+    offset: int
+    registered_at: int
+    rank: int
+
+
+@dataclass(frozen=True)
+class Status:
+    """The third-party check of a role (Client.describe).
+
+    holder: the member named by the last lease, or None.
+    token: the coordinator's current token for the role (NO_EPOCH if nobody
+        ever took it).
+    current: a lease exists and its token is `token`.
+    lease: the last lease, or None.
+    roster: registered members in succession order, with ranks.
+    skipped: undecodable records the read skipped.
+    partition: the role's partition of the coordination topic.
+    """
+
+    role: str
+    holder: Optional[str]
+    token: FencingToken
+    current: bool
+    lease: Optional[Lease]
+    roster: Tuple[RosterEntry, ...]
+    skipped: int
+    partition: int
+
+
+# --------------------------------------------------------------------------
+# Handles
+# --------------------------------------------------------------------------
+
+
+class _Handle:
+    """An owned C handle that is destroyed exactly once."""
+
+    __slots__ = ("_ptr", "_lock", "_destroy")
+
+    def __init__(self, ptr: int, destroy: Callable[[int], int]) -> None:
+        self._ptr: Optional[int] = ptr
+        self._lock = threading.Lock()
+        self._destroy = destroy
+
+    def get(self) -> Optional[int]:
+        return self._ptr
+
+    def release(self) -> bool:
+        with self._lock:
+            ptr, self._ptr = self._ptr, None
+        if ptr is None:
+            return False
+        if not _native.in_forked_child():
+            self._destroy(ptr)
+        return True
+
+
+class Leadership:
+    """A won role. Obtain one from Client.acquire / Client.try_acquire.
+
+    Use it as a context manager: on exit it resigns (if still active) and
+    releases its resources::
+
+        with client.acquire("controller", "node-1") as lead:
+            lead.produce("commands", b"...")
+
+    `close()` releases the resources without resigning (standbys take over at
+    the lease deadline). Every method may be called from any thread.
+    """
+
+    def __init__(self, ptr: int, client: "Client", role: str, member: str) -> None:
+        self._h = _Handle(ptr, lib.krabka_leadership_destroy)
+        self._client = client
+        self._role = role
+        self._member = member
+
+    def __repr__(self) -> str:
+        try:
+            tok = str(self.token)
+            state = self.state.name
+        except Exception:  # closed
+            tok, state = "?", "CLOSED"
+        return "<Leadership role=%r member=%r token=%s state=%s>" % (self._role, self._member, tok, state)
+
+    def _ptr(self) -> int:
+        _check()
+        p = self._h.get()
+        if p is None:
+            raise NotLeaderError(ErrorCode.NOT_LEADER, "this Leadership was closed")
+        return p
+
+    @property
+    def role(self) -> str:
+        return self._role
+
+    @property
+    def member(self) -> str:
+        return self._member
+
+    @property
+    def token(self) -> FencingToken:
+        """The fencing token this leadership holds. Never blocks."""
+        out = Token()
+        raise_for(lib.krabka_leadership_token(self._ptr(), ctypes.byref(out)))
+        return FencingToken._from_c(out)
+
+    @property
+    def lease(self) -> Lease:
+        """The lease this leadership last wrote. Never blocks."""
+        out = LeaseStruct()
+        raise_for(lib.krabka_leadership_lease(self._ptr(), ctypes.byref(out)))
+        return Lease._from_c(out)
+
+    @property
+    def state(self) -> LeadershipState:
+        """ACTIVE, FENCED, EXPIRED, RESIGNED or CLOSED. Never blocks."""
+        if self._h.get() is None:
+            _check()
+            return LeadershipState.CLOSED
+        out = ctypes.c_int()
+        raise_for(lib.krabka_leadership_state(self._ptr(), ctypes.byref(out)))
+        return LeadershipState(out.value)
+
+    @property
+    def active(self) -> bool:
+        return self.state == LeadershipState.ACTIVE
+
+    @property
+    def renew_due(self) -> bool:
+        """True when the renew interval has passed since the lease was granted
+        (or the deadline is near): call renew(). A property because it is a
+        cheap, non-blocking read of the leadership's clock."""
+        out = ctypes.c_int()
+        raise_for(lib.krabka_leadership_renew_due(self._ptr(), ctypes.byref(out)))
+        return bool(out.value)
+
+    def renew(self, timeout: Timeout = None) -> None:
+        """Write a fresh lease under the same token. Blocks up to `timeout`
+        seconds (default: request.timeout.ms; never past the lease deadline).
+
+        Raises FencedError (the cluster superseded this leadership: stop at
+        once) or LeaseExpiredError (renewal failed until the deadline)."""
+        ms = timeout_ms(timeout)
+        buf = _errbuf()
+        raise_for(lib.krabka_leadership_renew(self._ptr(), ms, buf, len(buf)), buf)
+
+    def produce(
+        self,
+        topic: str,
+        value: Union[bytes, str, None],
+        key: Union[bytes, str, None] = None,
+        partition: Optional[int] = None,
+        timeout: Timeout = None,
+    ) -> ProduceResult:
+        """The guarded write: one message in one transaction of the role's
+        transactional producer, so the broker rejects it if this leadership
+        was superseded (FencedError). Returns (partition, offset) once the
+        message is durable (acks=all). `partition` None lets Kafka's key
+        hashing choose. Raises LeaseExpiredError once the lease deadline has
+        passed. Blocks up to `timeout` seconds (default request.timeout.ms)."""
+        return self.produce_many([(topic, value, key, partition)], timeout=timeout)[0]
+
+    def produce_many(
+        self,
+        messages: "list[Tuple[str, Union[bytes, str, None], Union[bytes, str, None], Optional[int]]]",
+        timeout: Timeout = None,
+    ) -> "list[ProduceResult]":
+        """Several messages (topic, value, key, partition) in ONE transaction:
+        all are written or none. Returns one (partition, offset) per message."""
+        if not isinstance(messages, (list, tuple)) or not messages:
+            raise ValueError("messages must be a non-empty list of (topic, value, key, partition)")
+        arr = (MessageStruct * len(messages))()
+        keep: list[object] = []
+        for i, msg in enumerate(messages):
+            if not isinstance(msg, tuple) or len(msg) != 4:
+                raise TypeError("message %d must be a tuple (topic, value, key, partition)" % i)
+            topic, value, key, partition = msg
+            if not isinstance(topic, str):
+                raise TypeError("topic must be str, not %s" % type(topic).__name__)
+            if not topic or "\x00" in topic:
+                raise ValueError("topic must be a non-empty str without NUL, got %r" % topic)
+            t = topic.encode("utf-8")
+            v = payload_bytes(value, "value")
+            k = payload_bytes(key, "key")
+            p = PARTITION_ANY if partition is None else check_int(partition, "partition", 0, INT32_MAX)
+            keep.extend((t, v, k))
+            arr[i].topic = t
+            arr[i].partition = p
+            arr[i].key = k
+            arr[i].key_len = 0 if k is None else len(k)
+            arr[i].value = v
+            arr[i].value_len = 0 if v is None else len(v)
+        ms = timeout_ms(timeout)
+        results = (ProduceResultStruct * len(messages))()
+        buf = _errbuf()
+        code = lib.krabka_leadership_produce(self._ptr(), arr, len(messages), ms, results, buf, len(buf))
+        raise_for(code, buf)
+        return [ProduceResult(r.partition, r.offset) for r in results]
+
+    def resign(self, timeout: Timeout = None) -> None:
+        """Give the role up: write a lease tombstone under this token so
+        standbys challenge at once. A courtesy, not a fence: stop guarded
+        writes first. The leadership is RESIGNED afterwards even if the write
+        failed (the error is raised). Blocks up to `timeout` seconds."""
+        ms = timeout_ms(timeout)
+        buf = _errbuf()
+        raise_for(lib.krabka_leadership_resign(self._ptr(), ms, buf, len(buf)), buf)
+
+    def close(self) -> None:
+        """Release the leadership's resources without resigning (standbys
+        take over at the lease deadline). Idempotent."""
+        if self._h.get() is not None:
+            _check()
+        self._h.release()
+
+    def __enter__(self) -> "Leadership":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if self._h.get() is not None and self.state == LeadershipState.ACTIVE:
+                try:
+                    self.resign()
+                except KrabkaError:
+                    if exc_type is None:
+                        raise
+        finally:
+            self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._h.release()
+        except Exception:
+            pass
+
+    # -- asyncio ---------------------------------------------------------
+    async def renew_async(self, timeout: Timeout = None) -> None:
+        """renew() on a worker thread."""
+        await _in_thread(lambda: self.renew(timeout))
+
+    async def produce_async(
+        self,
+        topic: str,
+        value: Union[bytes, str, None],
+        key: Union[bytes, str, None] = None,
+        partition: Optional[int] = None,
+        timeout: Timeout = None,
+    ) -> ProduceResult:
+        """produce() on a worker thread."""
+        return await _in_thread(lambda: self.produce(topic, value, key, partition, timeout))
+
+    async def resign_async(self, timeout: Timeout = None) -> None:
+        """resign() on a worker thread."""
+        await _in_thread(lambda: self.resign(timeout))
+
+    async def __aenter__(self) -> "Leadership":
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await _in_thread(lambda: self.__exit__(exc_type, exc, tb))
+
+
+@dataclass(frozen=True)
+class TryAcquireResult:
+    """The answer of Client.try_acquire.
+
+    leadership: the won Leadership, or None when the role was not won.
+    retry_at: when not won, the instant (UTC datetime) at which the answer
+        can change; None when won. retry_at_ms is the same in epoch ms.
+
+    Truthy when the role was won, and unpacks as (leadership, retry_at)::
+
+        lead, retry_at = client.try_acquire("controller", "node-1")
+        if lead is None:
+            sleep_until(retry_at)
+    """
+
+    leadership: Optional[Leadership]
+    retry_at_ms: Optional[int]
+
+    @property
+    def won(self) -> bool:
+        return self.leadership is not None
+
+    @property
+    def retry_at(self) -> Optional[datetime.datetime]:
+        return None if self.retry_at_ms is None else _ms_to_datetime(self.retry_at_ms)
+
+    def retry_in(self) -> float:
+        """Seconds from now until retry_at (0 when won or already due)."""
+        if self.retry_at_ms is None:
+            return 0.0
+        now_ms = datetime.datetime.now(tz=datetime.timezone.utc).timestamp() * 1000.0
+        return max(0.0, (self.retry_at_ms - now_ms) / 1000.0)
+
+    def __bool__(self) -> bool:
+        return self.won
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.leadership
+        yield self.retry_at
+
+
+class Client:
+    """A krabka-coord client: a connection to one Kafka cluster.
+
+    `config` holds Kafka client properties (bootstrap.servers, client.id,
+    security.protocol, sasl.mechanism, sasl.username, sasl.password,
+    ssl.ca.location, request.timeout.ms) and krabka.* coordination settings
+    (krabka.lease.ms, krabka.renew.interval.ms, ...). Values may be str, int
+    or bool. An unknown key or a bad value raises ConfigError (a ValueError)
+    naming the key. The client does not connect until the first blocking
+    call. Use it as a context manager, or call close() (idempotent).
+    """
+
+    def __init__(self, config: Mapping[str, Union[str, int, bool]]) -> None:
+        self._h: Optional[_Handle] = None
+        if not isinstance(config, Mapping):
+            raise TypeError("config must be a dict of property names to values, not %s" % type(config).__name__)
+        items = []
+        for k, v in config.items():
+            if not isinstance(k, str):
+                raise TypeError("configuration keys must be str, not %s" % type(k).__name__)
+            if "\x00" in k:
+                raise ValueError("configuration key %r contains NUL" % k)
+            text = _config_text(k, v)
+            if "\x00" in text:
+                raise ValueError("configuration value of %r contains NUL" % k)
+            items.append((k, text))
+        _check()
+        _native.require("krabka_conf_new")
+        conf = lib.krabka_conf_new()
+        if not conf:
+            raise KrabkaError(ErrorCode.INTERNAL, "krabka_conf_new failed: the library is unusable")
+        try:
+            for k, text in items:
+                buf = _errbuf()
+                code = lib.krabka_conf_set(conf, k.encode("utf-8"), text.encode("utf-8"), buf, len(buf))
+                if code:
+                    err = error_for(code, buf)
+                    if isinstance(err, ConfigError):
+                        err.key = k
+                        if k not in err.reason:
+                            err.reason = "%s: %s" % (k, err.reason)
+                    raise err
+            out = ctypes.c_void_p()
+            buf = _errbuf()
+            raise_for(lib.krabka_client_new(conf, ctypes.byref(out), buf, len(buf)), buf)
+            if not out.value:
+                raise KrabkaError(ErrorCode.INTERNAL, "krabka_client_new returned no handle")
+            self._h = _Handle(out.value, lib.krabka_client_destroy)
+        finally:
+            lib.krabka_conf_destroy(conf)
+
+    def __repr__(self) -> str:
+        return "<krabka_coord.Client %s>" % ("closed" if self.closed else "open")
+
+    @property
+    def closed(self) -> bool:
+        return self._h is None or self._h.get() is None
+
+    def _ptr(self) -> int:
+        _check()
+        p = None if self._h is None else self._h.get()
+        if p is None:
+            raise ClosedError(ErrorCode.CLOSED, "this Client was closed")
+        return p
+
+    def close(self) -> None:
+        """Close the client: calls blocked in other threads raise
+        ClosedError; its leaderships end without resigning. Blocks until
+        background work has stopped. Idempotent."""
+        if self._h is not None:
+            if self._h.get() is not None:
+                _check()
+            self._h.release()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if self._h is not None:
+                self._h.release()
+        except Exception:
+            pass
+
+    # -- election --------------------------------------------------------
+    @staticmethod
+    def _names(role: Name, member: Name) -> Tuple[bytes, bytes, str, str]:
+        r = name_bytes(role, "role")
+        m = name_bytes(member, "member")
+        role_s = validate_role(r)
+        member_s = validate_member(m)
+        return r, m, role_s, member_s
+
+    def acquire(self, role: Name, member: Name, timeout: Timeout = None) -> Leadership:
+        """Take `role` for `member`, waiting as long as the succession rules
+        say. Blocks up to `timeout` seconds (None: no limit); raises
+        KrabkaTimeoutError (also a builtin TimeoutError) when it passes.
+        The returned Leadership is a context manager that resigns on exit."""
+        r, m, role_s, member_s = self._names(role, member)
+        ms = timeout_ms(timeout)
+        out = ctypes.c_void_p()
+        buf = _errbuf()
+        code = lib.krabka_client_acquire(self._ptr(), r, len(r), m, len(m), ms, ctypes.byref(out), buf, len(buf))
+        raise_for(code, buf)
+        return Leadership(out.value, self, role_s, member_s)  # type: ignore[arg-type]
+
+    def try_acquire(self, role: Name, member: Name, timeout: Timeout = None) -> TryAcquireResult:
+        """One pass of acquire that never waits for another member's lease.
+        Returns a TryAcquireResult: `.leadership` (or None when not won) and
+        `.retry_at` (when the answer can change). Unpacks as
+        (leadership_or_None, retry_at). Blocks for the round trips of one
+        pass, up to `timeout` seconds (default request.timeout.ms)."""
+        r, m, role_s, member_s = self._names(role, member)
+        ms = timeout_ms(timeout)
+        out = ctypes.c_void_p()
+        retry = ctypes.c_int64()
+        buf = _errbuf()
+        code = lib.krabka_client_try_acquire(
+            self._ptr(), r, len(r), m, len(m), ms, ctypes.byref(out), ctypes.byref(retry), buf, len(buf)
+        )
+        raise_for(code, buf)
+        if out.value:
+            return TryAcquireResult(Leadership(out.value, self, role_s, member_s), None)
+        return TryAcquireResult(None, retry.value)
+
+    def describe(self, role: Name, timeout: Timeout = None) -> Status:
+        """The third-party check: the coordinator's current token for the
+        role and the state folded from its partition. Takes no epoch and joins
+        no group. Blocks up to `timeout` seconds (default request.timeout.ms)."""
+        r = name_bytes(role, "role")
+        role_s = validate_role(r)
+        ms = timeout_ms(timeout)
+        out = ctypes.c_void_p()
+        buf = _errbuf()
+        raise_for(lib.krabka_client_describe(self._ptr(), r, len(r), ms, ctypes.byref(out), buf, len(buf)), buf)
+        st = _Handle(out.value, lib.krabka_status_destroy)  # type: ignore[arg-type]
+        try:
+            return _read_status(out.value, role_s)  # type: ignore[arg-type]
+        finally:
+            st.release()
+
+    # -- asyncio ---------------------------------------------------------
+    async def acquire_async(self, role: Name, member: Name, timeout: Timeout = None) -> Leadership:
+        """acquire() on a worker thread. If the awaiting task is cancelled,
+        the call goes on until it ends (bounded by `timeout`, or by close());
+        a leadership won after the cancellation is released (not resigned).
+        Pass a timeout, or close the client, to bound it."""
+        self._names(role, member)
+        timeout_ms(timeout)
+        return await _in_thread(lambda: self.acquire(role, member, timeout), lambda lead: lead.close())
+
+    async def try_acquire_async(self, role: Name, member: Name, timeout: Timeout = None) -> TryAcquireResult:
+        """try_acquire() on a worker thread."""
+        self._names(role, member)
+        timeout_ms(timeout)
+
+        def release(res: TryAcquireResult) -> None:
+            if res.leadership is not None:
+                res.leadership.close()
+
+        return await _in_thread(lambda: self.try_acquire(role, member, timeout), release)
+
+    async def describe_async(self, role: Name, timeout: Timeout = None) -> Status:
+        """describe() on a worker thread."""
+        return await _in_thread(lambda: self.describe(role, timeout))
+
+    async def close_async(self) -> None:
+        """close() on a worker thread (it blocks while background work stops)."""
+        await _in_thread(self.close)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self.close_async()
+
+
+def _read_status(st: int, role: str) -> Status:
+    has = ctypes.c_int()
+    name = ctypes.create_string_buffer(NAME_BUF)
+    n = ctypes.c_size_t()
+    raise_for(lib.krabka_status_holder(st, ctypes.byref(has), name, len(name), ctypes.byref(n)))
+    holder = name.raw[: n.value].decode("utf-8", "surrogateescape") if has.value else None
+    tok = Token()
+    raise_for(lib.krabka_status_token(st, ctypes.byref(tok)))
+    cur = ctypes.c_int()
+    raise_for(lib.krabka_status_current(st, ctypes.byref(cur)))
+    has_lease = ctypes.c_int()
+    ls = LeaseStruct()
+    raise_for(lib.krabka_status_lease(st, ctypes.byref(has_lease), ctypes.byref(ls)))
+    part = ctypes.c_int32()
+    raise_for(lib.krabka_status_partition(st, ctypes.byref(part)))
+    skipped = ctypes.c_int64()
+    raise_for(lib.krabka_status_skipped(st, ctypes.byref(skipped)))
+    count = ctypes.c_size_t()
+    raise_for(lib.krabka_status_roster_count(st, ctypes.byref(count)))
+    roster = []
+    for i in range(count.value):
+        e = RosterEntryStruct()
+        raise_for(lib.krabka_status_roster_entry(st, i, ctypes.byref(e)))
+        roster.append(
+            RosterEntry(
+                read_name(e, "member", e.member_len).decode("utf-8", "surrogateescape"),
+                e.offset,
+                e.registered_at,
+                e.rank,
+            )
+        )
+    return Status(
+        role=role,
+        holder=holder,
+        token=FencingToken._from_c(tok),
+        current=bool(cur.value),
+        lease=Lease._from_c(ls) if has_lease.value else None,
+        roster=tuple(roster),
+        skipped=skipped.value,
+        partition=part.value,
+    )
