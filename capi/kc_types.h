@@ -1,0 +1,19 @@
+/* Internal to capi: const-qualified aliases used in //export signatures so
+ * that the prototypes cgo generates match include/krabka_coord.h exactly.
+ * Declarations only (cgo copies this into two C files). */
+#ifndef KC_TYPES_H
+#define KC_TYPES_H
+#include <stdlib.h>
+#include <string.h>
+#include "krabka_coord.h"
+
+typedef const char kc_cchar_t;
+typedef const uint8_t kc_cuint8_t;
+typedef const krabka_conf_t kc_cconf_t;
+typedef const krabka_leadership_t kc_cleadership_t;
+typedef const krabka_status_t kc_cstatus_t;
+typedef const krabka_key_t kc_ckey_t;
+typedef const krabka_registration_t kc_cregistration_t;
+typedef const krabka_lease_t kc_clease_t;
+typedef const krabka_message_t kc_cmessage_t;
+#endif

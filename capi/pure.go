@@ -1,0 +1,323 @@
+package main
+
+/*
+#include "kc_types.h"
+*/
+import "C"
+
+import (
+	"strconv"
+	"unsafe"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+func goToken(t C.krabka_token_t) core.FencingToken {
+	return core.FencingToken{ProducerID: int64(t.producer_id), ProducerEpoch: int16(t.producer_epoch)}
+}
+
+func cToken(t core.FencingToken) C.krabka_token_t {
+	return C.krabka_token_t{producer_id: C.int64_t(t.ProducerID), producer_epoch: C.int16_t(t.ProducerEpoch)}
+}
+
+//export krabka_token_no_epoch
+func krabka_token_no_epoch() C.krabka_token_t { return cToken(core.NoEpoch) }
+
+//export krabka_token_validate
+func krabka_token_validate(token C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	_, err := core.NewFencingToken(int64(token.producer_id), int16(token.producer_epoch))
+	return finish(err, errstr, errstr_size)
+}
+
+//export krabka_token_compare
+func krabka_token_compare(a, b C.krabka_token_t) C.int {
+	return C.int(goToken(a).Compare(goToken(b)))
+}
+
+//export krabka_token_supersedes
+func krabka_token_supersedes(a, b C.krabka_token_t) C.int {
+	if goToken(a).Supersedes(goToken(b)) {
+		return 1
+	}
+	return 0
+}
+
+//export krabka_token_format
+func krabka_token_format(token C.krabka_token_t, buf *C.char, buf_size C.size_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	s := goToken(token).String()
+	if uint64(buf_size) < uint64(len(s))+1 {
+		return C.KRABKA_ERR_BUFFER_TOO_SMALL
+	}
+	if buf == nil {
+		return C.KRABKA_ERR_INVALID_ARG
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(s)+1)
+	copy(dst, s)
+	dst[len(s)] = 0
+	return C.KRABKA_OK
+}
+
+//export krabka_token_parse
+func krabka_token_parse(text *C.kc_cchar_t, text_len C.size_t, out *C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	b, err := cBytes((*C.char)(unsafe.Pointer(text)), text_len, "text")
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	t, err := core.ParseFencingToken(string(b))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = cToken(t)
+	return C.KRABKA_OK
+}
+
+// role and member build the validated names from (ptr, len).
+func role(ptr *C.kc_cchar_t, n C.size_t) (core.Role, error) {
+	b, err := cBytes((*C.char)(unsafe.Pointer(ptr)), n, "role")
+	if err != nil {
+		return core.Role{}, err
+	}
+	return core.RoleFromBytes(b)
+}
+
+func member(ptr *C.kc_cchar_t, n C.size_t) (core.MemberID, error) {
+	b, err := cBytes((*C.char)(unsafe.Pointer(ptr)), n, "member")
+	if err != nil {
+		return core.MemberID{}, err
+	}
+	return core.MemberIDFromBytes(b)
+}
+
+//export krabka_role_validate
+func krabka_role_validate(r *C.kc_cchar_t, role_len C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	_, err := role(r, role_len)
+	return finish(err, errstr, errstr_size)
+}
+
+//export krabka_member_validate
+func krabka_member_validate(m *C.kc_cchar_t, member_len C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	_, err := member(m, member_len)
+	return finish(err, errstr, errstr_size)
+}
+
+//export krabka_murmur2
+func krabka_murmur2(data *C.kc_cuint8_t, n C.size_t) (h C.int32_t) {
+	defer func() {
+		if recover() != nil {
+			h = 0
+		}
+	}()
+	b, err := cBytesU8(data, n, "data")
+	if err != nil {
+		b = nil // NULL data or an impossible length hashes as the empty string
+	}
+	return C.int32_t(core.Murmur2(b))
+}
+
+//export krabka_role_partition
+func krabka_role_partition(r *C.kc_cchar_t, role_len C.size_t, partitions C.int32_t, out *C.int32_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	ro, err := role(r, role_len)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	p, err := core.RolePartition(ro, int32(partitions))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = C.int32_t(p)
+	return C.KRABKA_OK
+}
+
+//export krabka_value_is_tombstone
+func krabka_value_is_tombstone(value *C.kc_cuint8_t, n C.size_t) C.int {
+	if value == nil || core.IsTombstone(unsafe.Slice((*byte)(unsafe.Pointer(value)), min(uint64(n), 1))) {
+		return 1
+	}
+	return 0
+}
+
+// ---- record codec ----
+
+// output copies enc into (buf, size) and sets *outLen, or reports
+// BUFFER_TOO_SMALL with *outLen set to the size needed.
+func output(enc []byte, buf *C.uint8_t, size C.size_t, outLen *C.size_t) error {
+	if outLen == nil {
+		return invalidArg("krabka: out_len is NULL")
+	}
+	*outLen = C.size_t(len(enc))
+	if uint64(size) < uint64(len(enc)) {
+		return &cError{C.KRABKA_ERR_BUFFER_TOO_SMALL, "krabka: buffer too small: need " + itoa(len(enc)) + " bytes"}
+	}
+	if buf == nil {
+		if len(enc) == 0 {
+			return nil
+		}
+		return invalidArg("krabka: buf is NULL")
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(enc)), enc)
+	return nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func goKey(k *C.kc_ckey_t) (core.Key, error) {
+	rb, err := getName(&k.role, k.role_len, "role")
+	if err != nil {
+		return core.Key{}, err
+	}
+	r, err := core.RoleFromBytes(rb)
+	if err != nil {
+		return core.Key{}, err
+	}
+	switch k.kind {
+	case C.KRABKA_KIND_LEASE:
+		return core.LeaseKey(r), nil
+	case C.KRABKA_KIND_REGISTRATION:
+		mb, err := getName(&k.member, k.member_len, "member")
+		if err != nil {
+			return core.Key{}, err
+		}
+		m, err := core.MemberIDFromBytes(mb)
+		if err != nil {
+			return core.Key{}, err
+		}
+		return core.RegistrationKey(r, m), nil
+	}
+	return core.Key{}, &cError{C.KRABKA_ERR_UNKNOWN_KIND, "krabka: key: kind: unknown_kind: " + itoa(int(k.kind))}
+}
+
+func goMember(buf *[C.KRABKA_NAME_BUF]C.char, n C.uint32_t) (core.MemberID, error) {
+	mb, err := getName(buf, n, "member")
+	if err != nil {
+		return core.MemberID{}, err
+	}
+	return core.MemberIDFromBytes(mb)
+}
+
+func goLease(v *C.kc_clease_t) (core.Lease, error) {
+	m, err := goMember(&v.member, v.member_len)
+	if err != nil {
+		return core.Lease{}, err
+	}
+	t, err := core.NewFencingToken(int64(v.token.producer_id), int16(v.token.producer_epoch))
+	if err != nil {
+		return core.Lease{}, err
+	}
+	return core.Lease{Member: m, Token: t, GrantedAt: int64(v.granted_at), Deadline: int64(v.deadline)}, nil
+}
+
+func cLease(out *C.krabka_lease_t, l core.Lease) {
+	out.member_len = putName(&out.member, l.Member.String())
+	out.token = cToken(l.Token)
+	out.granted_at = C.int64_t(l.GrantedAt)
+	out.deadline = C.int64_t(l.Deadline)
+}
+
+//export krabka_key_encode
+func krabka_key_encode(key *C.kc_ckey_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	if key == nil {
+		return fail(invalidArg("krabka: key is NULL"), errstr, errstr_size)
+	}
+	k, err := goKey(key)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	return finish(output(core.EncodeKey(k), buf, buf_size, out_len), errstr, errstr_size)
+}
+
+//export krabka_key_decode
+func krabka_key_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_key_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	b, err := cBytesU8(data, n, "data")
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	k, err := core.DecodeKey(b)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	out.kind = C.int32_t(k.Kind)
+	out.role_len = putName(&out.role, k.Role.String())
+	out.member_len = putName(&out.member, k.Member.String())
+	return C.KRABKA_OK
+}
+
+//export krabka_registration_encode
+func krabka_registration_encode(value *C.kc_cregistration_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	if value == nil {
+		return fail(invalidArg("krabka: value is NULL"), errstr, errstr_size)
+	}
+	m, err := goMember(&value.member, value.member_len)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	enc := core.EncodeRegistration(core.Registration{Member: m, RegisteredAt: int64(value.registered_at)})
+	return finish(output(enc, buf, buf_size, out_len), errstr, errstr_size)
+}
+
+//export krabka_registration_decode
+func krabka_registration_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_registration_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	b, err := cBytesU8(data, n, "data")
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	v, err := core.DecodeRegistration(b)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	out.member_len = putName(&out.member, v.Member.String())
+	out.registered_at = C.int64_t(v.RegisteredAt)
+	return C.KRABKA_OK
+}
+
+//export krabka_lease_encode
+func krabka_lease_encode(value *C.kc_clease_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	if value == nil {
+		return fail(invalidArg("krabka: value is NULL"), errstr, errstr_size)
+	}
+	l, err := goLease(value)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	return finish(output(core.EncodeLease(l), buf, buf_size, out_len), errstr, errstr_size)
+}
+
+//export krabka_lease_decode
+func krabka_lease_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_lease_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	b, err := cBytesU8(data, n, "data")
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	l, err := core.DecodeLease(b)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	cLease(out, l)
+	return C.KRABKA_OK
+}
