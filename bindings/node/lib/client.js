@@ -1,0 +1,448 @@
+'use strict';
+// Client and Leadership: the calls that talk to the cluster. Every call that
+// can block runs on the libuv thread pool through koffi's `fn.async` and
+// returns a Promise; getters that never block (token, state, lease,
+// renewDue) are synchronous.
+
+const { koffi, native, ERRSTR_SIZE, NAME_BUF } = require('./native');
+const { check, makeError, ErrorCode, KrabkaError } = require('./errors');
+const { nameBytes, bytesArg, ptr, intArg, timeoutArg, big, describe } = require('./args');
+const { FencingToken, leaseFromC, nameFrom } = require('./pure');
+
+const fns = () => native().fns;
+const syncErr = Buffer.alloc(ERRSTR_SIZE);
+
+// ---------------------------------------------------------------------------
+// Thread pool accounting: a blocked acquire holds one libuv worker thread for
+// as long as it waits; so do fs, dns.lookup, crypto and zlib work. Warn once
+// when our in-flight calls reach the pool size.
+const poolSize = () => {
+  const n = Number.parseInt(process.env.UV_THREADPOOL_SIZE || '', 10);
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 1024) : 4;
+};
+let inFlight = 0;
+let warned = false;
+
+function callAsync(fn, args) {
+  return new Promise((resolve, reject) => {
+    inFlight++;
+    if (!warned && inFlight >= poolSize()) {
+      warned = true;
+      process.emitWarning(
+        `krabka-coord: ${inFlight} blocking calls are in flight and the libuv thread pool has ${poolSize()} threads; ` +
+          'further calls and fs/dns/crypto work wait for a free thread. Start node with a larger UV_THREADPOOL_SIZE.',
+        { code: 'KRABKA_THREADPOOL' },
+      );
+    }
+    try {
+      fn.async(...args, (err, res) => {
+        inFlight--;
+        if (err) reject(err);
+        else resolve(res);
+      });
+    } catch (e) {
+      inFlight--;
+      reject(e);
+    }
+  });
+}
+
+/** Number of krabka-coord calls currently running on (or queued for) the libuv pool. */
+const pendingCalls = () => inFlight;
+
+const copyBytes = (b) => Buffer.from(b); // inputs of async calls are private copies
+
+// Handles that were never closed are destroyed (off the JS thread) when their
+// owner is garbage collected.
+const finalizer = new FinalizationRegistry(({ fn, handle }) => {
+  try {
+    fn.async(handle, () => {});
+  } catch {
+    /* process is exiting */
+  }
+});
+
+// ---------------------------------------------------------------------------
+
+const STATES = ['active', 'fenced', 'expired', 'resigned', 'closed'];
+
+function configValue(key, value) {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new RangeError(`config '${key}' must be a finite number, got ${value}`);
+    return String(value);
+  }
+  if (typeof value === 'bigint') return value.toString();
+  throw new TypeError(`config '${key}' must be a string, number or boolean, got ${describe(value)}`);
+}
+
+/**
+ * A coordination client over one Kafka cluster.
+ *
+ *   const client = new Client({ 'bootstrap.servers': 'localhost:9092', 'krabka.lease.ms': 30000 });
+ *
+ * Keys are Kafka client property names (bootstrap.servers, client.id,
+ * security.protocol, sasl.*, ssl.ca.location, request.timeout.ms) and
+ * krabka.* coordination settings (docs/CONFIGURATION.md). The config is
+ * checked at once (KrabkaError UNKNOWN_CONFIG / INVALID_CONFIG); the client
+ * connects on its first blocking call.
+ */
+class Client {
+  #handle;
+  #closed = null; // the close() promise once closing
+
+  constructor(config = {}) {
+    if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+      throw new TypeError(`config must be an object of Kafka property names, got ${describe(config)}`);
+    }
+    const entries = Object.entries(config).map(([k, v]) => {
+      const s = configValue(k, v);
+      if (k.includes('\0') || s.includes('\0')) throw new RangeError(`config '${k}' must not contain NUL characters`);
+      return [k, s];
+    });
+    const n = fns();
+    const conf = n.krabka_conf_new();
+    if (!conf) throw makeError(ErrorCode.INTERNAL, 'krabka_conf_new failed: the library is unusable');
+    try {
+      for (const [k, v] of entries) {
+        syncErr[0] = 0;
+        check(n.krabka_conf_set(conf, k, v, syncErr, syncErr.length), syncErr);
+      }
+      const out = [null];
+      syncErr[0] = 0;
+      check(n.krabka_client_new(conf, out, syncErr, syncErr.length), syncErr);
+      this.#handle = out[0];
+    } finally {
+      n.krabka_conf_destroy(conf);
+    }
+    finalizer.register(this, { fn: n.krabka_client_destroy, handle: this.#handle }, this);
+  }
+
+  /** True once close() was called. */
+  get closed() {
+    return this.#closed !== null;
+  }
+
+  #live() {
+    if (this.#closed) throw makeError(ErrorCode.CLOSED, 'the client is closed');
+    return this.#handle;
+  }
+
+  /**
+   * Takes `role` for `member`, waiting as long as the succession rules say.
+   * Resolves to a Leadership. timeoutMs 0 (the default) waits without limit;
+   * otherwise rejects with KrabkaError TIMEOUT. Holds one libuv pool thread
+   * while it waits.
+   */
+  acquire(role, member, options) {
+    const r = copyBytes(nameBytes(role, 'role'));
+    const m = copyBytes(nameBytes(member, 'member'));
+    const t = timeoutArg(options, 'acquire');
+    return (async () => {
+      const h = this.#live();
+      const out = [null];
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      const code = await callAsync(fns().krabka_client_acquire, [h, ptr(r), r.length, ptr(m), m.length, t, out, eb, eb.length]);
+      check(code, eb);
+      return new Leadership(this, out[0], r, m);
+    })();
+  }
+
+  /**
+   * One pass of acquire that never waits for another member's lease.
+   * Resolves to { leadership, retryAt }: leadership is a Leadership when the
+   * role was won (retryAt null), or null when it was not, and then retryAt
+   * (bigint epoch milliseconds) says when trying again can change the answer.
+   */
+  tryAcquire(role, member, options) {
+    const r = copyBytes(nameBytes(role, 'role'));
+    const m = copyBytes(nameBytes(member, 'member'));
+    const t = timeoutArg(options, 'tryAcquire');
+    return (async () => {
+      const h = this.#live();
+      const out = [null];
+      const retry = [0];
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      const code = await callAsync(fns().krabka_client_try_acquire, [h, ptr(r), r.length, ptr(m), m.length, t, out, retry, eb, eb.length]);
+      check(code, eb);
+      if (out[0]) return { leadership: new Leadership(this, out[0], r, m), retryAt: null };
+      return { leadership: null, retryAt: big(retry[0]) };
+    })();
+  }
+
+  /**
+   * The third-party check of a role: the coordinator's current token and the
+   * role's partition. Takes no epoch and joins no group. Resolves to a Status.
+   */
+  describe(role, options) {
+    const r = copyBytes(nameBytes(role, 'role'));
+    const t = timeoutArg(options, 'describe');
+    return (async () => {
+      const h = this.#live();
+      const out = [null];
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      const code = await callAsync(fns().krabka_client_describe, [h, ptr(r), r.length, t, out, eb, eb.length]);
+      check(code, eb);
+      return readStatus(out[0], r.toString('utf8'));
+    })();
+  }
+
+  /**
+   * Closes the client: calls pending in other threads reject with
+   * KrabkaError CLOSED, its leaderships end without resigning (state
+   * 'closed'). Idempotent: every call returns the same Promise.
+   */
+  close() {
+    if (!this.#closed) {
+      finalizer.unregister(this);
+      this.#closed = callAsync(fns().krabka_client_destroy, [this.#handle]).then((code) => {
+        if (code !== 0 && code !== ErrorCode.INVALID_HANDLE) throw makeError(code, 'closing the client');
+      });
+    }
+    return this.#closed;
+  }
+
+  /** Same as close() (for `await using client = new Client(...)`). */
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+}
+
+function readStatus(handle, roleName) {
+  const n = fns();
+  try {
+    const has = [0];
+    const holderBuf = Buffer.alloc(NAME_BUF);
+    const len = [0];
+    check(n.krabka_status_holder(handle, has, holderBuf, holderBuf.length, len));
+    const holder = has[0] ? holderBuf.toString('utf8', 0, Number(len[0])) : null;
+
+    const tok = {};
+    check(n.krabka_status_token(handle, tok));
+    const cur = [0];
+    check(n.krabka_status_current(handle, cur));
+    const hasLease = [0];
+    const l = {};
+    check(n.krabka_status_lease(handle, hasLease, l));
+    const part = [0];
+    check(n.krabka_status_partition(handle, part));
+    const skipped = [0];
+    check(n.krabka_status_skipped(handle, skipped));
+    const count = [0];
+    check(n.krabka_status_roster_count(handle, count));
+    const roster = [];
+    for (let i = 0; i < Number(count[0]); i++) {
+      const e = {};
+      check(n.krabka_status_roster_entry(handle, i, e));
+      roster.push(
+        Object.freeze({
+          member: nameFrom(e.member, e.member_len),
+          offset: big(e.offset),
+          registeredAt: big(e.registered_at),
+          rank: e.rank,
+        }),
+      );
+    }
+    return Object.freeze({
+      role: roleName,
+      partition: part[0],
+      token: FencingToken.fromC(tok),
+      current: cur[0] === 1,
+      holder,
+      lease: hasLease[0] ? leaseFromC(l) : null,
+      roster: Object.freeze(roster),
+      skipped: Number(skipped[0]),
+    });
+  } finally {
+    n.krabka_status_destroy(handle);
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+/** Stable native memory for the bytes of a guarded write (freed after the call). */
+function nativeCopy(bytes, allocs) {
+  if (bytes === null) return [null, 0];
+  const p = koffi.alloc('uint8_t', Math.max(bytes.length, 1));
+  allocs.push(p);
+  if (bytes.length) new Uint8Array(koffi.view(p, bytes.length)).set(bytes);
+  return [p, bytes.length];
+}
+
+function messageArg(msg, what) {
+  if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) throw new TypeError(`${what} must be an object, got ${describe(msg)}`);
+  if (typeof msg.topic !== 'string' || msg.topic === '') throw new TypeError(`${what}.topic must be a non-empty string, got ${describe(msg.topic)}`);
+  if (msg.topic.includes('\0')) throw new RangeError(`${what}.topic must not contain NUL characters`);
+  const value = msg.value === null || msg.value === undefined ? null : copyBytes(bytesArg(msg.value, `${what}.value`));
+  const key = msg.key === null || msg.key === undefined ? null : copyBytes(bytesArg(msg.key, `${what}.key`));
+  const partition = msg.partition === undefined || msg.partition === null ? -1 : intArg(msg.partition, `${what}.partition`, 32);
+  if (partition < -1) throw new RangeError(`${what}.partition must be >= 0, or -1 for Kafka's key hashing, got ${partition}`);
+  return { topic: msg.topic, partition, key, value };
+}
+
+/**
+ * A won role. Holds the fencing token the cluster minted for it. Guarded
+ * writes (produce) go through the role's transactional producer, so the
+ * broker rejects them with FencedError once another member took over.
+ */
+class Leadership {
+  #client;
+  #handle;
+  #closed = null;
+  #roleBytes;
+  #memberBytes;
+
+  /** @internal */
+  constructor(client, handle, roleBytes, memberBytes) {
+    this.#client = client;
+    this.#handle = handle;
+    this.#roleBytes = roleBytes;
+    this.#memberBytes = memberBytes;
+    finalizer.register(this, { fn: fns().krabka_leadership_destroy, handle }, this);
+  }
+
+  /** The role name (decoded as UTF-8). */
+  get role() {
+    return this.#roleBytes.toString('utf8');
+  }
+
+  /** The member id that holds the role (decoded as UTF-8). */
+  get member() {
+    return this.#memberBytes.toString('utf8');
+  }
+
+  #live() {
+    if (this.#closed) throw makeError(ErrorCode.INVALID_HANDLE, 'the leadership was closed (destroyed)');
+    return this.#handle;
+  }
+
+  /** The fencing token this leadership holds. Never blocks. */
+  get token() {
+    const out = {};
+    check(fns().krabka_leadership_token(this.#live(), out));
+    return FencingToken.fromC(out);
+  }
+
+  /** The lease this leadership last wrote. Never blocks. */
+  get lease() {
+    const out = {};
+    check(fns().krabka_leadership_lease(this.#live(), out));
+    return leaseFromC(out);
+  }
+
+  /** 'active', 'fenced', 'expired', 'resigned' or 'closed' (its client was
+   *  closed). Never blocks. */
+  get state() {
+    const out = [0];
+    check(fns().krabka_leadership_state(this.#live(), out));
+    return STATES[out[0]] ?? `unknown(${out[0]})`;
+  }
+
+  /** True when the renew interval has passed since the lease was granted
+   *  (or the deadline is near). Never blocks. */
+  renewDue() {
+    const out = [0];
+    check(fns().krabka_leadership_renew_due(this.#live(), out));
+    return out[0] === 1;
+  }
+
+  /**
+   * Writes a fresh lease under the same token. Rejects with FencedError
+   * (stop at once) or LeaseExpiredError (the leadership ended by itself).
+   */
+  renew(options) {
+    const t = timeoutArg(options, 'renew');
+    return (async () => {
+      const h = this.#live();
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      check(await callAsync(fns().krabka_leadership_renew, [h, t, eb, eb.length]), eb);
+    })();
+  }
+
+  /**
+   * The guarded write of one message: `await leadership.produce(topic, value,
+   * { key, partition, timeoutMs })` resolves to { partition, offset } (offset
+   * a bigint). value and key are Buffers or strings (UTF-8), or null.
+   * partition -1 (the default) lets Kafka's key hashing choose.
+   */
+  produce(topic, value, options) {
+    if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+      throw new TypeError(`produce: options must be an object such as { key, partition, timeoutMs }, got ${describe(options)}`);
+    }
+    const o = options || {};
+    const msg = messageArg({ topic, value, key: o.key, partition: o.partition }, 'message');
+    const t = timeoutArg(o, 'produce');
+    return this.#produce([msg], t).then((r) => r[0]);
+  }
+
+  /**
+   * Several guarded writes in one transaction: messages is an array of
+   * { topic, value, key?, partition? }. Resolves to one { partition, offset }
+   * per message, in order.
+   */
+  produceBatch(messages, options) {
+    if (!Array.isArray(messages)) throw new TypeError(`messages must be an array, got ${describe(messages)}`);
+    if (messages.length === 0) throw new RangeError('messages must not be empty');
+    const msgs = messages.map((m, i) => messageArg(m, `messages[${i}]`));
+    const t = timeoutArg(options, 'produceBatch');
+    return this.#produce(msgs, t);
+  }
+
+  async #produce(msgs, t) {
+    const h = this.#live();
+    const allocs = [];
+    try {
+      const structs = msgs.map((m) => {
+        const [kp, kl] = nativeCopy(m.key, allocs);
+        const [vp, vl] = nativeCopy(m.value, allocs);
+        return { topic: m.topic, partition: m.partition, key: kp, key_len: kl, value: vp, value_len: vl };
+      });
+      const results = Buffer.alloc(16 * msgs.length); // krabka_produce_result_t: int32, pad, int64
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      const code = await callAsync(fns().krabka_leadership_produce, [h, structs, structs.length, t, results, eb, eb.length]);
+      check(code, eb);
+      const out = [];
+      for (let i = 0; i < msgs.length; i++) {
+        out.push({ partition: results.readInt32LE(16 * i), offset: results.readBigInt64LE(16 * i + 8) });
+      }
+      return out;
+    } finally {
+      for (const p of allocs) koffi.free(p);
+    }
+  }
+
+  /**
+   * Gives the role up: writes a lease tombstone under this token so standbys
+   * challenge at once. A courtesy, not a fence: stop guarded writes first.
+   * The state is 'resigned' afterwards even if the write failed.
+   */
+  resign(options) {
+    const t = timeoutArg(options, 'resign');
+    return (async () => {
+      const h = this.#live();
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      check(await callAsync(fns().krabka_leadership_resign, [h, t, eb, eb.length]), eb);
+    })();
+  }
+
+  /** Releases the leadership without resigning (standbys take over at the
+   *  lease deadline). Idempotent: every call returns the same Promise. */
+  close() {
+    if (!this.#closed) {
+      finalizer.unregister(this);
+      this.#closed = callAsync(fns().krabka_leadership_destroy, [this.#handle]).then((code) => {
+        if (code !== 0 && code !== ErrorCode.INVALID_HANDLE) throw makeError(code, 'destroying the leadership');
+      });
+    }
+    return this.#closed;
+  }
+
+  /** Same as close(). */
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+}
+
+module.exports = { Client, Leadership, pendingCalls, KrabkaError };

@@ -1,0 +1,43 @@
+'use strict';
+// krabka-coord: leader election, leases and fencing tokens on Apache Kafka.
+// Node binding of libkrabka_coord.so (loaded with koffi; see README.md).
+
+const { ABI_VERSION, libraryPath } = require('./native');
+const errors = require('./errors');
+const pure = require('./pure');
+const { Client, Leadership, pendingCalls } = require('./client');
+
+module.exports = {
+  Client,
+  Leadership,
+  FencingToken: pure.FencingToken,
+  Kind: pure.Kind,
+  // errors
+  KrabkaError: errors.KrabkaError,
+  FencedError: errors.FencedError,
+  LeaseExpiredError: errors.LeaseExpiredError,
+  DecodeError: errors.DecodeError,
+  ErrorCode: errors.ErrorCode,
+  // pure functions
+  validateRole: pure.validateRole,
+  validateMember: pure.validateMember,
+  murmur2: pure.murmur2,
+  rolePartition: pure.rolePartition,
+  isTombstone: pure.isTombstone,
+  encodeKey: pure.encodeKey,
+  decodeKey: pure.decodeKey,
+  encodeRegistration: pure.encodeRegistration,
+  decodeRegistration: pure.decodeRegistration,
+  encodeLease: pure.encodeLease,
+  decodeLease: pure.decodeLease,
+  parseToken: (text) => pure.FencingToken.parse(text),
+  formatToken: (token) => {
+    pure.tokenArg(token, 'token');
+    return token.toString();
+  },
+  // library
+  version: pure.version,
+  libraryPath,
+  ABI_VERSION,
+  pendingCalls,
+};

@@ -1,0 +1,33 @@
+# Node binding (bindings/node): koffi over libkrabka_coord.so.
+#   make node-test    npm ci (when node_modules is missing or stale), then the
+#                     node:test suite: conformance vectors, misuse, typings
+#                     (tsc --noEmit) and the live failover on $KRABKA_BOOTSTRAP
+#   make node-bench   per-call overhead of the binding (µs per call)
+#   make node-deps    just the npm ci
+NODE ?= node
+NPM ?= npm
+NODE_DIR := bindings/node
+NODE_LIB ?= $(CURDIR)/build/libkrabka_coord.so
+# The library is never built by npm; the binding finds it through this variable.
+NODE_ENV_VARS = KRABKA_COORD_LIBRARY=$(NODE_LIB)
+
+TEST_TARGETS += node-test
+BENCH_TARGETS += node-bench
+
+.PHONY: node-deps node-test node-bench node-conformance
+node-deps: $(NODE_DIR)/node_modules/.package-lock.json
+
+# npm writes node_modules/.package-lock.json on every install: it is the stamp.
+$(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && $(NPM) ci --no-audit --no-fund
+	@touch $@
+
+node-test: node-deps
+	@test -f "$(NODE_LIB)" || { echo "node-test: $(NODE_LIB) is missing; build it first (./build.sh or make build)" >&2; exit 1; }
+	cd $(NODE_DIR) && $(NODE_ENV_VARS) $(NODE) --test --test-reporter=spec --test-concurrency=1
+
+node-conformance: node-deps
+	$(NODE_ENV_VARS) $(NODE) $(NODE_DIR)/test/conformance.mjs
+
+node-bench: node-deps
+	$(NODE_ENV_VARS) $(NODE) $(NODE_DIR)/bench/bench.js
