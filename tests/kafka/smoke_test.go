@@ -230,9 +230,72 @@ func testFencing(t *testing.T, tv int) {
 	if err := commitOne(ctx, p2, topic, "p2-a"); err != nil {
 		t.Fatalf("p2 commit: %v", err)
 	}
+
+	// Second shape: the fenced holder goes straight to EndTxn (no produce
+	// after the fence): the broker answers EndTxn itself.
+	p3 := producer(t, c.Bootstrap, id)
+	if _, _, err := p3.ProducerID(ctx); err != nil { // fences p2
+		t.Fatal(err)
+	}
+	if err := p2.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	perr = p2.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("p2-b")}).FirstErr()
+	cerr = p2.EndTransaction(ctx, kgo.TryCommit)
+	t.Logf("tv%d: p2 fenced before its transaction: produce err=%v; commit err=%v", tv, perr, cerr)
+	if !isFenced(perr) && !isFenced(cerr) {
+		t.Fatalf("p2 not fenced: produce err=%v, commit err=%v", perr, cerr)
+	}
+
+	p4 := producer(t, c.Bootstrap, id)
+	if _, _, err := p4.ProducerID(ctx); err != nil { // fences p3, which holds an open transaction
+		t.Fatal(err)
+	}
+	if err := p3.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	cerr = p3.EndTransaction(ctx, kgo.TryCommit) // nothing produced: no request is sent
+	t.Logf("tv%d: p3 empty commit after fence: err=%v", tv, cerr)
+
 	got := readCommitted(t, c.Bootstrap, topic)
 	if strings.Join(got, ",") != "p1-a,p2-a" {
 		t.Fatalf("committed %q, want [p1-a p2-a]", got)
+	}
+}
+
+// The fenced holder's EndTxn itself is refused by the broker with
+// PRODUCER_FENCED (tv1) / INVALID_PRODUCER_EPOCH or PRODUCER_FENCED (tv2)
+// when its transaction was already under way before the fence.
+func TestFencedEndTxnTV1(t *testing.T) { testFencedEndTxn(t, 1) }
+func TestFencedEndTxnTV2(t *testing.T) { testFencedEndTxn(t, 2) }
+
+func testFencedEndTxn(t *testing.T, tv int) {
+	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: tv})
+	topic := uniq("smoke-fence-end-")
+	createTopic(t, admin(t, c.Bootstrap), topic, 1, nil)
+	ctx := ctxT(t, 60*time.Second)
+	id := uniq("smoke-fence-end-id-")
+	p1 := producer(t, c.Bootstrap, id)
+	if _, _, err := p1.ProducerID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p2 := producer(t, c.Bootstrap, id)
+	if _, _, err := p2.ProducerID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := p1.EndTransaction(ctx, kgo.TryCommit)
+	t.Logf("tv%d: EndTxn(commit) of the fenced holder: %v", tv, err)
+	if !isFenced(err) {
+		t.Fatalf("fenced EndTxn: got %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
+	}
+	if got := readCommitted(t, c.Bootstrap, topic); len(got) != 0 {
+		t.Fatalf("fenced transaction visible: %q", got)
 	}
 }
 
