@@ -1,0 +1,31 @@
+# Pure core (core/, minus the client files) and the Go conformance runner.
+#   make core-test   vet, unit tests, and the Go conformance runner
+#   make core-fuzz   every fuzz target for CORE_FUZZTIME each, one at a time
+#   make core-bench  codec, fold and rule benchmarks
+GO ?= go
+CORE_FUZZTIME ?= 10s
+CORE_FUZZ_TARGETS := FuzzDecodeKey FuzzDecodeRegistration FuzzDecodeLease FuzzParseFencingToken
+# The Go conformance runner; `-json` prints per-group counts.
+CONFORMANCE_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go
+
+TEST_TARGETS += core-test
+BENCH_TARGETS += core-bench
+
+.PHONY: core-test core-fuzz core-bench core-conformance
+core-test:
+	$(GO) vet ./core/... ./tests/conformance/...
+	$(GO) test ./core/... ./tests/conformance/...
+	$(CONFORMANCE_GO)
+
+core-conformance:
+	$(CONFORMANCE_GO)
+
+# `go test -fuzz` takes one target per invocation.
+core-fuzz:
+	@set -e; for t in $(CORE_FUZZ_TARGETS); do \
+		echo "$(GO) test -run '^$$' -fuzz '^'$$t'$$' -fuzztime=$(CORE_FUZZTIME) ./core/"; \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime=$(CORE_FUZZTIME) ./core/; \
+	done
+
+core-bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./core/
