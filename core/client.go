@@ -22,7 +22,7 @@ type Client struct {
 
 	mu          sync.Mutex
 	closed      bool
-	partitions  int32                  // 0 until read from the cluster
+	partitions  int32                    // 0 until read from the cluster
 	leaderships map[*Leadership]struct{} // not yet ended
 	byRole      map[Role]*Leadership     // the newest leadership of each role
 }

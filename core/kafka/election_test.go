@@ -1,0 +1,338 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/kafka"
+	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
+)
+
+// An uncontended member takes the role at once; its token stays the same
+// across renewals under both transaction versions, and Describe reports it
+// as the current holder with the coordinator's token equal to it.
+func TestUncontendedAcquireKeepsOneToken(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		cl := newClient(t, c.Bootstrap)
+		role := core.MustRole(uniq("it-solo-"))
+		l := acquire(t, cl, role, "m1")
+		tok := l.Token()
+		if tok.ProducerID < 0 || tok.ProducerEpoch < 0 {
+			t.Fatalf("token %s", tok)
+		}
+		if got := l.Lease(); got.Member != core.MustMemberID("m1") || got.Token != tok {
+			t.Fatalf("lease %+v", got)
+		}
+		topic, read := dataTopic(t, c.Bootstrap)
+		for i := 0; i < 3; i++ {
+			if err := l.Renew(ctxFor(t, 5*time.Second)); err != nil {
+				t.Fatalf("renew %d: %v", i, err)
+			}
+			res, err := l.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte{byte('a' + i)}})
+			if err != nil || len(res) != 1 || res[0].Offset < 0 {
+				t.Fatalf("produce %d: %v %v", i, res, err)
+			}
+			if l.Token() != tok || l.Lease().Token != tok {
+				t.Fatalf("token moved: %s -> %s", tok, l.Lease().Token)
+			}
+			st, err := cl.Describe(ctxFor(t, 5*time.Second), role)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Current || st.Token != tok || !st.HasHolder || st.Holder.String() != "m1" {
+				t.Fatalf("describe after %d renewals: current=%v token=%s (leadership %s) holder=%v", i+1, st.Current, st.Token, tok, st.Holder)
+			}
+			if len(st.Roster) != 1 || st.Roster[0].Rank != 0 {
+				t.Fatalf("roster %+v", st.Roster)
+			}
+		}
+		if got := values(read()); len(got) != 3 || got[0] != "a" || got[2] != "c" {
+			t.Fatalf("guarded writes read back: %q", got)
+		}
+		if l.State() != core.Active || l.Err() != nil {
+			t.Fatalf("state %s err %v", l.State(), l.Err())
+		}
+	})
+}
+
+// Two members: one wins, the other waits (TryAcquire says until when; a
+// bounded Acquire times out while the holder renews).
+func TestSecondMemberWaits(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		role := core.MustRole(uniq("it-two-"))
+		a := acquire(t, newClient(t, c.Bootstrap, "krabka.renew.background", "true"), role, "a")
+		cb := newClient(t, c.Bootstrap)
+		l, at, err := cb.TryAcquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("b"))
+		if err != nil || l != nil {
+			t.Fatalf("try: %v %v", l, err)
+		}
+		if at.UnixMilli() < a.Lease().GrantedAt {
+			t.Fatalf("retry at %v before the holder's grant", at)
+		}
+		_, err = cb.Acquire(ctxFor(t, 2500*time.Millisecond), role, core.MustMemberID("b"))
+		wantErr(t, err, core.ErrTimeout, "bounded acquire of the standby")
+		if a.State() != core.Active {
+			t.Fatalf("holder state %s: %v", a.State(), a.Err())
+		}
+		st, err := cb.Describe(ctxFor(t, 5*time.Second), role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Holder.String() != "a" || len(st.Roster) != 2 || st.Roster[1].Member.String() != "b" || st.Roster[1].Rank != 0 {
+			t.Fatalf("describe: %+v", st)
+		}
+	})
+}
+
+// The holder stops renewing: it ends expired by its deadline, and the
+// standby takes over no earlier than the deadline and no later than
+// deadline + rank*stagger + 2 s.
+func TestStandbyTakesOverAtDeadline(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		role := core.MustRole(uniq("it-takeover-"))
+		a := acquire(t, newClient(t, c.Bootstrap), role, "a")
+		cb := newClient(t, c.Bootstrap)
+		if _, _, err := cb.TryAcquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("b")); err != nil {
+			t.Fatal(err)
+		}
+		deadline := a.Lease().Deadline
+		got := <-acquireAsync(ctxFor(t, 20*time.Second), cb, role, "b")
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if got.at < deadline || got.at > deadline+2000 {
+			t.Fatalf("takeover at %d, deadline %d (want within [deadline, deadline+2s])", got.at, deadline)
+		}
+		if got.l.Lease().GrantedAt < deadline {
+			t.Fatalf("new lease granted at %d before the deadline %d", got.l.Lease().GrantedAt, deadline)
+		}
+		select {
+		case <-a.Done():
+		case <-time.After(time.Second):
+			t.Fatal("the deposed holder has not ended")
+		}
+		if a.State() != core.Expired {
+			t.Fatalf("deposed holder state %s", a.State())
+		}
+		wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrLeaseExpired, "renew after expiry")
+		_, err := a.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: "x", Partition: 0})
+		wantErr(t, err, core.ErrLeaseExpired, "produce after expiry")
+		if !got.l.Token().Supersedes(a.Token()) {
+			t.Fatalf("new token %s does not supersede %s", got.l.Token(), a.Token())
+		}
+	})
+}
+
+// A deposed holder that still believes it leads (the challenger's clock runs
+// ahead) is fenced by the broker: Produce and Renew fail with ErrFenced,
+// and nothing it writes after the takeover is visible to a read_committed
+// reader.
+func TestDeposedHolderIsFenced(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		topic, read := dataTopic(t, c.Bootstrap)
+		ca := newClient(t, c.Bootstrap)
+		cb := newSkewedClient(t, c.Bootstrap, 10*time.Second)
+		for i, firstProduce := range []bool{true, false} {
+			role := core.MustRole(uniq("it-fenced-"))
+			a := acquire(t, ca, role, "a")
+			if _, err := a.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: topic, Partition: 0, Value: []byte("a-before")}); err != nil {
+				t.Fatal(err)
+			}
+			b := acquire(t, cb, role, "b") // a's lease is over on b's clock
+			if a.State() != core.Active {
+				t.Fatalf("a is %s before writing", a.State())
+			}
+			msg := core.Message{Topic: topic, Partition: 0, Value: []byte("a-after")}
+			if firstProduce {
+				_, err := a.Produce(ctxFor(t, 5*time.Second), msg)
+				wantErr(t, err, core.ErrFenced, "produce of the deposed holder")
+				wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrFenced, "renew after the fence")
+			} else {
+				wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrFenced, "renew of the deposed holder")
+				_, err := a.Produce(ctxFor(t, 5*time.Second), msg)
+				wantErr(t, err, core.ErrFenced, "produce after the fence")
+			}
+			if a.State() != core.Fenced || !errors.Is(a.Err(), core.ErrFenced) {
+				t.Fatalf("case %d: a is %s (%v)", i, a.State(), a.Err())
+			}
+			if _, err := b.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: topic, Partition: 0, Value: []byte("b")}); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+		}
+		for _, v := range values(read()) {
+			if v == "a-after" {
+				t.Fatalf("a write of the deposed holder is visible: %q", values(read()))
+			}
+		}
+		if got := values(read()); len(got) != 4 {
+			t.Fatalf("read back %q, want a-before, b twice", got)
+		}
+	})
+}
+
+// Resign: the standby takes over at once (well before the old deadline); the
+// resigned member that comes back registers at the tail and does not take
+// the role back (no failback).
+func TestResignHandsOverAtOnceWithoutFailback(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		role := core.MustRole(uniq("it-resign-"))
+		ca := newClient(t, c.Bootstrap)
+		a := acquire(t, ca, role, "a")
+		cb := newClient(t, c.Bootstrap, "krabka.renew.background", "true")
+		if _, _, err := cb.TryAcquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("b")); err != nil {
+			t.Fatal(err)
+		}
+		ch := acquireAsync(ctxFor(t, 20*time.Second), cb, role, "b")
+		time.Sleep(200 * time.Millisecond)
+		deadline := a.Lease().Deadline
+		if err := a.Resign(ctxFor(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if a.State() != core.Resigned || !errors.Is(a.Err(), core.ErrNotLeader) {
+			t.Fatalf("a: %s %v", a.State(), a.Err())
+		}
+		got := <-ch
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		if got.at >= deadline {
+			t.Fatalf("takeover at %d, not before the resigned deadline %d", got.at, deadline)
+		}
+		// a comes back: it lands at the tail and waits.
+		l, _, err := ca.TryAcquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("a"))
+		if err != nil || l != nil {
+			t.Fatalf("recovered member: %v %v", l, err)
+		}
+		st, err := ca.Describe(ctxFor(t, 5*time.Second), role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Holder.String() != "b" || !st.Current || len(st.Roster) != 2 ||
+			st.Roster[0].Member.String() != "b" || st.Roster[1].Member.String() != "a" || st.Roster[1].Rank != 0 {
+			t.Fatalf("describe after failback attempt: %+v", st)
+		}
+		if got.l.State() != core.Active {
+			t.Fatalf("b lost the role: %v", got.l.Err())
+		}
+	})
+}
+
+// Three standbys take over in rank order as each holder goes away.
+func TestStandbysTakeOverInRankOrder(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		role := core.MustRole(uniq("it-rank-"))
+		h := acquire(t, newClient(t, c.Bootstrap), role, "h")
+		names := []string{"s1", "s2", "s3"}
+		ctx := ctxFor(t, 40*time.Second)
+		wins := make(chan acquired, 3)
+		for _, n := range names {
+			cl := newClient(t, c.Bootstrap)
+			if _, _, err := cl.TryAcquire(ctx, role, core.MustMemberID(n)); err != nil {
+				t.Fatal(err)
+			}
+			go func() { wins <- <-acquireAsync(ctx, cl, role, n) }()
+		}
+		h.Close()
+		for i, want := range names {
+			got := <-wins
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			if got.l.Member().String() != want {
+				t.Fatalf("takeover %d by %s, want %s", i, got.l.Member(), want)
+			}
+			got.l.Close() // the next one takes over at this lease's deadline
+		}
+	})
+}
+
+// Describe's current turns false as soon as a challenger mints, before it
+// writes its lease.
+func TestCurrentTurnsFalseWhenChallengerMints(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		role := core.MustRole(uniq("it-current-"))
+		cl := newClient(t, c.Bootstrap)
+		a := acquire(t, cl, role, "a")
+		st, err := cl.Describe(ctxFor(t, 5*time.Second), role)
+		if err != nil || !st.Current {
+			t.Fatalf("describe before: %+v %v", st, err)
+		}
+		tr, err := kafka.New(testConfig(t, c.Bootstrap))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		p, err := tr.Mint(ctxFor(t, 10*time.Second), cl.TransactionalID(role), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		st, err = cl.Describe(ctxFor(t, 5*time.Second), role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Current || st.Token != p.Token() || st.Holder.String() != "a" || st.Lease.Token != a.Token() {
+			t.Fatalf("describe after mint: current=%v token=%s (minted %s) lease=%+v", st.Current, st.Token, p.Token(), st.Lease)
+		}
+		wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrFenced, "renew after the challenger minted")
+	})
+}
+
+// A poisoned (undecodable) record in the role's partition does not stop the
+// election; Describe counts it.
+func TestPoisonedRecordIsSkipped(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		role := core.MustRole(uniq("it-poison-"))
+		cfg := testConfig(t, c.Bootstrap)
+		tr, err := kafka.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		n, err := tr.Partitions(ctxFor(t, 10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := core.RolePartition(role, n)
+		key := core.EncodeKey(core.RegistrationKey(role, core.MustMemberID("ghost")))
+		if _, err := tr.Append(ctxFor(t, 5*time.Second), p, key, []byte{0, 7, 0xff}); err != nil {
+			t.Fatal(err)
+		}
+		cl := newClient(t, c.Bootstrap)
+		l := acquire(t, cl, role, "a")
+		st, err := cl.Describe(ctxFor(t, 5*time.Second), role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Skipped < 1 || !st.Current || st.Holder != l.Member() {
+			t.Fatalf("describe: %+v", st)
+		}
+	})
+}
+
+// A broker nobody listens on gives a transport error or a timeout within
+// request.timeout.ms, never a hang; bad names fail before any network call.
+func TestUnreachableClusterFailsFast(t *testing.T) {
+	cl := newClient(t, "127.0.0.1:1", "request.timeout.ms", "1500")
+	start := time.Now()
+	_, err := cl.Acquire(context.Background(), core.MustRole("r"), core.MustMemberID("m"))
+	if !errors.Is(err, core.ErrTransport) && !errors.Is(err, core.ErrTimeout) {
+		t.Fatalf("got %v", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	start = time.Now()
+	_, err = cl.Acquire(context.Background(), core.Role{}, core.MustMemberID("m"))
+	wantErr(t, err, core.ErrEmptyRole, "zero role")
+	if time.Since(start) > 50*time.Millisecond {
+		t.Fatal("a bad name touched the network")
+	}
+	if _, err := kafka.NewClient(core.DefaultConfig()); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Fatalf("no bootstrap: %v", err)
+	}
+}

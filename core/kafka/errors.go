@@ -1,0 +1,86 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+func topicACL(topic, op string) string {
+	return fmt.Sprintf("%s on Topic %q", op, topic)
+}
+
+func txnACL(txnID, op string) string {
+	return fmt.Sprintf("%s on TransactionalId %q", op, txnID)
+}
+
+// isFence reports a fence of a transactional step: INVALID_PRODUCER_EPOCH
+// (47) or PRODUCER_FENCED (90).
+func isFence(err error) bool {
+	return errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.ProducerFenced)
+}
+
+// classify maps a franz-go error of a non-transactional step onto the
+// sentinels of core. acl names the ACL the step needs (for the message).
+// A fence here is an ordinary error.
+func classify(err error, what, acl string) error {
+	return classifyTxn(err, what, acl, false)
+}
+
+// classifyTxn is classify for a transactional step when txn is true: a
+// fence then maps to core.ErrFenced, the only loss signal.
+func classifyTxn(err error, what, acl string, txn bool) error {
+	if err == nil {
+		return nil
+	}
+	if core.ClientErrorKind(err) != nil {
+		return err
+	}
+	switch {
+	case txn && isFence(err):
+		return core.WrapError(core.ErrFenced, err, "%s", what)
+	case errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks %s", what, orDefault(acl, "an ACL on the TransactionalId"))
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks %s", what, orDefault(acl, "an ACL on the topic"))
+	case errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks an ACL on the Cluster (IDEMPOTENT_WRITE, or WRITE on a topic)", what)
+	case errors.Is(err, kerr.GroupAuthorizationFailed):
+		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks an ACL on a group", what)
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState),
+		errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return core.WrapError(core.ErrAuthorization, err, "%s: SASL authentication failed", what)
+	case errors.Is(err, kerr.UnsupportedVersion), brokerTooOld(err),
+		errors.Is(err, kerr.UnsupportedForMessageFormat), txn && errors.Is(err, kerr.InvalidRequest):
+		return core.WrapError(core.ErrUnsupported, err, "%s: the cluster does not support the transactional protocol this needs", what)
+	case errors.Is(err, context.DeadlineExceeded):
+		return core.WrapError(core.ErrTimeout, err, "%s", what)
+	case errors.Is(err, kgo.ErrClientClosed):
+		return core.WrapError(core.ErrClosed, err, "%s", what)
+	}
+	var ue *kgo.ErrFirstReadEOF
+	if errors.As(err, &ue) {
+		return core.WrapError(core.ErrTransport, err, "%s (the broker closed the connection: wrong security.protocol or SASL settings?)", what)
+	}
+	return core.WrapError(core.ErrTransport, err, "%s", what)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// brokerTooOld reports kgo's error for a request the broker does not know
+// (its ApiVersions lacks the key): for InitProducerId or
+// DescribeTransactions this is a cluster that cannot run the protocol.
+func brokerTooOld(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "broker is too old")
+}

@@ -1,0 +1,696 @@
+// Package kafka is the Kafka Transport of krabka-coord, built on franz-go
+// (kgo, kadm). It is the only package of the project that imports franz-go.
+//
+// What goes on the wire (COORDINATION.md section 8):
+//
+//   - registrations: a plain idempotent producer, acks=all, linger 0, the
+//     role's partition pinned explicitly;
+//   - leases and guarded writes: one transactional producer per
+//     acquisition (transactional.id = krabka.role.prefix + role, transaction
+//     timeout = the lease duration bounded by the broker's
+//     transaction.max.timeout.ms), minted eagerly with InitProducerId before
+//     the first transaction; the token is learnt from that producer;
+//   - reads: raw read_committed Fetch requests to the partition leader from
+//     the log start up to the last stable offset listed just before
+//     (ListOffsets with isolation read_committed), filtered of aborted data
+//     with kgo.ProcessFetchPartition, so an aborted tail cannot stall a read;
+//   - the third-party check: DescribeTransactions.
+//
+// Transaction protocol version 2 (KIP-890 part 2). Under transaction.version
+// 2 a client that sends EndTxn v5+ has the coordinator bump the producer
+// epoch at the end of every transaction, which would change the fencing
+// token on every renewal and make DescribeTransactions report the epoch of
+// the next transaction. Every client of this package caps the EndTxn request
+// at version 4 (kgo.MaxVersions). franz-go then stays on the classic
+// transaction path (AddPartitionsToTxn, produce v11, EndTxn v4) and the
+// coordinator runs the transactions of this id as version-1 transactions:
+// the epoch changes only at InitProducerId, the token a leadership holds is
+// the token in its leases and Describe's "current" stays truthful. Every
+// transaction additionally checks the producer id and epoch stamped on its
+// produced records against the token: if they ever differ (the producer had
+// to re-initialise itself), the transaction is aborted and the leadership
+// ends as fenced, so a changed token can never be used silently.
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// MaxEndTxnVersion is the highest EndTxn request version this package sends
+// (see the package documentation: it keeps one epoch per InitProducerId
+// under transaction.version 2).
+const MaxEndTxnVersion = 4
+
+// defaultTxnMaxTimeout is Kafka's default transaction.max.timeout.ms, used
+// when the broker's value cannot be read (no DESCRIBE_CONFIGS on the cluster).
+const defaultTxnMaxTimeout = 15 * time.Minute
+
+// Versions returns the request versions every client of this package is
+// capped at: kgo's stable set with EndTxn capped at MaxEndTxnVersion.
+func Versions() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.EndTxn.Int16(), MaxEndTxnVersion)
+	return v
+}
+
+// NewClient returns a core.Client on the Kafka transport and the system
+// clock. It validates cfg and does not connect (the first call does).
+func NewClient(cfg core.Config, options ...Option) (*core.Client, error) {
+	t, err := New(cfg, options...)
+	if err != nil {
+		return nil, err
+	}
+	c, err := core.NewClient(cfg, t, core.SystemClock)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Transport implements core.Transport on franz-go.
+type Transport struct {
+	cfg  core.Config
+	opts []kgo.Opt // connection options shared by every kgo client
+
+	admin *kgo.Client // metadata, offsets, fetches, DescribeTransactions, CreateTopics
+	adm   *kadm.Client
+
+	regOnce sync.Once
+	reg     *kgo.Client // registrar producer
+	regErr  error
+
+	mu         sync.Mutex
+	closed     bool
+	partitions int32
+	topicID    [16]byte
+	leaders    map[int32]int32
+	txnMax     time.Duration
+	prods      map[string]*txnProducer // newest producer per transactional id
+}
+
+var _ core.Transport = (*Transport)(nil)
+
+// Option adjusts a Transport.
+type Option func(*options)
+
+type options struct {
+	dial func(ctx context.Context, network, host string) (net.Conn, error)
+}
+
+// WithDialer makes every connection through dial (tests route the clients
+// through a proxy they can sever).
+func WithDialer(dial func(ctx context.Context, network, host string) (net.Conn, error)) Option {
+	return func(o *options) { o.dial = dial }
+}
+
+// New builds the transport from cfg (validated). No connection is made.
+func New(cfg core.Config, opt ...Option) (*Transport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, f := range opt {
+		f(&o)
+	}
+	opts, err := connOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.dial != nil {
+		opts = append(opts, kgo.Dialer(o.dial))
+	}
+	admin, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, core.WrapError(core.ErrInvalidConfig, err, "building the admin client")
+	}
+	return &Transport{
+		cfg: cfg, opts: opts, admin: admin, adm: kadm.NewClient(admin),
+		leaders: map[int32]int32{}, prods: map[string]*txnProducer{},
+	}, nil
+}
+
+func connOpts(cfg core.Config) ([]kgo.Opt, error) {
+	rt := cfg.RequestTimeout
+	dial := rt
+	if dial > 10*time.Second {
+		dial = 10 * time.Second
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.BootstrapServers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.MaxVersions(Versions()),
+		kgo.DialTimeout(dial),
+		kgo.RetryTimeout(rt),
+		kgo.RequestTimeoutOverhead(rt),
+		kgo.MetadataMinAge(250 * time.Millisecond),
+		kgo.RetryBackoffFn(func(n int) time.Duration {
+			d := time.Duration(n) * 50 * time.Millisecond
+			if d > 500*time.Millisecond {
+				d = 500 * time.Millisecond
+			}
+			return d
+		}),
+	}
+	switch cfg.SecurityProtocol {
+	case "SSL", "SASL_SSL":
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.SSLCALocation != "" {
+			pem, err := os.ReadFile(cfg.SSLCALocation)
+			if err != nil {
+				return nil, core.WrapError(core.ErrInvalidConfig, err, "ssl.ca.location")
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, core.WrapError(core.ErrInvalidConfig, nil, "ssl.ca.location=%q: no PEM certificate in the file", cfg.SSLCALocation)
+			}
+			tc.RootCAs = pool
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	switch cfg.SecurityProtocol {
+	case "SASL_PLAINTEXT", "SASL_SSL":
+		switch cfg.SASLMechanism {
+		case "PLAIN":
+			opts = append(opts, kgo.SASL(plain.Auth{User: cfg.SASLUsername, Pass: cfg.SASLPassword}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: cfg.SASLUsername, Pass: cfg.SASLPassword}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: cfg.SASLUsername, Pass: cfg.SASLPassword}.AsSha512Mechanism()))
+		default:
+			return nil, core.WrapError(core.ErrInvalidConfig, nil, "sasl.mechanism=%q", cfg.SASLMechanism)
+		}
+	}
+	return opts, nil
+}
+
+// bound returns ctx limited to request.timeout.ms when it has no earlier
+// deadline: no round trip waits for ever.
+func (t *Transport) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= t.cfg.RequestTimeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, t.cfg.RequestTimeout)
+}
+
+func (t *Transport) checkOpen() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return core.WrapError(core.ErrClosed, nil, "transport closed")
+	}
+	return nil
+}
+
+// Partitions implements core.Transport.
+func (t *Transport) Partitions(ctx context.Context) (int32, error) {
+	if err := t.checkOpen(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	created := false
+	for {
+		n, err := t.loadMetadata(ctx)
+		if err == nil {
+			return n, nil
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) || created {
+			if created && errors.Is(err, kerr.UnknownTopicOrPartition) {
+				// Just created: metadata may lag a moment.
+				if serr := sleepCtx(ctx, 100*time.Millisecond); serr != nil {
+					return 0, classify(serr, "waiting for the created topic "+t.cfg.Topic, "")
+				}
+				continue
+			}
+			return 0, err
+		}
+		if err := t.createTopic(ctx); err != nil {
+			return 0, err
+		}
+		created = true
+	}
+}
+
+// loadMetadata reads the topic's partition count, id and leaders.
+func (t *Transport) loadMetadata(ctx context.Context) (int32, error) {
+	md, err := t.adm.Metadata(ctx, t.cfg.Topic)
+	if err != nil {
+		return 0, classify(err, "metadata of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	td, ok := md.Topics[t.cfg.Topic]
+	if !ok {
+		return 0, core.WrapError(core.ErrTransport, kerr.UnknownTopicOrPartition, "metadata lists no topic %s", t.cfg.Topic)
+	}
+	if td.Err != nil {
+		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			return 0, td.Err
+		}
+		return 0, classify(td.Err, "metadata of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	n := int32(len(td.Partitions))
+	if n == 0 {
+		return 0, kerr.UnknownTopicOrPartition
+	}
+	leaders := map[int32]int32{}
+	for _, p := range td.Partitions {
+		leaders[p.Partition] = p.Leader
+	}
+	t.mu.Lock()
+	t.partitions, t.topicID, t.leaders = n, td.ID, leaders
+	t.mu.Unlock()
+	return n, nil
+}
+
+func (t *Transport) createTopic(ctx context.Context) error {
+	rf := t.cfg.TopicReplication
+	if rf < 1 {
+		md, err := t.adm.BrokerMetadata(ctx)
+		if err != nil {
+			return classify(err, "broker metadata", "")
+		}
+		rf = int16(min(3, len(md.Brokers)))
+		if rf < 1 {
+			rf = 1
+		}
+	}
+	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	if rf >= 3 {
+		configs["min.insync.replicas"] = kadm.StringPtr("2")
+	}
+	resp, err := t.adm.CreateTopic(ctx, t.cfg.TopicPartitions, rf, configs, t.cfg.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
+	return classify(err, "creating "+t.cfg.Topic, topicACL(t.cfg.Topic, "CREATE"))
+}
+
+func (t *Transport) meta(ctx context.Context, p int32) (leader int32, id [16]byte, err error) {
+	t.mu.Lock()
+	n := t.partitions
+	leader, ok := t.leaders[p]
+	id = t.topicID
+	t.mu.Unlock()
+	if n == 0 || !ok || leader < 0 {
+		if _, err := t.loadMetadata(ctx); err != nil {
+			return 0, id, err
+		}
+		t.mu.Lock()
+		leader, ok = t.leaders[p]
+		id = t.topicID
+		t.mu.Unlock()
+		if !ok {
+			return 0, id, core.WrapError(core.ErrTransport, nil, "partition %d of %s does not exist", p, t.cfg.Topic)
+		}
+		if leader < 0 {
+			return 0, id, core.WrapError(core.ErrTransport, kerr.LeaderNotAvailable, "partition %d of %s", p, t.cfg.Topic)
+		}
+	}
+	return leader, id, nil
+}
+
+func (t *Transport) forgetLeaders() {
+	t.mu.Lock()
+	t.leaders = map[int32]int32{}
+	t.mu.Unlock()
+}
+
+// Read implements core.Transport.
+func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord, error) {
+	if err := t.checkOpen(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	topic := t.cfg.Topic
+	readACL := topicACL(topic, "READ")
+
+	lso, err := t.listOffset(ctx, partition, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []core.RawRecord
+	offset := int64(0)
+	for offset < lso {
+		leader, id, err := t.meta(ctx, partition)
+		if err != nil {
+			return nil, t.retryable(ctx, err, "metadata")
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = 0
+		req.MinBytes = 1
+		req.MaxBytes = 16 << 20
+		req.IsolationLevel = 1
+		req.SessionID = 0
+		req.SessionEpoch = -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rt.TopicID = id
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = partition
+		rp.FetchOffset = offset
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = 16 << 20
+		rp.CurrentLeaderEpoch = -1
+		rp.LastFetchedEpoch = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := t.admin.Broker(int(leader)).Request(ctx, req)
+		if err != nil {
+			t.forgetLeaders()
+			if rerr := t.retryable(ctx, err, "fetch"); rerr != nil {
+				return nil, rerr
+			}
+			continue
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if e := kerr.ErrorForCode(resp.ErrorCode); e != nil {
+			return nil, classify(e, "fetch of "+topic, readACL)
+		}
+		var got *kmsg.FetchResponseTopicPartition
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if resp.Topics[i].Partitions[j].Partition == partition {
+					got = &resp.Topics[i].Partitions[j]
+				}
+			}
+		}
+		if got == nil {
+			return nil, core.WrapError(core.ErrTransport, nil, "fetch response without partition %d", partition)
+		}
+		if e := kerr.ErrorForCode(got.ErrorCode); e != nil {
+			switch {
+			case errors.Is(e, kerr.OffsetOutOfRange):
+				start, err := t.listStart(ctx, partition)
+				if err != nil {
+					return nil, err
+				}
+				if start <= offset {
+					return nil, core.WrapError(core.ErrTransport, e, "fetch at %d of partition %d", offset, partition)
+				}
+				offset = start
+				continue
+			case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
+				errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
+				errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
+				errors.Is(e, kerr.InconsistentTopicID):
+				t.forgetLeaders()
+				if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
+					return nil, rerr
+				}
+				continue
+			default:
+				return nil, classify(e, "fetch of "+topic, readACL)
+			}
+		}
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
+		}, got, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			return nil, core.WrapError(core.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
+		}
+		for _, r := range fp.Records {
+			if r.Offset >= lso {
+				break
+			}
+			if r.Attrs.IsControl() {
+				continue
+			}
+			out = append(out, core.RawRecord{Offset: r.Offset, Key: r.Key, Value: r.Value})
+		}
+		if next <= offset {
+			// No progress (nothing returned below the LSO yet): retry shortly.
+			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+				return nil, classify(err, fmt.Sprintf("reading partition %d to offset %d (at %d)", partition, lso, offset), "")
+			}
+			continue
+		}
+		offset = next
+	}
+	return out, nil
+}
+
+// retryable sleeps briefly when err may pass and ctx has time left;
+// otherwise it returns err classified.
+func (t *Transport) retryable(ctx context.Context, err error, what string) error {
+	if k := core.ClientErrorKind(err); k != nil && k != core.ErrTransport {
+		return err
+	}
+	if serr := sleepCtx(ctx, 50*time.Millisecond); serr != nil {
+		return classify(err, what, "")
+	}
+	return nil
+}
+
+// listOffset returns the last stable offset (committed=true) of a partition.
+func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
+	var (
+		lo  kadm.ListedOffsets
+		err error
+	)
+	if committed {
+		lo, err = t.adm.ListCommittedOffsets(ctx, t.cfg.Topic)
+	} else {
+		lo, err = t.adm.ListStartOffsets(ctx, t.cfg.Topic)
+	}
+	if err != nil {
+		return 0, classify(err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	o, ok := lo.Lookup(t.cfg.Topic, p)
+	if !ok {
+		return 0, core.WrapError(core.ErrTransport, nil, "no offset listed for partition %d of %s", p, t.cfg.Topic)
+	}
+	if o.Err != nil {
+		return 0, classify(o.Err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	return o.Offset, nil
+}
+
+func (t *Transport) listStart(ctx context.Context, p int32) (int64, error) {
+	return t.listOffset(ctx, p, false)
+}
+
+func (t *Transport) registrar() (*kgo.Client, error) {
+	t.regOnce.Do(func() {
+		opts := append(append([]kgo.Opt(nil), t.opts...),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerLinger(0),
+			kgo.RecordDeliveryTimeout(t.cfg.RequestTimeout),
+		)
+		t.reg, t.regErr = kgo.NewClient(opts...)
+	})
+	return t.reg, t.regErr
+}
+
+// Append implements core.Transport (the registrar producer).
+func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {
+	if err := t.checkOpen(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	reg, err := t.registrar()
+	if err != nil {
+		return 0, core.WrapError(core.ErrInvalidConfig, err, "building the registrar producer")
+	}
+	r := &kgo.Record{Topic: t.cfg.Topic, Partition: partition, Key: key, Value: value}
+	res, err := await(ctx, func() (kgo.ProduceResults, error) {
+		rs := reg.ProduceSync(ctx, r)
+		return rs, rs.FirstErr()
+	})
+	if err != nil {
+		// A fence on the registration path says nothing about the role.
+		return 0, classify(err, "registration in "+t.cfg.Topic, topicACL(t.cfg.Topic, "WRITE")+" (and IDEMPOTENT_WRITE on the Cluster or WRITE on a topic)")
+	}
+	return res[0].Record.Offset, nil
+}
+
+// brokerTxnMax returns the broker's transaction.max.timeout.ms (read once;
+// Kafka's default when the principal may not describe broker configs).
+func (t *Transport) brokerTxnMax(ctx context.Context) time.Duration {
+	t.mu.Lock()
+	m := t.txnMax
+	t.mu.Unlock()
+	if m > 0 {
+		return m
+	}
+	m = defaultTxnMaxTimeout
+	rcs, err := t.adm.DescribeBrokerConfigs(ctx)
+	if err == nil {
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				continue
+			}
+			for _, c := range rc.Configs {
+				if c.Key == "transaction.max.timeout.ms" && c.Value != nil {
+					if ms, perr := strconv.ParseInt(*c.Value, 10, 64); perr == nil && ms > 0 {
+						m = time.Duration(ms) * time.Millisecond
+					}
+				}
+			}
+		}
+	}
+	t.mu.Lock()
+	t.txnMax = m
+	t.mu.Unlock()
+	return m
+}
+
+// Mint implements core.Transport: a new kgo client for every acquisition,
+// initialised eagerly (InitProducerId) before any transaction; the previous
+// producer of the same transactional id is closed.
+func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Duration) (core.TxnProducer, error) {
+	if err := t.checkOpen(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	if m := t.brokerTxnMax(ctx); txnTimeout > m {
+		txnTimeout = m
+	}
+	if txnTimeout < time.Millisecond {
+		txnTimeout = time.Millisecond
+	}
+	opts := append(append([]kgo.Opt(nil), t.opts...),
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(txnTimeout),
+		kgo.RecordPartitioner(messagePartitioner{}),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.RecordDeliveryTimeout(t.cfg.RequestTimeout),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, core.WrapError(core.ErrInvalidConfig, err, "building the transactional producer")
+	}
+	id, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		go cl.Close()
+		return nil, classifyTxn(err, "InitProducerId for transactional.id "+strconv.Quote(txnID), txnACL(txnID, "WRITE"), true)
+	}
+	tok, err := core.NewFencingToken(id, epoch)
+	if err != nil {
+		go cl.Close()
+		return nil, core.WrapError(core.ErrTransport, err, "InitProducerId for %q returned no producer id", txnID)
+	}
+	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		p.Close()
+		return nil, core.WrapError(core.ErrClosed, nil, "transport closed")
+	}
+	prev := t.prods[txnID]
+	t.prods[txnID] = p
+	t.mu.Unlock()
+	if prev != nil {
+		prev.Close()
+	}
+	return p, nil
+}
+
+// CurrentToken implements core.Transport (DescribeTransactions).
+func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.FencingToken, error) {
+	if err := t.checkOpen(); err != nil {
+		return core.NoEpoch, err
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	dts, err := t.adm.DescribeTransactions(ctx, txnID)
+	var dt kadm.DescribedTransaction
+	if err == nil {
+		var ok bool
+		if dt, ok = dts[txnID]; !ok {
+			err = core.WrapError(core.ErrTransport, nil, "DescribeTransactions answered nothing for %q", txnID)
+		} else {
+			err = dt.Err
+		}
+	}
+	if err != nil {
+		if errors.Is(err, kerr.TransactionalIDNotFound) {
+			return core.NoEpoch, nil
+		}
+		return core.NoEpoch, classify(err, "DescribeTransactions of "+strconv.Quote(txnID), txnACL(txnID, "DESCRIBE"))
+	}
+	if dt.ProducerID < 0 || dt.ProducerEpoch < 0 {
+		return core.NoEpoch, nil
+	}
+	return core.FencingToken{ProducerID: dt.ProducerID, ProducerEpoch: dt.ProducerEpoch}, nil
+}
+
+// Close implements core.Transport.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	prods := t.prods
+	t.prods = map[string]*txnProducer{}
+	t.mu.Unlock()
+	for _, p := range prods {
+		p.Close()
+	}
+	if t.reg != nil {
+		t.reg.Close()
+	}
+	t.admin.Close()
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// await runs fn in a goroutine and returns when it does or when ctx ends, so
+// a kgo call that outlives its context never holds the caller.
+func await[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
