@@ -130,7 +130,7 @@ const DECLS = [
 /** Where the library is looked for, in order. */
 function candidatePaths() {
   const env = process.env.KRABKA_COORD_LIBRARY;
-  if (env) return { fromEnv: true, paths: [path.resolve(env)] };
+  if (env) return { fromEnv: true, paths: [env.includes('/') ? path.resolve(env) : env] }; // a bare name: the dlopen search
   const pkg = path.resolve(__dirname, '..');
   return {
     fromEnv: false,
@@ -158,7 +158,18 @@ function loadFrom(file) {
   const fns = {};
   for (const decl of DECLS) {
     const name = /\b(krabka_\w+)\(/.exec(decl)[1];
-    fns[name] = lib.func(decl);
+    try {
+      fns[name] = lib.func(decl);
+    } catch (e) {
+      // An incomplete library (during development) still serves what it has;
+      // calling a missing function fails with a clear error.
+      const err = () => new Error(`krabka-coord: ${file} does not export ${name} (${e.message})`);
+      const missing = () => {
+        throw err();
+      };
+      missing.async = (...args) => args[args.length - 1](err());
+      fns[name] = missing;
+    }
   }
   return { lib, fns, file };
 }

@@ -1,0 +1,241 @@
+// Type declarations of krabka-coord (kept in sync with lib/ by hand; checked
+// by test/typings.test.js, which runs `tsc --noEmit` on test/types/usage.ts).
+
+/// <reference types="node" />
+
+/** A role name or member id: a string (encoded as UTF-8) or its UTF-8 bytes. */
+export type Name = string | Uint8Array;
+/** A Kafka or krabka.* property value. */
+export type ConfigValue = string | number | boolean;
+/** Kafka client property names (bootstrap.servers, ...) and krabka.* settings. */
+export type Config = Record<string, ConfigValue>;
+
+export interface CallOptions {
+  /** Bound for the call in milliseconds; 0 or absent = the default
+   *  (request.timeout.ms; for acquire: no limit). Must be >= 0. */
+  timeoutMs?: number | bigint;
+}
+
+export interface ProduceOptions extends CallOptions {
+  /** Record key (null/absent = null key). */
+  key?: Buffer | Uint8Array | string | null;
+  /** Target partition; -1 or absent lets Kafka's key hashing choose. */
+  partition?: number;
+}
+
+export interface Message {
+  topic: string;
+  value: Buffer | Uint8Array | string | null;
+  key?: Buffer | Uint8Array | string | null;
+  partition?: number;
+}
+
+export interface ProduceResult {
+  partition: number;
+  offset: bigint;
+}
+
+/** A fencing token: (producer id, producer epoch), ordered lexicographically. */
+export class FencingToken {
+  /** Throws DecodeError (category 'negative_token') for negative halves,
+   *  RangeError outside int64 / int16. */
+  constructor(producerId: bigint | number, producerEpoch: number);
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  /** (-1, -1): the token of a role nobody has taken. */
+  static readonly NO_EPOCH: FencingToken;
+  /** Parses "<producer_id>:<producer_epoch>"; DecodeError 'token_form' or 'negative_token'. */
+  static parse(text: string | Uint8Array): FencingToken;
+  /** -1, 0 or 1 as this is below, equal to or above other. */
+  compare(other: FencingToken): -1 | 0 | 1;
+  supersedes(other: FencingToken): boolean;
+  equals(other: unknown): boolean;
+  readonly isNoEpoch: boolean;
+  /** "4242:7" */
+  toString(): string;
+  toJSON(): string;
+}
+
+export interface Lease {
+  readonly member: string;
+  readonly token: FencingToken;
+  /** epoch milliseconds */
+  readonly grantedAt: bigint;
+  /** epoch milliseconds; live while now < deadline */
+  readonly deadline: bigint;
+}
+
+export interface RosterEntry {
+  readonly member: string;
+  /** offset of its registration record */
+  readonly offset: bigint;
+  readonly registeredAt: bigint;
+  /** 0 = lease holder or first standby */
+  readonly rank: number;
+}
+
+/** Result of Client.describe (the third-party check). */
+export interface Status {
+  readonly role: string;
+  readonly partition: number;
+  /** The coordinator's current token (NO_EPOCH if nobody ever took the role). */
+  readonly token: FencingToken;
+  /** A lease exists and its token is the coordinator's current token. */
+  readonly current: boolean;
+  /** The member the last lease names, or null. */
+  readonly holder: string | null;
+  readonly lease: Lease | null;
+  readonly roster: readonly RosterEntry[];
+  /** Undecodable records skipped while reading the partition. */
+  readonly skipped: number;
+}
+
+export type LeadershipState = 'active' | 'fenced' | 'expired' | 'resigned' | 'closed';
+
+export interface TryAcquireResult {
+  /** The won role, or null when it was not won. */
+  leadership: Leadership | null;
+  /** When leadership is null: epoch milliseconds at which trying again can
+   *  change the answer; null when the role was won. */
+  retryAt: bigint | null;
+}
+
+export class Client {
+  /** Throws TypeError/RangeError for bad value types, KrabkaError
+   *  (UNKNOWN_CONFIG, INVALID_CONFIG) for unknown keys or bad values. */
+  constructor(config?: Config);
+  readonly closed: boolean;
+  acquire(role: Name, member: Name, options?: CallOptions): Promise<Leadership>;
+  tryAcquire(role: Name, member: Name, options?: CallOptions): Promise<TryAcquireResult>;
+  describe(role: Name, options?: CallOptions): Promise<Status>;
+  /** Idempotent: returns the same Promise every time. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export class Leadership {
+  private constructor();
+  readonly role: string;
+  readonly member: string;
+  readonly token: FencingToken;
+  readonly lease: Lease;
+  readonly state: LeadershipState;
+  renewDue(): boolean;
+  /** Rejects with FencedError or LeaseExpiredError when the leadership ended. */
+  renew(options?: CallOptions): Promise<void>;
+  /** The guarded write; rejects with FencedError once superseded. */
+  produce(topic: string, value: Buffer | Uint8Array | string | null, options?: ProduceOptions): Promise<ProduceResult>;
+  produceBatch(messages: Message[], options?: CallOptions): Promise<ProduceResult[]>;
+  resign(options?: CallOptions): Promise<void>;
+  /** Releases it without resigning. Idempotent. */
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export const ErrorCode: {
+  readonly OK: 0;
+  readonly INVALID_ARG: 1;
+  readonly INVALID_HANDLE: 2;
+  readonly BUFFER_TOO_SMALL: 3;
+  readonly UNKNOWN_CONFIG: 4;
+  readonly INVALID_CONFIG: 5;
+  readonly TRUNCATED: 10;
+  readonly TRAILING_BYTES: 11;
+  readonly UNSUPPORTED_VERSION: 12;
+  readonly UNKNOWN_KIND: 13;
+  readonly NEGATIVE_LENGTH: 14;
+  readonly INVALID_UTF8: 15;
+  readonly LEASE_KEY_HAS_MEMBER: 16;
+  readonly EMPTY_ROLE: 17;
+  readonly EMPTY_MEMBER: 18;
+  readonly ROLE_TOO_LONG: 19;
+  readonly MEMBER_TOO_LONG: 20;
+  readonly NEGATIVE_TOKEN: 21;
+  readonly TOKEN_FORM: 22;
+  readonly INVALID_PARTITION_COUNT: 23;
+  readonly INVALID_LEASE_CONFIG: 24;
+  readonly FENCED: 30;
+  readonly LEASE_EXPIRED: 31;
+  readonly NOT_LEADER: 32;
+  readonly TIMEOUT: 33;
+  readonly AUTHORIZATION: 34;
+  readonly UNSUPPORTED: 35;
+  readonly TRANSPORT: 36;
+  readonly CLOSED: 37;
+  readonly INTERNAL: 50;
+};
+
+export class KrabkaError extends Error {
+  /** krabka_err_t number (stable). */
+  readonly code: number;
+  /** Symbolic name without the prefix: "FENCED", "TIMEOUT". */
+  readonly codeName: string;
+  /** The library's description of the code. */
+  readonly description: string;
+  /** The reason text the library gave (also the message). */
+  readonly reason: string;
+  /** The same call may succeed later. */
+  readonly retriable: boolean;
+  /** The object the call was made on can no longer be used for that purpose. */
+  readonly fatal: boolean;
+  /** Conformance vocabulary word for data errors ('truncated', ...), else null. */
+  readonly category: string | null;
+}
+export class FencedError extends KrabkaError {}
+export class LeaseExpiredError extends KrabkaError {}
+export class DecodeError extends KrabkaError {
+  readonly category: string;
+}
+
+export const Kind: { readonly REGISTRATION: 0; readonly LEASE: 1 };
+
+export interface Key {
+  kind: 0 | 1;
+  role: string;
+  /** '' for a lease key */
+  member: string;
+}
+export interface KeyInput {
+  kind: 0 | 1 | 'registration' | 'lease';
+  role: Name;
+  member?: Name | null;
+}
+export interface Registration {
+  member: string;
+  registeredAt: bigint;
+}
+export interface RegistrationInput {
+  member: Name;
+  registeredAt: bigint | number;
+}
+export interface LeaseInput {
+  member: Name;
+  token: FencingToken | { producerId: bigint | number; producerEpoch: number };
+  grantedAt: bigint | number;
+  deadline: bigint | number;
+}
+
+/** Throws DecodeError ('empty_role', 'role_too_long', 'invalid_utf8'); returns the bytes. */
+export function validateRole(role: Name): Uint8Array;
+/** Throws DecodeError ('empty_member', 'member_too_long', 'invalid_utf8'); returns the bytes. */
+export function validateMember(member: Name): Uint8Array;
+export function murmur2(data: Uint8Array | string): number;
+export function rolePartition(role: Name, partitions: number): number;
+export function isTombstone(value: Uint8Array | null | undefined): boolean;
+export function encodeKey(key: KeyInput): Buffer;
+export function decodeKey(data: Uint8Array): Key;
+export function encodeRegistration(value: RegistrationInput): Buffer;
+export function decodeRegistration(data: Uint8Array): Registration;
+export function encodeLease(value: LeaseInput): Buffer;
+export function decodeLease(data: Uint8Array): Lease;
+export function parseToken(text: string | Uint8Array): FencingToken;
+export function formatToken(token: FencingToken): string;
+
+/** Version of the loaded library, e.g. "1.0.0". */
+export function version(): string;
+/** Path of the loaded libkrabka_coord.so. */
+export function libraryPath(): string;
+/** The ABI version this binding needs (1). */
+export const ABI_VERSION: number;
+/** Calls currently running on (or queued for) the libuv thread pool. */
+export function pendingCalls(): number;
