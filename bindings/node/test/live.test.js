@@ -1,0 +1,172 @@
+'use strict';
+// Live tests on a real single-node Kafka at $KRABKA_BOOTSTRAP (set by `make
+// test`; during development: tests/kafka/cluster.sh start, then export
+// KRABKA_BOOTSTRAP=<the printed address>). Two members, short leases,
+// unique role names: a failover in which the cluster fences the old leader.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const k = require('..');
+const { Client, FencedError, KrabkaError, ErrorCode } = k;
+
+const bootstrap = process.env.KRABKA_BOOTSTRAP;
+const repo = path.resolve(__dirname, '..', '..', '..');
+const unique = (what) => `node-${what}-${process.pid}-${Date.now().toString(36)}`;
+
+const SHORT = {
+  'krabka.lease.ms': 3000,
+  'krabka.renew.interval.ms': 1000,
+  'krabka.challenge.stagger.ms': 500,
+  'krabka.poll.interval.ms': 200,
+};
+const client = (id, extra = {}) => new Client({ 'bootstrap.servers': bootstrap, 'client.id': id, ...SHORT, ...extra });
+
+function requireBroker() {
+  assert.ok(
+    bootstrap,
+    'KRABKA_BOOTSTRAP is not set: the live tests need a running single-node Kafka. Run them under `make test`, ' +
+      'or start one with `tests/kafka/cluster.sh start` and export KRABKA_BOOTSTRAP=<address it prints>.',
+  );
+}
+
+// The C API has no admin calls and the test brokers do not auto-create
+// topics: a small Go helper creates the data topic for guarded writes.
+let mktopic = null;
+function createTopic(topic) {
+  if (!mktopic) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'krabka-node-'));
+    mktopic = path.join(dir, 'mktopic');
+    execFileSync(process.env.GO || 'go', ['build', '-o', mktopic, './bindings/node/test/mktopic'], { cwd: repo, stdio: 'inherit' });
+  }
+  execFileSync(mktopic, [bootstrap, topic, '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+test('failover: the standby takes over after the lease and the old leader is fenced', { timeout: 120_000 }, async () => {
+  requireBroker();
+  const role = unique('failover');
+  const topic = unique('guarded');
+  createTopic(topic);
+  const c1 = client('node-live-1');
+  const c2 = client('node-live-2');
+  try {
+    const l1 = await c1.acquire(role, 'node-1', { timeoutMs: 60_000 });
+    const t1 = l1.token;
+    assert.equal(l1.state, 'active');
+    assert.equal(l1.role, role);
+    assert.equal(l1.member, 'node-1');
+    assert.ok(t1.supersedes(k.FencingToken.NO_EPOCH), `minted token ${t1} must rank above NO_EPOCH`);
+    assert.equal(l1.lease.member, 'node-1');
+    assert.ok(l1.lease.deadline > l1.lease.grantedAt);
+    assert.equal(typeof l1.renewDue(), 'boolean');
+
+    const w1 = await l1.produce(topic, 'command-1', { key: 'k', partition: 0 });
+    assert.equal(w1.partition, 0);
+    assert.equal(typeof w1.offset, 'bigint');
+    assert.ok(w1.offset >= 0n);
+
+    const s1 = await c1.describe(role, { timeoutMs: 30_000 });
+    assert.equal(s1.holder, 'node-1');
+    assert.equal(s1.current, true);
+    assert.equal(s1.token.compare(t1), 0);
+    assert.equal(s1.partition, k.rolePartition(role, 16));
+    assert.deepEqual(s1.roster.map((e) => e.member), ['node-1']);
+
+    // node-1 stops renewing (a hung leader). node-2 waits in acquire on a
+    // pool thread while the JS thread keeps running.
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 20);
+    const started = Date.now();
+    let l2;
+    try {
+      l2 = await c2.acquire(role, 'node-2', { timeoutMs: 60_000 });
+    } finally {
+      clearInterval(timer);
+    }
+    const waited = Date.now() - started;
+    assert.ok(ticks >= 10, `the event loop must keep running while acquire waits (${ticks} ticks in ${waited} ms)`);
+
+    const t2 = l2.token;
+    assert.ok(t2.supersedes(t1), `new token ${t2} must supersede ${t1}`);
+
+    // The cluster rejects the deposed leader's guarded write.
+    await assert.rejects(l1.produce(topic, 'stale-command'), (e) => {
+      assert.ok(e instanceof FencedError, `expected FencedError, got ${e && e.name}: ${e && e.message}`);
+      assert.equal(e.code, ErrorCode.FENCED);
+      assert.equal(e.codeName, 'FENCED');
+      assert.equal(e.fatal, true);
+      assert.equal(e.retriable, false);
+      return true;
+    });
+    assert.equal(l1.state, 'fenced');
+
+    const w2 = await l2.produce(topic, Buffer.from('command-2'), { partition: 0 });
+    assert.ok(w2.offset > w1.offset);
+    const batch = await l2.produceBatch([
+      { topic, value: 'b1', partition: 0 },
+      { topic, value: null, key: 'tomb', partition: 0 },
+    ]);
+    assert.equal(batch.length, 2);
+    assert.ok(batch[1].offset > batch[0].offset);
+
+    const s2 = await c2.describe(role, { timeoutMs: 30_000 });
+    assert.equal(s2.holder, 'node-2');
+    assert.equal(s2.current, true);
+    assert.equal(s2.token.compare(t2), 0);
+
+    await l2.resign({ timeoutMs: 30_000 });
+    assert.equal(l2.state, 'resigned');
+    await l1.close();
+    await l2.close();
+    await l2.close(); // idempotent
+    assert.throws(() => l2.token, (e) => e instanceof KrabkaError && e.code === ErrorCode.INVALID_HANDLE);
+    await assert.rejects(l2.renew(), (e) => e instanceof KrabkaError && e.code === ErrorCode.INVALID_HANDLE);
+  } finally {
+    await Promise.all([c1.close(), c2.close()]);
+  }
+});
+
+test('tryAcquire against a live holder resolves { leadership: null, retryAt }', { timeout: 120_000 }, async () => {
+  requireBroker();
+  const role = unique('try');
+  const c1 = client('node-try-1', { 'krabka.renew.background': true });
+  const c2 = client('node-try-2');
+  try {
+    const first = await c1.tryAcquire(role, 'node-1', { timeoutMs: 30_000 });
+    assert.ok(first.leadership, 'the only member wins at once');
+    assert.equal(first.retryAt, null);
+    const second = await c2.tryAcquire(role, 'node-2', { timeoutMs: 30_000 });
+    assert.equal(second.leadership, null);
+    assert.equal(typeof second.retryAt, 'bigint');
+    assert.ok(second.retryAt > BigInt(Date.now() - 1000), `retryAt ${second.retryAt} is an epoch-ms instant`);
+
+    // A bounded acquire behind a renewing holder times out (retriable).
+    await assert.rejects(c2.acquire(role, 'node-2', { timeoutMs: 1500 }), (e) => e instanceof KrabkaError && e.code === ErrorCode.TIMEOUT && e.retriable);
+    await first.leadership.resign();
+  } finally {
+    await Promise.all([c1.close(), c2.close()]);
+  }
+});
+
+test('closing the client ends its leadership (state closed) and rejects a pending acquire', { timeout: 120_000 }, async () => {
+  requireBroker();
+  const role = unique('close');
+  const c1 = client('node-close-1', { 'krabka.renew.background': true });
+  const c2 = client('node-close-2');
+  try {
+    const l1 = await c1.acquire(role, 'node-1', { timeoutMs: 60_000 });
+    const pending = c2.acquire(role, 'node-2'); // no limit: waits behind node-1
+    await new Promise((r) => setTimeout(r, 500));
+    await c2.close();
+    await assert.rejects(pending, (e) => e instanceof KrabkaError && e.code === ErrorCode.CLOSED);
+    await c1.close();
+    assert.equal(l1.state, 'closed');
+    await assert.rejects(l1.produce('any-topic', 'x'), (e) => e instanceof KrabkaError && e.fatal);
+    await l1.close();
+  } finally {
+    await Promise.all([c1.close(), c2.close()]);
+  }
+});
