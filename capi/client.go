@@ -1,0 +1,183 @@
+package main
+
+/*
+#include "kc_types.h"
+*/
+import "C"
+
+import (
+	"context"
+	"time"
+	"unsafe"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/kafka"
+)
+
+// clientObj is the object behind a krabka_client_t.
+type clientObj struct {
+	c *core.Client
+	// requestTimeout is what KRABKA_TIMEOUT_DEFAULT means for renew,
+	// produce, resign and describe (request.timeout.ms).
+	requestTimeout time.Duration
+}
+
+func clientOf(p unsafe.Pointer) (*clientObj, error) {
+	o, err := lookup(p, kindClient)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*clientObj), nil
+}
+
+// callContext maps timeout_ms onto a context: > 0 bounds the call, 0
+// (KRABKA_TIMEOUT_DEFAULT) means def (0: no limit), < 0 is INVALID_ARG.
+func callContext(timeoutMs C.int64_t, def time.Duration) (context.Context, context.CancelFunc, error) {
+	switch {
+	case timeoutMs < 0:
+		return nil, nil, invalidArg("krabka: timeout_ms %d is negative", int64(timeoutMs))
+	case timeoutMs > 0:
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(int64(timeoutMs))*time.Millisecond)
+		return ctx, cancel, nil
+	case def > 0:
+		ctx, cancel := context.WithTimeout(context.Background(), def)
+		return ctx, cancel, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return ctx, cancel, nil
+}
+
+//export krabka_client_new
+func krabka_client_new(conf *C.kc_cconf_t, out **C.krabka_client_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	c, err := confOf(unsafe.Pointer(conf))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	c.mu.Lock()
+	cfg := c.cfg // a copy: the caller keeps and destroys conf
+	c.mu.Unlock()
+	if err := cfg.Validate(); err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	cl, err := kafka.NewClient(cfg)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = (*C.krabka_client_t)(newHandle(kindClient, &clientObj{c: cl, requestTimeout: cfg.RequestTimeout}))
+	return C.KRABKA_OK
+}
+
+//export krabka_client_destroy
+func krabka_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	o, err := release(unsafe.Pointer(client), kindClient)
+	if err != nil {
+		return err.(*cError).code
+	}
+	o.(*clientObj).c.Close()
+	return C.KRABKA_OK
+}
+
+func newLeadershipHandle(c *clientObj, l *core.Leadership) *C.krabka_leadership_t {
+	return (*C.krabka_leadership_t)(newHandle(kindLeadership, &leadershipObj{l: l, requestTimeout: c.requestTimeout}))
+}
+
+//export krabka_client_acquire
+func krabka_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	c, err := clientOf(unsafe.Pointer(client))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ro, err := role(r, role_len)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	me, err := member(m, member_len)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, 0) // default: no limit
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	l, err := c.c.Acquire(ctx, ro, me)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = newLeadershipHandle(c, l)
+	return C.KRABKA_OK
+}
+
+//export krabka_client_try_acquire
+func krabka_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, retry_at_ms *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	c, err := clientOf(unsafe.Pointer(client))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ro, err := role(r, role_len)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	me, err := member(m, member_len)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, c.requestTimeout)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	l, retryAt, err := c.c.TryAcquire(ctx, ro, me)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if l == nil {
+		*out = nil
+		if retry_at_ms != nil {
+			*retry_at_ms = C.int64_t(retryAt.UnixMilli())
+		}
+		return C.KRABKA_OK
+	}
+	*out = newLeadershipHandle(c, l)
+	return C.KRABKA_OK
+}
+
+//export krabka_client_describe
+func krabka_client_describe(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, timeout_ms C.int64_t, out **C.krabka_status_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	c, err := clientOf(unsafe.Pointer(client))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ro, err := role(r, role_len)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, c.requestTimeout)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	st, err := c.c.Describe(ctx, ro)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = (*C.krabka_status_t)(newHandle(kindStatus, st))
+	return C.KRABKA_OK
+}

@@ -1,0 +1,218 @@
+package main
+
+/*
+#include "kc_types.h"
+*/
+import "C"
+
+import (
+	"math"
+	"time"
+	"unsafe"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// leadershipObj is the object behind a krabka_leadership_t.
+type leadershipObj struct {
+	l              *core.Leadership
+	requestTimeout time.Duration
+}
+
+func leadershipOf(p unsafe.Pointer) (*leadershipObj, error) {
+	o, err := lookup(p, kindLeadership)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*leadershipObj), nil
+}
+
+// stateCodes maps core's leadership states onto the header's enum.
+var stateCodes = map[core.LeadershipState]C.krabka_leadership_state_t{
+	core.Active:   C.KRABKA_LEADERSHIP_ACTIVE,
+	core.Fenced:   C.KRABKA_LEADERSHIP_FENCED,
+	core.Expired:  C.KRABKA_LEADERSHIP_EXPIRED,
+	core.Resigned: C.KRABKA_LEADERSHIP_RESIGNED,
+	core.Closed:   C.KRABKA_LEADERSHIP_CLOSED,
+}
+
+//export krabka_leadership_token
+func krabka_leadership_token(leadership *C.kc_cleadership_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return err.(*cError).code
+	}
+	if out == nil {
+		return C.KRABKA_ERR_INVALID_ARG
+	}
+	*out = cToken(l.l.Token())
+	return C.KRABKA_OK
+}
+
+//export krabka_leadership_lease
+func krabka_leadership_lease(leadership *C.kc_cleadership_t, out *C.krabka_lease_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return err.(*cError).code
+	}
+	if out == nil {
+		return C.KRABKA_ERR_INVALID_ARG
+	}
+	cLease(out, l.l.Lease())
+	return C.KRABKA_OK
+}
+
+//export krabka_leadership_state
+func krabka_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leadership_state_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return err.(*cError).code
+	}
+	if out == nil {
+		return C.KRABKA_ERR_INVALID_ARG
+	}
+	s, ok := stateCodes[l.l.State()]
+	if !ok {
+		return C.KRABKA_ERR_INTERNAL
+	}
+	*out = s
+	return C.KRABKA_OK
+}
+
+//export krabka_leadership_renew_due
+func krabka_leadership_renew_due(leadership *C.kc_cleadership_t, due *C.int) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return err.(*cError).code
+	}
+	if due == nil {
+		return C.KRABKA_ERR_INVALID_ARG
+	}
+	*due = 0
+	if l.l.RenewDue() {
+		*due = 1
+	}
+	return C.KRABKA_OK
+}
+
+//export krabka_leadership_renew
+func krabka_leadership_renew(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, l.requestTimeout)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	return finish(l.l.Renew(ctx), errstr, errstr_size)
+}
+
+// goMessages copies the C messages into Go memory.
+func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]core.Message, error) {
+	if count == 0 {
+		return nil, nil
+	}
+	if msgs == nil {
+		return nil, invalidArg("krabka: messages is NULL with count %d", uint64(count))
+	}
+	if uint64(count) > math.MaxInt32 {
+		return nil, invalidArg("krabka: count %d is out of range", uint64(count))
+	}
+	cm := unsafe.Slice(msgs, int(count))
+	out := make([]core.Message, len(cm))
+	for i := range cm {
+		m := &cm[i]
+		if m.topic == nil {
+			return nil, invalidArg("krabka: messages[%d].topic is NULL", i)
+		}
+		if m.partition < -1 {
+			return nil, invalidArg("krabka: messages[%d].partition %d is out of range", i, int32(m.partition))
+		}
+		out[i] = core.Message{Topic: C.GoString(m.topic), Partition: int32(m.partition)}
+		if m.key != nil {
+			b, err := cBytesU8(m.key, m.key_len, "key")
+			if err != nil {
+				return nil, err
+			}
+			out[i].Key = b
+		} else if m.key_len != 0 {
+			return nil, invalidArg("krabka: messages[%d].key is NULL with key_len %d", i, uint64(m.key_len))
+		}
+		if m.value != nil {
+			b, err := cBytesU8(m.value, m.value_len, "value")
+			if err != nil {
+				return nil, err
+			}
+			out[i].Value = b
+		} else if m.value_len != 0 {
+			return nil, invalidArg("krabka: messages[%d].value is NULL with value_len %d", i, uint64(m.value_len))
+		}
+	}
+	return out, nil
+}
+
+//export krabka_leadership_produce
+func krabka_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc_cmessage_t, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	msgs, err := goMessages(messages, count)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, l.requestTimeout)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	res, err := l.l.Produce(ctx, msgs...)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if results != nil && count > 0 {
+		dst := unsafe.Slice(results, int(count))
+		for i := range dst {
+			if i < len(res) {
+				dst[i] = C.krabka_produce_result_t{partition: C.int32_t(res[i].Partition), offset: C.int64_t(res[i].Offset)}
+			} else {
+				dst[i] = C.krabka_produce_result_t{partition: -1, offset: -1}
+			}
+		}
+	}
+	return C.KRABKA_OK
+}
+
+//export krabka_leadership_resign
+func krabka_leadership_resign(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, l.requestTimeout)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	return finish(l.l.Resign(ctx), errstr, errstr_size)
+}
+
+//export krabka_leadership_destroy
+func krabka_leadership_destroy(leadership *C.krabka_leadership_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	o, err := release(unsafe.Pointer(leadership), kindLeadership)
+	if err != nil {
+		return err.(*cError).code
+	}
+	o.(*leadershipObj).l.Close()
+	return C.KRABKA_OK
+}
