@@ -11,7 +11,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const k = require('..');
-const { Client, FencedError, KrabkaError, ErrorCode } = k;
+const { Client, FencedError, LeaseExpiredError, KrabkaError, ErrorCode } = k;
 
 const bootstrap = process.env.KRABKA_BOOTSTRAP;
 const repo = path.resolve(__dirname, '..', '..', '..');
@@ -45,7 +45,7 @@ function createTopic(topic) {
   execFileSync(mktopic, [bootstrap, topic, '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-test('failover: the standby takes over after the lease and the old leader is fenced', { timeout: 120_000 }, async () => {
+test('failover: the standby takes over once the holder stops renewing; the old leader can no longer write', { timeout: 120_000 }, async () => {
   requireBroker();
   const role = unique('failover');
   const topic = unique('guarded');
@@ -92,16 +92,16 @@ test('failover: the standby takes over after the lease and the old leader is fen
     const t2 = l2.token;
     assert.ok(t2.supersedes(t1), `new token ${t2} must supersede ${t1}`);
 
-    // The cluster rejects the deposed leader's guarded write.
+    // The deposed leader's lease ran out before node-2 could challenge, so
+    // the library refuses its guarded write locally (the broker would reject
+    // it too: see the next test for the cluster's own fence).
     await assert.rejects(l1.produce(topic, 'stale-command'), (e) => {
-      assert.ok(e instanceof FencedError, `expected FencedError, got ${e && e.name}: ${e && e.message}`);
-      assert.equal(e.code, ErrorCode.FENCED);
-      assert.equal(e.codeName, 'FENCED');
+      assert.ok(e instanceof LeaseExpiredError, `expected LeaseExpiredError, got ${e && e.name}: ${e && e.message}`);
+      assert.equal(e.code, ErrorCode.LEASE_EXPIRED);
       assert.equal(e.fatal, true);
-      assert.equal(e.retriable, false);
       return true;
     });
-    assert.equal(l1.state, 'fenced');
+    assert.equal(l1.state, 'expired');
 
     const w2 = await l2.produce(topic, Buffer.from('command-2'), { partition: 0 });
     assert.ok(w2.offset > w1.offset);
@@ -126,6 +126,53 @@ test('failover: the standby takes over after the lease and the old leader is fen
     await assert.rejects(l2.renew(), (e) => e instanceof KrabkaError && e.code === ErrorCode.INVALID_HANDLE);
   } finally {
     await Promise.all([c1.close(), c2.close()]);
+  }
+});
+
+test('takeover while the old leadership still believes it is live: its produce rejects with FencedError', { timeout: 120_000 }, async () => {
+  requireBroker();
+  // A zombie: node-1's first incarnation keeps a live lease (renewed in the
+  // background) while node-1 restarts on another client and acquires again.
+  // The fresh acquire mints a new epoch at once, and only the cluster can
+  // stop the zombie: the broker rejects its transactional write.
+  const role = unique('fence');
+  const topic = unique('fenced');
+  createTopic(topic);
+  const zombieClient = client('node-zombie', { 'krabka.renew.background': true });
+  const restarted = client('node-restarted');
+  const standby = client('node-standby');
+  try {
+    const zombie = await zombieClient.acquire(role, 'node-1', { timeoutMs: 60_000 });
+    const t1 = zombie.token;
+    // A second member waits as standby; it holds no lease and cannot fence.
+    const standbyTry = await standby.tryAcquire(role, 'node-2', { timeoutMs: 30_000 });
+    assert.equal(standbyTry.leadership, null);
+
+    const fresh = await restarted.acquire(role, 'node-1', { timeoutMs: 60_000 });
+    const t2 = fresh.token;
+    assert.ok(t2.supersedes(t1), `new token ${t2} must supersede ${t1}`);
+    assert.ok(zombie.lease.deadline > BigInt(Date.now()), 'the zombie still believes its lease is live');
+
+    await assert.rejects(zombie.produce(topic, 'stale-command', { partition: 0 }), (e) => {
+      assert.ok(e instanceof FencedError, `expected FencedError, got ${e && e.name}: ${e && e.message}`);
+      assert.equal(e.code, ErrorCode.FENCED);
+      assert.equal(e.codeName, 'FENCED');
+      assert.equal(e.name, 'FencedError');
+      assert.equal(e.fatal, true);
+      assert.equal(e.retriable, false);
+      return true;
+    });
+    assert.equal(zombie.state, 'fenced');
+    await assert.rejects(zombie.renew(), (e) => e instanceof KrabkaError && e.fatal);
+    const w = await fresh.produce(topic, 'command', { partition: 0 });
+    assert.equal(typeof w.offset, 'bigint');
+    const s = await standby.describe(role, { timeoutMs: 30_000 });
+    assert.equal(s.holder, 'node-1');
+    assert.equal(s.token.compare(t2), 0);
+    assert.equal(s.current, true);
+    await fresh.resign();
+  } finally {
+    await Promise.all([zombieClient.close(), restarted.close(), standby.close()]);
   }
 });
 
@@ -158,10 +205,11 @@ test('closing the client ends its leadership (state closed) and rejects a pendin
   const c2 = client('node-close-2');
   try {
     const l1 = await c1.acquire(role, 'node-1', { timeoutMs: 60_000 });
-    const pending = c2.acquire(role, 'node-2'); // no limit: waits behind node-1
+    // No limit: waits behind node-1. The rejection check is attached at once.
+    const pending = assert.rejects(c2.acquire(role, 'node-2'), (e) => e instanceof KrabkaError && e.code === ErrorCode.CLOSED);
     await new Promise((r) => setTimeout(r, 500));
     await c2.close();
-    await assert.rejects(pending, (e) => e instanceof KrabkaError && e.code === ErrorCode.CLOSED);
+    await pending;
     await c1.close();
     assert.equal(l1.state, 'closed');
     await assert.rejects(l1.produce('any-topic', 'x'), (e) => e instanceof KrabkaError && e.fatal);

@@ -26,7 +26,7 @@ test('a bad property value is KrabkaError INVALID_CONFIG', () => {
 });
 
 test('numbers and booleans are accepted as property values', async () => {
-  const c = new Client({ 'bootstrap.servers': '127.0.0.1:1', 'krabka.lease.ms': 3000, 'krabka.renew.background': true });
+  const c = new Client({ 'bootstrap.servers': '127.0.0.1:1', 'krabka.lease.ms': 3000, 'krabka.renew.interval.ms': 1000, 'krabka.renew.background': true });
   await c.close();
 });
 
