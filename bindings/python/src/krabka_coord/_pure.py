@@ -89,7 +89,7 @@ class FencingToken:
     the "id:epoch" text form.
     """
 
-    __slots__ = ("producer_id", "producer_epoch")
+    __slots__ = ("producer_id", "producer_epoch", "_ct")
 
     producer_id: int
     producer_epoch: int
@@ -119,7 +119,13 @@ class FencingToken:
         return obj
 
     def _c(self) -> Token:
-        return Token(self.producer_id, self.producer_epoch)
+        # The C value is built once per token (tokens are immutable).
+        try:
+            return self._ct  # type: ignore[no-any-return]
+        except AttributeError:
+            ct = Token(self.producer_id, self.producer_epoch)
+            object.__setattr__(self, "_ct", ct)
+            return ct
 
     # -- rules (all in the library) --------------------------------------
     def validate(self) -> "FencingToken":
@@ -146,22 +152,29 @@ class FencingToken:
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, FencingToken):
             return NotImplemented
-        return self.compare(other) < 0
+        _check()
+        return lib.krabka_token_compare(self._c(), other._c()) < 0
 
     def __le__(self, other: object) -> bool:
         if not isinstance(other, FencingToken):
             return NotImplemented
-        return self.compare(other) <= 0
+        _check()
+        return lib.krabka_token_compare(self._c(), other._c()) <= 0
 
     def __gt__(self, other: object) -> bool:
         if not isinstance(other, FencingToken):
             return NotImplemented
-        return self.compare(other) > 0
+        _check()
+        return lib.krabka_token_compare(self._c(), other._c()) > 0
 
     def __ge__(self, other: object) -> bool:
         if not isinstance(other, FencingToken):
             return NotImplemented
-        return self.compare(other) >= 0
+        _check()
+        return lib.krabka_token_compare(self._c(), other._c()) >= 0
+
+    def __reduce__(self) -> "tuple[type, tuple[int, int]]":
+        return (FencingToken, (self.producer_id, self.producer_epoch))
 
     @property
     def is_no_epoch(self) -> bool:

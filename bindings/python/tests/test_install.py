@@ -1,0 +1,77 @@
+"""`pip install ./bindings/python` into a fresh virtual environment gives a
+working, typed package with the library inside a platform wheel.
+
+This test points KRABKA_COORD_LIBRARY at the already built library so that
+the build step copies it instead of running Go a second time; without that
+variable the same command runs build.sh (Go) to compile it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _built_library() -> Path:
+    env = os.environ.get("KRABKA_COORD_LIBRARY")
+    lib = Path(env) if env else REPO / "build" / "libkrabka_coord.so"
+    if not lib.is_file():
+        pytest.fail("no built library at %s: run ./build.sh first" % lib, pytrace=False)
+    return lib.resolve()
+
+
+def test_pip_install_into_a_fresh_venv(tmp_path: Path) -> None:
+    lib = _built_library()
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KRABKA_COORD_LIBRARY", "PIP_REQUIRE_VIRTUALENV")}
+    build_env = dict(env, KRABKA_COORD_LIBRARY=str(lib), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    proc = subprocess.run(
+        [str(py), "-m", "pip", "install", "--quiet", str(REPO / "bindings" / "python")],
+        env=build_env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    check = (
+        "import json, krabka_coord as k, pathlib\n"
+        "p = pathlib.Path(k.__file__).parent\n"
+        "print(json.dumps({'lib': k.library_path, 'partition': k.role_partition('controller', 16),"
+        " 'typed': (p / 'py.typed').is_file(), 'token': str(k.FencingToken.parse('4242:7'))}))\n"
+    )
+    out = subprocess.run([str(py), "-c", check], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    got = json.loads(out.stdout)
+    # Loaded from inside the installed package, not from the repository.
+    assert got["lib"].startswith(str(env_dir)), got["lib"]
+    assert got["lib"].endswith("krabka_coord/_lib/libkrabka_coord.so")
+    assert got["typed"] is True
+    assert got["token"] == "4242:7"
+    sys.path.insert(0, str(REPO / "bindings" / "python" / "src"))
+    import krabka_coord as here
+
+    assert got["partition"] == here.role_partition("controller", 16)
+
+    wheel = next((env_dir / "lib").glob("python3*/site-packages/krabka_coord-*.dist-info/WHEEL"))
+    text = wheel.read_text()
+    assert "Root-Is-Purelib: false" in text
+    assert "Tag: py3-none-linux_" in text
+
+
+def test_the_import_time_variable_overrides_the_packaged_library(tmp_path: Path) -> None:
+    env = dict(os.environ, KRABKA_COORD_LIBRARY=str(tmp_path / "missing.so"))
+    env["PYTHONPATH"] = str(REPO / "bindings" / "python" / "src")
+    out = subprocess.run([sys.executable, "-c", "import krabka_coord"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "KRABKA_COORD_LIBRARY" in out.stderr and "missing.so" in out.stderr

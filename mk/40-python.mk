@@ -1,0 +1,42 @@
+# Python binding (bindings/python): ctypes over libkrabka_coord.so.
+#   make python-test    pytest: conformance vectors through the binding, pure
+#                       API, misuse, fork guard, pip install into a fresh venv,
+#                       and the live failover on $KRABKA_BOOTSTRAP (fails, never
+#                       skips, when it is unset: run it via `make test`)
+#   make python-bench   per-call overhead of the binding (µs per call)
+#   make python-conformance   just the conformance runner (N passed, N failed)
+# Set PYTEST_ARGS to pass options, e.g. PYTEST_ARGS='-k pure'.
+PYTHON ?= python3
+PY_DIR := bindings/python
+PY_LIB ?= $(CURDIR)/build/libkrabka_coord.so
+PY_VENV := $(CURDIR)/build/python/venv
+PYTEST_ARGS ?=
+# Tests import the binding from the source tree and load this library.
+PY_ENV_VARS = KRABKA_COORD_LIBRARY=$(PY_LIB) PYTHONDONTWRITEBYTECODE=1
+
+TEST_TARGETS += python-test
+BENCH_TARGETS += python-bench
+
+.PHONY: python-test python-bench python-conformance python-lib python-pytest
+
+# build.sh rebuilds only what changed.
+python-lib:
+	@if [ "$(PY_LIB)" = "$(CURDIR)/build/libkrabka_coord.so" ]; then ./build.sh; \
+	else test -f "$(PY_LIB)" || { echo "python: PY_LIB=$(PY_LIB) is missing" >&2; exit 1; }; fi
+
+# pytest: the system one when present, else a venv under build/.
+python-pytest:
+	@$(PYTHON) -c 'import pytest' 2>/dev/null || { \
+		test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv $(PY_VENV); \
+		$(PY_VENV)/bin/python -c 'import pytest' 2>/dev/null || $(PY_VENV)/bin/pip install --quiet pytest; }
+
+PY_PYTHON = $(shell $(PYTHON) -c 'import pytest' 2>/dev/null && echo $(PYTHON) || echo $(PY_VENV)/bin/python)
+
+python-test: python-lib python-pytest
+	cd $(PY_DIR) && $(PY_ENV_VARS) $(PY_PYTHON) -m pytest -p no:cacheprovider -v $(PYTEST_ARGS) tests
+
+python-conformance: python-lib
+	$(PY_ENV_VARS) $(PYTHON) $(PY_DIR)/tests/conformance.py
+
+python-bench: python-lib
+	$(PY_ENV_VARS) $(PYTHON) $(PY_DIR)/bench/bench.py
