@@ -347,13 +347,48 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 	topic := t.cfg.Topic
 	readACL := topicACL(topic, "READ")
 
+	// The high watermark at the start is the target: a transaction whose
+	// EndTxn was answered before this read began may not have its commit
+	// marker in the partition yet (the coordinator writes markers after
+	// answering), which keeps the last stable offset below it. Wait for the
+	// LSO to reach it, at most markerWait, so a read right after a lease
+	// write sees that lease; an abandoned transaction (its producer died)
+	// keeps the LSO down until the coordinator aborts it, and then the read
+	// stops at the LSO when the wait runs out.
+	var (
+		hwm    int64
+		hwmErr error
+		hwmWG  sync.WaitGroup
+	)
+	hwmWG.Add(1)
+	go func() {
+		defer hwmWG.Done()
+		hwm, hwmErr = t.listEnd(ctx, partition)
+	}()
 	lso, err := t.listOffset(ctx, partition, true)
+	hwmWG.Wait()
+	if err == nil {
+		err = hwmErr
+	}
 	if err != nil {
 		return nil, err
 	}
+	waitUntil := time.Now().Add(min(markerWait, t.cfg.RequestTimeout/2))
 	var out []core.RawRecord
 	offset := int64(0)
-	for offset < lso {
+	for {
+		if offset >= lso {
+			if lso >= hwm || !time.Now().Before(waitUntil) {
+				break
+			}
+			if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+				return nil, classify(err, "waiting for the last stable offset", "")
+			}
+			if lso, err = t.listOffset(ctx, partition, true); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		leader, id, err := t.meta(ctx, partition)
 		if err != nil {
 			return nil, t.retryable(ctx, err, "metadata")
@@ -432,10 +467,10 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 		if fp.Err != nil {
 			return nil, core.WrapError(core.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
 		}
+		// The broker returns stable data only (below its current LSO, which
+		// may be past the one listed above): keep all of it, or the records
+		// between the two would be skipped when offset moves to next.
 		for _, r := range fp.Records {
-			if r.Offset >= lso {
-				break
-			}
 			if r.Attrs.IsControl() {
 				continue
 			}
@@ -451,6 +486,22 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 		offset = next
 	}
 	return out, nil
+}
+
+// markerWait bounds how long a read waits for commit markers of
+// transactions that ended before it began (see Read).
+const markerWait = time.Second
+
+func (t *Transport) listEnd(ctx context.Context, p int32) (int64, error) {
+	lo, err := t.adm.ListEndOffsets(ctx, t.cfg.Topic)
+	if err != nil {
+		return 0, classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	o, ok := lo.Lookup(t.cfg.Topic, p)
+	if !ok || o.Err != nil {
+		return 0, classify(o.Err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	return o.Offset, nil
 }
 
 // retryable sleeps briefly when err may pass and ctx has time left;

@@ -31,6 +31,10 @@ type txnProducer struct {
 
 func (p *txnProducer) Token() core.FencingToken { return p.token }
 
+// Close waits for a transaction in flight (bounded by request.timeout.ms),
+// aborts a transaction an earlier failure left open, so that it does not
+// hold back the last stable offset of the partition until the coordinator
+// times it out, and closes the kgo client.
 func (p *txnProducer) Close() error {
 	p.closeOnce.Do(func() {
 		p.t.mu.Lock()
@@ -38,9 +42,16 @@ func (p *txnProducer) Close() error {
 			delete(p.t.prods, p.txnID)
 		}
 		p.t.mu.Unlock()
-		// kgo's Close waits for in-flight requests; never hold the caller.
 		done := make(chan struct{})
-		go func() { p.cl.Close(); close(done) }()
+		go func() {
+			defer close(done)
+			p.sem <- struct{}{}
+			if p.open && p.broken == nil {
+				_ = p.abort()
+			}
+			<-p.sem
+			p.cl.Close()
+		}()
 		select {
 		case <-done:
 		case <-time.After(p.t.cfg.RequestTimeout):
