@@ -492,7 +492,7 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 // transactions that ended before it began (see Read).
 const markerWait = time.Second
 
-func (t *Transport) listEnd(ctx context.Context, p int32) (int64, error) {
+func (t *Transport) listEndOnce(ctx context.Context, p int32) (int64, error) {
 	lo, err := t.adm.ListEndOffsets(ctx, t.cfg.Topic)
 	if err != nil {
 		return 0, classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
@@ -517,7 +517,7 @@ func (t *Transport) retryable(ctx context.Context, err error, what string) error
 }
 
 // listOffset returns the last stable offset (committed=true) of a partition.
-func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
+func (t *Transport) listOffsetOnce(ctx context.Context, p int32, committed bool) (int64, error) {
 	var (
 		lo  kadm.ListedOffsets
 		err error
@@ -744,4 +744,26 @@ func await[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 		var zero T
 		return zero, ctx.Err()
 	}
+}
+
+// withRetry repeats fn while it fails with a retriable broker error (a
+// leader moving, a topic just created), until ctx ends.
+func withRetry(ctx context.Context, fn func() (int64, error)) (int64, error) {
+	for {
+		v, err := fn()
+		if err == nil || !kerr.IsRetriable(err) {
+			return v, err
+		}
+		if sleepCtx(ctx, 50*time.Millisecond) != nil {
+			return v, err
+		}
+	}
+}
+
+func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
+	return withRetry(ctx, func() (int64, error) { return t.listOffsetOnce(ctx, p, committed) })
+}
+
+func (t *Transport) listEnd(ctx context.Context, p int32) (int64, error) {
+	return withRetry(ctx, func() (int64, error) { return t.listEndOnce(ctx, p) })
 }
