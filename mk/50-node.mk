@@ -14,7 +14,13 @@ NODE_ENV_VARS = KRABKA_COORD_LIBRARY=$(NODE_LIB)
 TEST_TARGETS += node-test
 BENCH_TARGETS += node-bench
 
-.PHONY: node-deps node-test node-bench node-conformance
+.PHONY: node-deps node-lib node-test node-bench node-conformance
+
+# build.sh rebuilds only what changed; another library path is used as given.
+node-lib:
+	@if [ "$(NODE_LIB)" = "$(CURDIR)/build/libkrabka_coord.so" ]; then ./build.sh; \
+	else test -f "$(NODE_LIB)" || { echo "node: NODE_LIB=$(NODE_LIB) is missing" >&2; exit 1; }; fi
+
 node-deps: $(NODE_DIR)/node_modules/.package-lock.json
 
 # npm writes node_modules/.package-lock.json on every install: it is the stamp.
@@ -22,12 +28,11 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR
 	cd $(NODE_DIR) && $(NPM) ci --no-audit --no-fund
 	@touch $@
 
-node-test: node-deps
-	@test -f "$(NODE_LIB)" || { echo "node-test: $(NODE_LIB) is missing; build it first (./build.sh or make build)" >&2; exit 1; }
-	cd $(NODE_DIR) && $(NODE_ENV_VARS) $(NODE) --test --test-reporter=spec --test-concurrency=1
+node-test: node-deps node-lib
+	cd $(NODE_DIR) && $(NODE_ENV_VARS) $(NODE) --test --test-reporter=spec --test-concurrency=1 test/*.test.js test/*.test.mjs
 
-node-conformance: node-deps
+node-conformance: node-deps node-lib
 	$(NODE_ENV_VARS) $(NODE) $(NODE_DIR)/test/conformance.mjs
 
-node-bench: node-deps
+node-bench: node-deps node-lib
 	$(NODE_ENV_VARS) $(NODE) $(NODE_DIR)/bench/bench.js
