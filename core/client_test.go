@@ -1,0 +1,446 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/memtransport"
+)
+
+const t0 = 1_700_000_000_000
+
+type env struct {
+	t       *testing.T
+	cluster *memtransport.Cluster
+	clock   *core.ManualClock
+}
+
+func newEnv(t *testing.T) *env {
+	return &env{t: t, cluster: memtransport.NewCluster(16), clock: core.NewManualClock(t0)}
+}
+
+func (e *env) config(kv ...string) core.Config {
+	cfg := core.DefaultConfig()
+	if err := cfg.Set("bootstrap.servers", "mem:9092"); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := cfg.Set(kv[i], kv[i+1]); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return cfg
+}
+
+func (e *env) client(kv ...string) (*core.Client, *memtransport.Transport) {
+	cfg := e.config(kv...)
+	tr := e.cluster.Transport(cfg.Topic)
+	c, err := core.NewClient(cfg, tr, e.clock)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return c, tr
+}
+
+// advanceUntil moves the manual clock in steps until cond holds.
+func (e *env) advanceUntil(step time.Duration, max time.Duration, cond func() bool) {
+	e.t.Helper()
+	for moved := time.Duration(0); ; moved += step {
+		time.Sleep(2 * time.Millisecond) // let sleepers re-arm
+		if cond() {
+			return
+		}
+		if moved > max {
+			e.t.Fatalf("condition not met after advancing %v", moved)
+		}
+		e.clock.Advance(step)
+	}
+}
+
+var (
+	role = core.MustRole("controller")
+	ma   = core.MustMemberID("node-a")
+	mb   = core.MustMemberID("node-b")
+	mc   = core.MustMemberID("node-c")
+)
+
+func bg() context.Context { return context.Background() }
+
+type result struct {
+	l   *core.Leadership
+	err error
+}
+
+func acquireAsync(c *core.Client, ctx context.Context, m core.MemberID) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		l, err := c.Acquire(ctx, role, m)
+		ch <- result{l, err}
+	}()
+	return ch
+}
+
+func ready(ch <-chan result) func() bool {
+	return func() bool { return len(ch) > 0 }
+}
+
+func TestAcquireUncontendedWritesLeaseUnderMintedToken(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.client()
+	l, err := c.Acquire(bg(), role, ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() != e.cluster.Token("controller") || l.Token().ProducerEpoch != 0 {
+		t.Fatalf("token %s, coordinator %s", l.Token(), e.cluster.Token("controller"))
+	}
+	want := core.Lease{Member: ma, Token: l.Token(), GrantedAt: t0, Deadline: t0 + 30000}
+	if l.Lease() != want {
+		t.Fatalf("lease %+v want %+v", l.Lease(), want)
+	}
+	st, err := c.Describe(bg(), role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Current || st.Holder != ma || st.Token != l.Token() || len(st.Roster) != 1 || st.Roster[0].Rank != 0 {
+		t.Fatalf("describe %+v", st)
+	}
+	if e.cluster.Appends() != 1 || e.cluster.Mints() != 1 {
+		t.Fatalf("appends %d mints %d", e.cluster.Appends(), e.cluster.Mints())
+	}
+}
+
+func TestStandbyWaitsUntilDeadlineThenChallenges(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, _ := e.client()
+	a, err := ca.Acquire(bg(), role, ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, at, err := cb.TryAcquire(bg(), role, mb)
+	if err != nil || l != nil || at.UnixMilli() != a.Lease().Deadline {
+		t.Fatalf("try: %v %v %v (deadline %d)", l, at.UnixMilli(), err, a.Lease().Deadline)
+	}
+	ch := acquireAsync(cb, bg(), mb)
+	e.advanceUntil(250*time.Millisecond, 40*time.Second, ready(ch))
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if now := e.clock.NowMs(); now < a.Lease().Deadline || now > a.Lease().Deadline+1000 {
+		t.Fatalf("took over at %d, deadline %d", now, a.Lease().Deadline)
+	}
+	if !r.l.Token().Supersedes(a.Token()) {
+		t.Fatal("new token does not supersede")
+	}
+	<-a.Done()
+	if a.State() != core.Expired || !errors.Is(a.Err(), core.ErrLeaseExpired) {
+		t.Fatalf("old holder %s %v", a.State(), a.Err())
+	}
+}
+
+func TestRankOrderStaggersChallenges(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	a, _ := ca.Acquire(bg(), role, ma)
+	cb, _ := e.client()
+	cc, _ := e.client()
+	if _, _, err := cb.TryAcquire(bg(), role, mb); err != nil {
+		t.Fatal(err)
+	}
+	_, atC, err := cc.TryAcquire(bg(), role, mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atC.UnixMilli() != a.Lease().Deadline+5000 {
+		t.Fatalf("rank 1 retries at %d, want deadline + stagger %d", atC.UnixMilli(), a.Lease().Deadline+5000)
+	}
+	chB := acquireAsync(cb, bg(), mb)
+	chC := acquireAsync(cc, bg(), mc)
+	e.advanceUntil(250*time.Millisecond, 40*time.Second, ready(chB))
+	if len(chC) != 0 {
+		t.Fatal("rank 1 won too")
+	}
+	b := (<-chB).l
+	// b stops renewing; c (now rank 0) takes over at b's deadline.
+	e.advanceUntil(250*time.Millisecond, 40*time.Second, ready(chC))
+	c := <-chC
+	if c.err != nil || e.clock.NowMs() < b.Lease().Deadline {
+		t.Fatalf("c: %v at %d (b's deadline %d)", c.err, e.clock.NowMs(), b.Lease().Deadline)
+	}
+}
+
+func TestHoldSeenByFreshAcquireMintsAndFencesEarlierIncarnation(t *testing.T) {
+	e := newEnv(t)
+	c1, _ := e.client()
+	old, _ := c1.Acquire(bg(), role, ma)
+	c2, _ := e.client() // the same member, restarted
+	nu, err := c2.Acquire(bg(), role, ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nu.Token().Supersedes(old.Token()) {
+		t.Fatal("no new epoch")
+	}
+	_, err = old.Produce(bg(), core.Message{Topic: "cmds", Partition: 0, Value: []byte("x")})
+	if !errors.Is(err, core.ErrFenced) || old.State() != core.Fenced {
+		t.Fatalf("old incarnation: %v %s", err, old.State())
+	}
+	if err := old.Renew(bg()); !errors.Is(err, core.ErrFenced) {
+		t.Fatalf("renew after fence: %v", err)
+	}
+	select {
+	case <-old.Done():
+	default:
+		t.Fatal("Done not closed")
+	}
+	if _, err := nu.Produce(bg(), core.Message{Topic: "cmds", Partition: -1, Key: []byte("k"), Value: []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAtMostOneRegistrationPerAcquireDespiteLaggingReads(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.client("krabka.poll.interval.ms", "100")
+	e.cluster.HideReads()
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
+	ch := acquireAsync(c, ctx, ma)
+	for i := 0; i < 20; i++ {
+		time.Sleep(2 * time.Millisecond)
+		e.clock.Advance(100 * time.Millisecond)
+	}
+	if n := e.cluster.Appends(); n != 1 {
+		t.Fatalf("%d registrations in one acquire call", n)
+	}
+	e.cluster.ShowReads()
+	e.advanceUntil(100*time.Millisecond, 10*time.Second, ready(ch))
+	if r := <-ch; r.err != nil || e.cluster.Appends() != 1 {
+		t.Fatalf("%v, %d appends", r.err, e.cluster.Appends())
+	}
+}
+
+func TestRenewKeepsTokenAndMovesDeadline(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.client()
+	l, _ := c.Acquire(bg(), role, ma)
+	if l.RenewDue() {
+		t.Fatal("due at once")
+	}
+	e.clock.Advance(10 * time.Second)
+	if !l.RenewDue() {
+		t.Fatal("not due after the renew interval")
+	}
+	if err := l.Renew(bg()); err != nil {
+		t.Fatal(err)
+	}
+	if l.Lease().GrantedAt != t0+10000 || l.Lease().Deadline != t0+40000 || l.Lease().Token != l.Token() || l.RenewDue() {
+		t.Fatalf("lease after renew %+v", l.Lease())
+	}
+}
+
+func TestCutOffLeaderEndsExpiredByItsDeadline(t *testing.T) {
+	e := newEnv(t)
+	c, tr := e.client()
+	l, _ := c.Acquire(bg(), role, ma)
+	tr.SetFault(memtransport.Refuse)
+	e.clock.Advance(10 * time.Second)
+	if err := l.Renew(bg()); !errors.Is(err, core.ErrTransport) || l.State() != core.Active {
+		t.Fatalf("renew while refused: %v %s", err, l.State())
+	}
+	e.clock.Advance(20 * time.Second) // exactly the deadline
+	select {
+	case <-l.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("not ended at the deadline")
+	}
+	if l.State() != core.Expired {
+		t.Fatalf("state %s", l.State())
+	}
+	if _, err := l.Produce(bg(), core.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, core.ErrLeaseExpired) {
+		t.Fatalf("produce after the deadline: %v", err)
+	}
+}
+
+func TestRenewNeverRunsPastTheDeadline(t *testing.T) {
+	e := newEnv(t)
+	c, tr := e.client()
+	l, _ := c.Acquire(bg(), role, ma)
+	tr.SetFault(memtransport.BlackHole)
+	done := make(chan error, 1)
+	go func() { done <- l.Renew(bg()) }()
+	time.Sleep(5 * time.Millisecond)
+	e.clock.Advance(30 * time.Second)
+	select {
+	case err := <-done:
+		if !errors.Is(err, core.ErrLeaseExpired) {
+			t.Fatalf("renew: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("renew ran past the deadline")
+	}
+}
+
+func TestBackgroundRenewal(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.client("krabka.renew.background", "true")
+	l, _ := c.Acquire(bg(), role, ma)
+	e.advanceUntil(time.Second, 60*time.Second, func() bool { return l.Lease().GrantedAt >= t0+30000 })
+	if l.State() != core.Active {
+		t.Fatalf("state %s: %v", l.State(), l.Err())
+	}
+}
+
+func TestResignLetsStandbyChallengeAtOnce(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, _ := e.client()
+	a, _ := ca.Acquire(bg(), role, ma)
+	if _, _, err := cb.TryAcquire(bg(), role, mb); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(6 * time.Second) // past b's registered_at + 1 stagger
+	if err := a.Resign(bg()); err != nil {
+		t.Fatal(err)
+	}
+	if a.State() != core.Resigned || !errors.Is(a.Err(), core.ErrNotLeader) {
+		t.Fatalf("%s %v", a.State(), a.Err())
+	}
+	b, _, err := cb.TryAcquire(bg(), role, mb)
+	if err != nil || b == nil {
+		t.Fatalf("standby after resign: %v %v", b, err)
+	}
+	st, _ := cb.Describe(bg(), role)
+	if st.Holder != mb || !st.Current {
+		t.Fatalf("%+v", st)
+	}
+}
+
+func TestCurrentFalseOnceChallengerMints(t *testing.T) {
+	e := newEnv(t)
+	c, tr := e.client()
+	l, _ := c.Acquire(bg(), role, ma)
+	p, err := tr.Mint(bg(), "controller", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Describe(bg(), role)
+	if st.Current || st.Token != p.Token() || st.Holder != ma {
+		t.Fatalf("%+v", st)
+	}
+	if err := l.Renew(bg()); !errors.Is(err, core.ErrFenced) {
+		t.Fatalf("renew: %v", err)
+	}
+}
+
+func TestPoisonedRecordIsSkippedAndCounted(t *testing.T) {
+	e := newEnv(t)
+	p, _ := core.RolePartition(role, 16)
+	e.cluster.AppendRaw(core.DefaultTopic, p, core.EncodeKey(core.RegistrationKey(role, mc)), []byte{0, 9})
+	c, _ := e.client()
+	if _, err := c.Acquire(bg(), role, ma); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Describe(bg(), role)
+	if st.Skipped != 1 || st.Holder != ma {
+		t.Fatalf("%+v", st)
+	}
+}
+
+func TestCloseCancelsBlockedCallsAndEndsLeaderships(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, _ := e.client()
+	a, _ := ca.Acquire(bg(), role, ma)
+	ch := acquireAsync(cb, bg(), mb)
+	time.Sleep(10 * time.Millisecond)
+	cb.Close()
+	select {
+	case r := <-ch:
+		if !errors.Is(r.err, core.ErrClosed) {
+			t.Fatalf("blocked acquire: %v", r.err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("close did not cancel the blocked acquire")
+	}
+	ca.Close()
+	if a.State() != core.Closed || !errors.Is(a.Err(), core.ErrClosed) {
+		t.Fatalf("%s %v", a.State(), a.Err())
+	}
+	if err := a.Renew(bg()); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("renew after close: %v", err)
+	}
+	if _, err := ca.Describe(bg(), role); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("describe after close: %v", err)
+	}
+	if err := ca.Close(); err != nil {
+		t.Fatal("close twice:", err)
+	}
+}
+
+func TestTimeoutMatchesErrTimeoutAndDeadlineExceeded(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, trb := e.client()
+	if _, err := ca.Acquire(bg(), role, ma); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg(), 20*time.Millisecond)
+	defer cancel()
+	_, err := cb.Acquire(ctx, role, mb) // waits on the manual clock
+	if !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v", err)
+	}
+	trb.SetFault(memtransport.BlackHole)
+	ctx2, cancel2 := context.WithTimeout(bg(), 20*time.Millisecond)
+	defer cancel2()
+	if _, err := cb.Describe(ctx2, role); !errors.Is(err, core.ErrTimeout) {
+		t.Fatalf("describe: %v", err)
+	}
+}
+
+func TestBadInputFailsBeforeAnyCall(t *testing.T) {
+	e := newEnv(t)
+	c, tr := e.client()
+	tr.SetFault(memtransport.BlackHole) // any transport call would hang
+	if _, err := c.Acquire(bg(), core.Role{}, ma); !errors.Is(err, core.ErrEmptyRole) {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(bg(), role, core.MemberID{}); !errors.Is(err, core.ErrEmptyMember) {
+		t.Fatal(err)
+	}
+	if _, err := c.Describe(bg(), core.Role{}); !errors.Is(err, core.ErrEmptyRole) {
+		t.Fatal(err)
+	}
+	if _, err := core.NewClient(core.DefaultConfig(), tr, e.clock); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Fatalf("no bootstrap: %v", err)
+	}
+	tr.SetFault(memtransport.Healthy)
+	l, _ := c.Acquire(bg(), role, ma)
+	tr.SetFault(memtransport.BlackHole)
+	for _, m := range []core.Message{{Topic: "", Partition: 0}, {Topic: "bad topic", Partition: 0}, {Topic: "t", Partition: -2}} {
+		if _, err := l.Produce(bg(), m); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Fatalf("%+v: %v", m, err)
+		}
+	}
+}
+
+func TestLeadershipCloseReleasesWithoutResigning(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.client()
+	l, _ := c.Acquire(bg(), role, ma)
+	l.Close()
+	if l.State() != core.Closed || !errors.Is(l.Err(), core.ErrNotLeader) {
+		t.Fatalf("%s %v", l.State(), l.Err())
+	}
+	st, _ := c.Describe(bg(), role)
+	if st.Lease == nil || st.Holder != ma {
+		t.Fatal("close wrote a tombstone")
+	}
+	l.Close()
+}

@@ -1,0 +1,324 @@
+// Package memtransport is an in-memory core.Transport for fast unit tests of
+// the client logic: one Cluster holds the coordination topic's partitions and
+// a transaction coordinator; every client gets its own Transport view of it.
+//
+// It models what the client relies on: one token per InitProducerId (a new
+// producer id after epoch 32767), the broker rejecting transactional writes
+// of a superseded token (ErrFenced), read_committed visibility (a
+// transaction's records appear atomically at commit), and faults a test can
+// inject (refusals, black holes, lagging reads).
+package memtransport
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// Fault selects how a Transport answers while a fault is set.
+type Fault int
+
+const (
+	// Healthy: calls work.
+	Healthy Fault = iota
+	// Refuse: every call fails at once with core.ErrTransport.
+	Refuse
+	// BlackHole: every call blocks until its context ends.
+	BlackHole
+)
+
+type record struct {
+	offset     int64
+	key, value []byte
+	visible    bool
+}
+
+type txnState struct {
+	token core.FencingToken
+}
+
+// Cluster is the shared in-memory cluster. Safe for concurrent use.
+type Cluster struct {
+	mu         sync.Mutex
+	partitions int32
+	logs       map[string][][]record // topic -> partition -> records
+	txns       map[string]*txnState
+	nextPID    int64
+	hideReads  bool // new appends stay invisible to Read until ShowReads
+	appends    int
+	mints      int
+}
+
+// NewCluster returns a cluster whose coordination topic will have the given
+// number of partitions.
+func NewCluster(partitions int32) *Cluster {
+	return &Cluster{partitions: partitions, logs: map[string][][]record{}, txns: map[string]*txnState{}, nextPID: 1000}
+}
+
+func (c *Cluster) log(topic string, n int32) [][]record {
+	l, ok := c.logs[topic]
+	if !ok {
+		l = make([][]record, n)
+		c.logs[topic] = l
+	}
+	return l
+}
+
+func (c *Cluster) appendLocked(topic string, p int32, key, value []byte) (int64, error) {
+	l := c.log(topic, c.partitions)
+	if p < 0 {
+		if key == nil {
+			p = 0
+		} else {
+			p = (core.Murmur2(key) & 0x7fffffff) % int32(len(l))
+		}
+	}
+	if int(p) >= len(l) {
+		return 0, core.WrapError(core.ErrTransport, nil, "partition %d of %s does not exist", p, topic)
+	}
+	off := int64(len(l[p]))
+	l[p] = append(l[p], record{offset: off, key: clone(key), value: clone(value), visible: !c.hideReads})
+	return off, nil
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// AppendRaw appends a record outside any transaction (a test writes a
+// poisoned record this way) and returns its offset.
+func (c *Cluster) AppendRaw(topic string, partition int32, key, value []byte) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	off, err := c.appendLocked(topic, partition, key, value)
+	if err != nil {
+		panic(err)
+	}
+	return off
+}
+
+// HideReads makes records appended from now on invisible to Read until
+// ShowReads (a lagging read).
+func (c *Cluster) HideReads() { c.mu.Lock(); c.hideReads = true; c.mu.Unlock() }
+
+// ShowReads makes every record visible.
+func (c *Cluster) ShowReads() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hideReads = false
+	for _, parts := range c.logs {
+		for _, recs := range parts {
+			for i := range recs {
+				recs[i].visible = true
+			}
+		}
+	}
+}
+
+// Appends returns how many non-transactional appends (registrations) were made.
+func (c *Cluster) Appends() int { c.mu.Lock(); defer c.mu.Unlock(); return c.appends }
+
+// Mints returns how many InitProducerId calls succeeded.
+func (c *Cluster) Mints() int { c.mu.Lock(); defer c.mu.Unlock(); return c.mints }
+
+// Records returns the visible records of a partition of topic.
+func (c *Cluster) Records(topic string, partition int32) []core.RawRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []core.RawRecord
+	l := c.log(topic, c.partitions)
+	if int(partition) >= len(l) {
+		return nil
+	}
+	for _, r := range l[partition] {
+		if r.visible {
+			out = append(out, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value})
+		}
+	}
+	return out
+}
+
+// Token returns the coordinator's current token of a transactional id.
+func (c *Cluster) Token(txnID string) core.FencingToken {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.txns[txnID]; ok {
+		return s.token
+	}
+	return core.NoEpoch
+}
+
+// Transport returns a new client view of the cluster writing the
+// coordination records to topic.
+func (c *Cluster) Transport(topic string) *Transport {
+	return &Transport{c: c, topic: topic}
+}
+
+// Transport is one client's view of a Cluster (core.Transport).
+type Transport struct {
+	c     *Cluster
+	topic string
+
+	mu     sync.Mutex
+	fault  Fault
+	closed bool
+}
+
+var _ core.Transport = (*Transport)(nil)
+
+// SetFault makes this view answer per f from now on.
+func (t *Transport) SetFault(f Fault) { t.mu.Lock(); t.fault = f; t.mu.Unlock() }
+
+func (t *Transport) check(ctx context.Context) error {
+	t.mu.Lock()
+	f, closed := t.fault, t.closed
+	t.mu.Unlock()
+	if closed {
+		return core.WrapError(core.ErrClosed, nil, "memtransport closed")
+	}
+	switch f {
+	case Refuse:
+		return core.WrapError(core.ErrTransport, nil, "memtransport: connection refused")
+	case BlackHole:
+		<-ctx.Done()
+		return core.WrapError(core.ErrTimeout, ctx.Err(), "memtransport: no answer")
+	}
+	if err := ctx.Err(); err != nil {
+		return core.WrapError(core.ErrTimeout, err, "memtransport")
+	}
+	return nil
+}
+
+// Partitions implements core.Transport.
+func (t *Transport) Partitions(ctx context.Context) (int32, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	return t.c.partitions, nil
+}
+
+// Read implements core.Transport.
+func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	return t.c.Records(t.topic, partition), nil
+}
+
+// Append implements core.Transport.
+func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.c.appends++
+	return t.c.appendLocked(t.topic, partition, key, value)
+}
+
+// Mint implements core.Transport: InitProducerId bumps the epoch (a new
+// producer id after 32767), fencing every earlier producer of the id.
+func (t *Transport) Mint(ctx context.Context, txnID string, _ time.Duration) (core.TxnProducer, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.txns[txnID]
+	switch {
+	case !ok:
+		s = &txnState{token: core.FencingToken{ProducerID: c.nextPID, ProducerEpoch: 0}}
+		c.nextPID++
+		c.txns[txnID] = s
+	case s.token.ProducerEpoch == math.MaxInt16:
+		s.token = core.FencingToken{ProducerID: c.nextPID, ProducerEpoch: 0}
+		c.nextPID++
+	default:
+		s.token.ProducerEpoch++
+	}
+	c.mints++
+	return &producer{t: t, txnID: txnID, token: s.token}, nil
+}
+
+// CurrentToken implements core.Transport.
+func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.FencingToken, error) {
+	if err := t.check(ctx); err != nil {
+		return core.NoEpoch, err
+	}
+	return t.c.Token(txnID), nil
+}
+
+// Close implements core.Transport.
+func (t *Transport) Close() error { t.mu.Lock(); t.closed = true; t.mu.Unlock(); return nil }
+
+type producer struct {
+	t      *Transport
+	txnID  string
+	token  core.FencingToken
+	closed bool
+	mu     sync.Mutex
+}
+
+func (p *producer) Token() core.FencingToken { return p.token }
+
+func (p *producer) Close() error { p.mu.Lock(); p.closed = true; p.mu.Unlock(); return nil }
+
+// Transact writes msgs atomically if the token is still the coordinator's.
+func (p *producer) Transact(ctx context.Context, msgs []core.Message) ([]core.ProduceResult, error) {
+	if err := p.t.check(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, core.WrapError(core.ErrTransport, nil, "producer closed")
+	}
+	c := p.t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.txns[p.txnID].token; cur != p.token {
+		return nil, core.WrapError(core.ErrFenced, nil, "PRODUCER_FENCED: %s superseded by %s", p.token, cur)
+	}
+	out := make([]core.ProduceResult, 0, len(msgs))
+	for _, m := range msgs {
+		l := c.log(m.Topic, c.partitions)
+		part := m.Partition
+		if part < 0 {
+			part = 0
+			if m.Key != nil {
+				part = (core.Murmur2(m.Key) & 0x7fffffff) % int32(len(l))
+			}
+		}
+		off, err := c.appendLocked(m.Topic, part, m.Key, m.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, core.ProduceResult{Topic: m.Topic, Partition: part, Offset: off})
+	}
+	return out, nil
+}
+
+// Topics lists the topics written so far, sorted (for debugging tests).
+func (c *Cluster) Topics() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k := range c.logs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// String describes the cluster.
+func (c *Cluster) String() string { return fmt.Sprintf("memtransport.Cluster(%d partitions)", c.partitions) }
