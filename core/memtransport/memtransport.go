@@ -321,4 +321,6 @@ func (c *Cluster) Topics() []string {
 }
 
 // String describes the cluster.
-func (c *Cluster) String() string { return fmt.Sprintf("memtransport.Cluster(%d partitions)", c.partitions) }
+func (c *Cluster) String() string {
+	return fmt.Sprintf("memtransport.Cluster(%d partitions)", c.partitions)
+}

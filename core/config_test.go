@@ -1,0 +1,132 @@
+package core_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CONFIGURATION.md from core.ConfigKeys")
+
+func TestConfigDefaults(t *testing.T) {
+	c := core.DefaultConfig()
+	if c.Lease != core.DefaultLeaseConfig() || c.Topic != core.DefaultTopic || c.TopicPartitions != 16 ||
+		c.TopicReplication != -1 || c.SecurityProtocol != "PLAINTEXT" || c.RequestTimeout.Milliseconds() != 30000 ||
+		c.PollInterval.Milliseconds() != 1000 || c.BackgroundRenew || c.ClientID != "krabka-coord" {
+		t.Fatalf("%+v", c)
+	}
+	for _, k := range core.ConfigKeys() {
+		got, err := c.Get(k.Name)
+		if err != nil || got != k.Default {
+			t.Errorf("%s: get %q (%v), table default %q", k.Name, got, err, k.Default)
+		}
+	}
+}
+
+func TestConfigSetGetRoundTrip(t *testing.T) {
+	c := core.DefaultConfig()
+	cases := map[string]string{
+		"bootstrap.servers": "a:1,b:2", "client.id": "x", "security.protocol": "SASL_SSL",
+		"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "ssl.ca.location": "/ca.pem",
+		"request.timeout.ms": "1234", "krabka.lease.ms": "9000", "krabka.renew.interval.ms": "3000",
+		"krabka.challenge.stagger.ms": "700", "krabka.poll.interval.ms": "50", "krabka.role.prefix": "env1.",
+		"krabka.topic": "coord_x", "krabka.topic.partitions": "3", "krabka.topic.replication": "2",
+		"krabka.renew.background": "true",
+	}
+	for k, v := range cases {
+		if err := c.Set(k, v); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		if got, _ := c.Get(k); got != v {
+			t.Errorf("%s: got %q want %q", k, got, v)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set("sasl.password", "hunter2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Get("sasl.password"); got != "[redacted]" || c.SASLPassword != "hunter2" {
+		t.Fatalf("password reads back %q", got)
+	}
+	if len(core.ConfigKeys()) != len(cases)+1 {
+		t.Fatalf("table has %d keys, test covers %d", len(core.ConfigKeys()), len(cases)+1)
+	}
+}
+
+func TestConfigErrorsNameTheKey(t *testing.T) {
+	c := core.DefaultConfig()
+	err := c.Set("no.such.key", "1")
+	if !errors.Is(err, core.ErrUnknownConfig) || !strings.Contains(err.Error(), "no.such.key") {
+		t.Fatalf("unknown: %v", err)
+	}
+	if _, err := c.Get("nope"); !errors.Is(err, core.ErrUnknownConfig) {
+		t.Fatal(err)
+	}
+	bad := [][2]string{
+		{"bootstrap.servers", ""}, {"bootstrap.servers", "nohost"}, {"bootstrap.servers", "h:0"},
+		{"security.protocol", "TLS"}, {"sasl.mechanism", "GSSAPI"}, {"request.timeout.ms", "0"},
+		{"krabka.lease.ms", "-5"}, {"krabka.lease.ms", "1.5"}, {"krabka.renew.interval.ms", "x"},
+		{"krabka.challenge.stagger.ms", "0"}, {"krabka.poll.interval.ms", ""}, {"krabka.topic", "a b"},
+		{"krabka.topic.partitions", "0"}, {"krabka.topic.replication", "0"}, {"krabka.renew.background", "yes"},
+	}
+	for _, kv := range bad {
+		err := c.Set(kv[0], kv[1])
+		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), kv[0]) {
+			t.Errorf("%s=%q: %v", kv[0], kv[1], err)
+		}
+	}
+	_, err = core.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "krabka.lease.ms": "1000", "krabka.renew.interval.ms": "1000"})
+	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.renew.interval.ms") {
+		t.Fatalf("renew >= lease: %v", err)
+	}
+	_, err = core.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT"})
+	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "sasl.username") {
+		t.Fatalf("sasl without user: %v", err)
+	}
+	if _, err := core.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ConfigurationDoc renders docs/CONFIGURATION.md from the key table.
+func configurationDoc() string {
+	var b strings.Builder
+	b.WriteString("# Configuration\n\n")
+	b.WriteString("<!-- Generated from core.ConfigKeys by `go test ./core -run TestConfigurationDocIsCurrent -update-docs`. Do not edit. -->\n\n")
+	b.WriteString("Every client (Go `core.Config.Set`, C `krabka_conf_set`, Python and Node dictionaries) takes these\n")
+	b.WriteString("properties. An unknown name is `UNKNOWN_CONFIG`; a value that does not parse or is out of range is\n")
+	b.WriteString("`INVALID_CONFIG`, and the message names the key. `sasl.password` reads back as `[redacted]`.\n\n")
+	b.WriteString("| Key | Type | Default | Meaning |\n|---|---|---|---|\n")
+	for _, k := range core.ConfigKeys() {
+		def := "`" + k.Default + "`"
+		if k.Default == "" {
+			def = "(empty)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Name, k.Type, def, strings.ReplaceAll(k.Doc, "|", "\\|"))
+	}
+	b.WriteString("\nChecks across keys (made by `Validate` / `krabka_client_new`): `bootstrap.servers` is required;\n")
+	b.WriteString("`krabka.renew.interval.ms` must be below `krabka.lease.ms` (three renewals per lease are advised);\n")
+	b.WriteString("`sasl.username` is required with `SASL_PLAINTEXT` and `SASL_SSL`.\n")
+	return b.String()
+}
+
+func TestConfigurationDocIsCurrent(t *testing.T) {
+	const path = "../docs/CONFIGURATION.md"
+	want := configurationDoc()
+	if *updateDocs {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != want {
+		t.Fatalf("%s is out of date with core.ConfigKeys: run `go test ./core -run TestConfigurationDocIsCurrent -update-docs` (%v)", path, err)
+	}
+}
