@@ -16,11 +16,12 @@
 #   --nodes 1|3         number of nodes (default 1)
 #   --sasl              add a SASL_PLAINTEXT (SCRAM-SHA-256) listener + ACLs
 #   --txn-version 1|2   transaction.version feature (default 2)
-#   --name NAME         cluster name (default from options: tv2, tv1, sasl, 3n, ...)
+#   --name NAME         cluster name (default from options: tv2, tv1, sasl, 3n, ...);
+#                       a standard name alone implies its options (--name 3n = --nodes 3)
 #   --dir DIR           state dir (default /tmp/krabka-kafka/NAME)
 #   --port BASE         node i uses BASE+10*(i-1) (PLAINTEXT), +1 (CONTROLLER), +2 (SASL)
 #   --owner PID         stop the cluster by itself once process PID is gone
-#   --timeout SECS      readiness bound (default 120)
+#   --timeout SECS      readiness bound (default 180, env KRABKA_KAFKA_READY_TIMEOUT)
 # The options given to `start` are saved in DIR/cluster.conf; later verbs on
 # the same DIR (or NAME) read them back, so `stop --name 3n` is enough.
 set -euo pipefail
@@ -41,7 +42,7 @@ if [[ "$verb" == kill-node || "$verb" == start-node ]]; then
   shift
 fi
 
-o_nodes="" o_sasl="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout=120
+o_nodes="" o_sasl="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout="${KRABKA_KAFKA_READY_TIMEOUT:-180}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) o_nodes="$2"; shift 2;;
@@ -65,6 +66,13 @@ default_name() {
   [[ ${#parts[@]} -eq 0 ]] && parts=(tv2)
   local IFS=-; echo "${parts[*]}"
 }
+# A standard name given without options implies them: sasl, 3n, tv1, tv2 and
+# their dash-joined combinations (e.g. sasl-3n-tv1).
+if [[ -n "$o_name" && -z "$o_nodes$o_sasl$o_tv" && "$o_name" =~ ^(sasl|3n|tv1|tv2)(-(3n|tv1))*$ ]]; then
+  case "-$o_name-" in *-sasl-*) o_sasl=1;; esac
+  case "-$o_name-" in *-3n-*) o_nodes=3;; esac
+  case "-$o_name-" in *-tv1-*) o_tv=1;; esac
+fi
 name="${o_name:-$(default_name "${o_sasl:-0}" "${o_nodes:-1}" "${o_tv:-2}")}"
 dir="${o_dir:-$root_default/$name}"
 conf="$dir/cluster.conf"
@@ -82,15 +90,17 @@ NAME="${o_name:-${NAME:-$name}}"
 [[ "$NODES" == 1 || "$NODES" == 3 ]] || die "--nodes must be 1 or 3"
 [[ "$TXN_VERSION" == 1 || "$TXN_VERSION" == 2 ]] || die "--txn-version must be 1 or 2"
 
-# Default ports: fixed for the suite's four clusters, hashed from the dir otherwise.
+# Default ports: fixed for the suite's four clusters, hashed from the dir
+# otherwise. All below Linux's ephemeral range (32768-60999): a listener port
+# inside it can be taken at random by an outgoing connection's local port.
 if [[ -n "$o_port" ]]; then PORT_BASE="$o_port"
 elif [[ -z "$PORT_BASE" ]]; then
   case "$dir" in
-    "$root_default/tv2") PORT_BASE=39092;;
-    "$root_default/tv1") PORT_BASE=39192;;
-    "$root_default/sasl") PORT_BASE=39292;;
-    "$root_default/3n") PORT_BASE=39392;;
-    *) PORT_BASE=$(( 40000 + ($(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 900) * 20 ));;
+    "$root_default/tv2") PORT_BASE=29092;;
+    "$root_default/tv1") PORT_BASE=29192;;
+    "$root_default/sasl") PORT_BASE=29292;;
+    "$root_default/3n") PORT_BASE=29392;;
+    *) PORT_BASE=$(( 23000 + ($(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 100) * 20 ));;
   esac
 fi
 [[ "$PORT_BASE" =~ ^[0-9]+$ ]] || die "--port must be a number"
@@ -211,15 +221,31 @@ launch_node() {
 }
 
 wait_ready() {
-  local out
-  if ! out="$("$cache/bin/kready" -bootstrap "$(bootstrap)" -brokers "$1" -timeout "${timeout}s" -features 2>&1)"; then
-    echo "$out" >&2
-    local i; for ((i = 1; i <= NODES; i++)); do
-      if ! node_pid "$i" >/dev/null; then log "node $i is not running; last lines of its logs:"; tail -n 20 "$dir/node-$i/stdout.log" "$dir/node-$i/server.log" >&2 2>/dev/null || true; fi
+  # kready asks the cluster; meanwhile a node that dies ends the wait at once.
+  local out="$dir/kready.out" kp i dead=""
+  "$cache/bin/kready" -bootstrap "$(bootstrap)" -brokers "$1" -timeout "${timeout}s" -features > "$out" 2>&1 &
+  kp=$!
+  while kill -0 "$kp" 2>/dev/null; do
+    for ((i = 1; i <= NODES; i++)); do
+      # (plain kill -0: right after the fork the command line is not java's yet)
+      [[ -f "$dir/node-$i/pid" ]] && ! kill -0 "$(cat "$dir/node-$i/pid")" 2>/dev/null && dead+=" $i"
     done
+    if [[ -n "$dead" ]]; then kill "$kp" 2>/dev/null; break; fi
+    sleep 0.3
+  done
+  if [[ -n "$dead" ]] || ! wait "$kp"; then
+    [[ -n "$dead" ]] || cat "$out" >&2
+    for ((i = 1; i <= NODES; i++)); do
+      if ! node_pid "$i" >/dev/null; then
+        log "node $i is not running; last lines of its logs:"
+        tail -n 5 "$dir/node-$i/stdout.log" >&2 2>/dev/null || true
+        grep -E 'ERROR|Exception' "$dir/node-$i/server.log" 2>/dev/null | tail -n 8 >&2 || true
+      fi
+    done
+    [[ -n "$dead" ]] && die "node(s)$dead of $NAME exited during startup (logs in $dir/node-*/)"
     die "cluster $NAME not ready within ${timeout}s (logs in $dir/node-*/)"
   fi
-  echo "$out" > "$dir/features"
+  mv "$out" "$dir/features"
 }
 
 start_watchdog() {
@@ -253,7 +279,9 @@ do_start() {
     source "$conf"
     local up; up="$(running_nodes)"
     if [[ "$up" -gt 0 ]]; then
-      if [[ "$sn" != "$NODES" || "$ss" != "$SASL" || "$st" != "$TXN_VERSION" || "$sp" != "$PORT_BASE" ]]; then
+      # Only options given explicitly must match the running cluster.
+      if [[ ( -n "$o_nodes" && "$sn" != "$NODES" ) || ( -n "$o_sasl" && "$ss" != "$SASL" ) ||
+            ( -n "$o_tv" && "$st" != "$TXN_VERSION" ) || ( -n "$o_port" && "$sp" != "$PORT_BASE" ) ]]; then
         die "a different cluster (nodes=$NODES sasl=$SASL txn-version=$TXN_VERSION port=$PORT_BASE) runs in $dir; stop it first"
       fi
       if [[ "$up" -lt "$NODES" ]]; then

@@ -244,7 +244,7 @@ func run(timeout time.Duration, args ...string) (string, error) {
 // freeBase finds a port base whose ports (3 per node, 10 apart) all listen-free.
 func freeBase(nodes int) int {
 	for range 50 {
-		base := 40000 + rand.IntN(1900)*10
+		base := 25000 + rand.IntN(380)*10 // below the ephemeral range (32768+)
 		ok := true
 		for i := 0; i < nodes && ok; i++ {
 			for d := 0; d < 3 && ok; d++ {
@@ -260,7 +260,7 @@ func freeBase(nodes int) int {
 			return base
 		}
 	}
-	return 40000 + rand.IntN(1900)*10
+	return 25000 + rand.IntN(380)*10
 }
 
 func root() string {

@@ -1,0 +1,24 @@
+# Included by the top-level Makefile. Real Apache Kafka for the tests
+# (see tests/kafka/README.md).
+KAFKA_DIR := tests/kafka
+# tv2 = 1 node tv2, tv1 = 1 node transaction.version=1, sasl = 1 node SCRAM+ACLs, 3n = 3 nodes
+KAFKA_CLUSTERS := tv2 tv1 sasl 3n
+
+.PHONY: kafka-fetch kafka-up kafka-down kafka-env
+
+## kafka-fetch: download the Kafka broker jars into tests/kafka/lib (once)
+kafka-fetch:
+	@$(KAFKA_DIR)/fetch.sh >/dev/null
+
+## kafka-up: start every cluster the suite uses (tv2, tv1, sasl, 3n) and print their env
+kafka-up: kafka-fetch
+	@for n in $(KAFKA_CLUSTERS); do $(KAFKA_DIR)/cluster.sh start --name $$n >/dev/null || exit 1; done
+	@$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) kafka-env
+
+## kafka-env: print `export KRABKA_...` lines for the clusters (eval "$(make -s kafka-env)")
+kafka-env:
+	@for n in $(KAFKA_CLUSTERS); do $(KAFKA_DIR)/cluster.sh env --name $$n; done
+
+## kafka-down: stop every cluster kafka-up started
+kafka-down:
+	@for n in $(KAFKA_CLUSTERS); do $(KAFKA_DIR)/cluster.sh stop --name $$n; done

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# with-clusters.sh CMD [ARGS...]
+# Starts the clusters the test suite shares (tv2, tv1, sasl: one node each,
+# in parallel), exports their KRABKA_* variables, runs CMD, and stops the
+# brokers on every exit path (success, failure, ^C, TERM). Exits with CMD's
+# exit code (or 1 if a cluster could not start). The 3-node cluster is NOT
+# started here: tests that need it start it through kafkatest
+# (or set KRABKA_WITH_3N=1 to start it here too).
+# Env: KRABKA_KAFKA_ROOT (default /tmp/krabka-kafka) holds the cluster dirs.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cs="$here/cluster.sh"
+[[ $# -gt 0 ]] || { echo "usage: with-clusters.sh CMD [ARGS...]" >&2; exit 2; }
+
+sets=("--txn-version 2" "--txn-version 1" "--sasl")
+[[ "${KRABKA_WITH_3N:-}" == 1 ]] && sets+=("--nodes 3")
+
+stopped=0
+cleanup() {
+  [[ $stopped == 1 ]] && return
+  stopped=1
+  local s
+  for s in "${sets[@]}"; do "$cs" stop $s >&2 & done
+  wait
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+
+# Fetch and build once, before the parallel starts.
+"$here/fetch.sh" >/dev/null || exit 1
+pids=()
+for s in "${sets[@]}"; do "$cs" start $s --owner $$ >/dev/null & pids+=($!); done
+fail=0
+for p in "${pids[@]}"; do wait "$p" || fail=1; done
+if [[ $fail == 1 ]]; then
+  echo "with-clusters.sh: a Kafka cluster failed to start (see messages above)" >&2
+  exit 1
+fi
+for s in "${sets[@]}"; do
+  eval "$("$cs" env $s)"
+done
+"$@"
+rc=$?
+exit $rc
