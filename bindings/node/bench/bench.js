@@ -1,13 +1,21 @@
 'use strict';
 // Per-call overhead of the Node binding over libkrabka_coord.so (koffi sync
-// calls on the JS thread). Prints µs per call for each operation; --markdown
-// prints a table for docs/PERFORMANCE.md. No timing assertions anywhere.
+// calls), measured on the main JS thread and on a worker_threads thread.
+// Prints µs per call for each operation; --markdown prints a table for
+// docs/PERFORMANCE.md. No timing assertions anywhere.
 //   node bench/bench.js [--markdown] [--seconds 1]
+//
+// Why two columns: koffi runs native calls on its own stack, and Go's cgo
+// callback then re-reads the thread's stack bounds (pthread_getattr_np) on
+// every call. On the process's main thread glibc answers that by parsing
+// /proc/self/maps, which dominates the cost; on other threads it is cheap.
 
+const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads');
+const koffi = require('koffi');
 const k = require('..');
 const { native } = require('../lib/native');
 
-const args = process.argv.slice(2);
+const args = isMainThread ? process.argv.slice(2) : workerData.args;
 const markdown = args.includes('--markdown');
 const si = args.indexOf('--seconds');
 const seconds = si >= 0 ? Number(args[si + 1]) : 1;
@@ -19,7 +27,10 @@ const keyBytes = k.encodeKey({ kind: 0, role: 'controller', member: 'node-1' });
 const roleBuf = Buffer.from('controller');
 const abi = native().fns.krabka_abi_version;
 
+const abs = koffi.load('libc.so.6').func('int abs(int)');
+
 const cases = [
+  ['raw koffi call: libc abs() (baseline)', () => abs(-3)],
   ['raw koffi call: krabka_abi_version()', () => abi()],
   ['token compare (a.compare(b))', () => a.compare(b)],
   ['token supersedes', () => a.supersedes(b)],
@@ -54,12 +65,24 @@ function measure(fn) {
   return { median: samples[Math.floor(samples.length / 2)], min: samples[0], n: samples.length * batch };
 }
 
-const results = cases.map(([name, fn]) => ({ name, ...measure(fn) }));
-if (markdown) {
-  console.log('| operation | µs per call (median) | µs (best batch) | calls |');
-  console.log('|---|---:|---:|---:|');
-  for (const r of results) console.log(`| ${r.name} | ${r.median.toFixed(3)} | ${r.min.toFixed(3)} | ${r.n} |`);
+function runAll() {
+  return cases.map(([name, fn]) => ({ name, ...measure(fn) }));
+}
+
+if (!isMainThread) {
+  parentPort.postMessage(runAll());
 } else {
-  console.log(`node ${process.version}, koffi ${require('koffi').version}, library ${k.version()} (${k.libraryPath()})`);
-  for (const r of results) console.log(`${r.name.padEnd(40)} ${r.median.toFixed(3).padStart(8)} µs/call  (best ${r.min.toFixed(3)}, ${r.n} calls)`);
+  const main = runAll();
+  const worker = new Worker(__filename, { workerData: { args } });
+  worker.once('message', (inWorker) => {
+    if (markdown) {
+      console.log('| operation | µs per call, main thread | µs per call, worker thread |');
+      console.log('|---|---:|---:|');
+      main.forEach((r, i) => console.log(`| ${r.name} | ${r.median.toFixed(3)} | ${inWorker[i].median.toFixed(3)} |`));
+    } else {
+      console.log(`node ${process.version}, koffi ${koffi.version}, library ${k.version()} (${k.libraryPath()})`);
+      console.log(`${'operation'.padEnd(40)} ${'main µs/call'.padStart(13)} ${'worker µs/call'.padStart(15)}   (medians of ~10 ms batches)`);
+      main.forEach((r, i) => console.log(`${r.name.padEnd(40)} ${r.median.toFixed(3).padStart(13)} ${inWorker[i].median.toFixed(3).padStart(15)}`));
+    }
+  });
 }
