@@ -1,0 +1,27 @@
+# Client layer (core config/client/leadership/describe, core/memtransport,
+# core/kafka: the franz-go transport).
+#   make client-test    go vet, the client unit tests (in-memory transport,
+#                       manual clock) and the integration suite of core/kafka on
+#                       real brokers, on transaction.version 1 and 2 and SASL.
+#                       Uses the clusters named by KRABKA_BOOTSTRAP,
+#                       KRABKA_BOOTSTRAP_TV1, KRABKA_SASL_BOOTSTRAP (+ _PLAIN_) as
+#                       exported by tests/kafka/with-clusters.sh (`make test`);
+#                       when unset, kafkatest starts the clusters itself and
+#                       stops them at the end.
+#   make client-bench   p50/p99 of acquire, renew, guarded produce, describe and
+#                       the failover overhead on the local single-node brokers
+#                       (not part of make test). KRABKA_CLIENT_BENCH_N and
+#                       KRABKA_CLIENT_BENCH_FAILOVERS change the counts.
+GO ?= go
+CLIENT_TEST_TIMEOUT ?= 15m
+CLIENT_TEST_ARGS ?=
+
+.PHONY: client-test client-bench
+
+client-test:
+	$(GO) vet ./core/...
+	$(GO) test -count=1 -timeout 5m ./core/ ./core/memtransport/
+	$(GO) test -count=1 -timeout $(CLIENT_TEST_TIMEOUT) $(CLIENT_TEST_ARGS) ./core/kafka/...
+
+client-bench:
+	KRABKA_CLIENT_BENCH=1 $(GO) test -count=1 -timeout 20m -run '^TestClientBench$$' -v ./core/kafka/ | grep -v '^=== '
