@@ -40,7 +40,8 @@ import (
 // (KRABKA_LEASE_MS, KRABKA_RENEW_INTERVAL_MS, KRABKA_CHALLENGE_STAGGER_MS,
 // KRABKA_DISPATCH_INTERVAL_MS), and reads the event lines it prints.
 type Host struct {
-	Member string   // member id, also the name in the timeline
+	Member string   // member id
+	Name   string   // name in the timeline (default Member); a restart of a member can differ
 	Lang   string   // "C", "Python", "Node"
 	Argv   []string // program and leading arguments
 	Env    []string // extra KEY=VALUE entries
@@ -59,6 +60,7 @@ type Options struct {
 
 	LeadFor     time.Duration // how long a leader dispatches before the next fault (default 3s)
 	StepTimeout time.Duration // bound on each wait for a host (default 30s)
+	Zombie      bool          // also freeze a leader, restart its member at once, and resume the old process while its lease is live
 	Recover     bool          // restart the crashed host at the end: it must not pre-empt (no failback)
 	KeepTopic   bool          // keep the command topic (default: delete it at the end)
 
@@ -153,6 +155,9 @@ type Report struct {
 	BrokerProbe    string // the broker's answer to a write under the resumed leader's token
 	CoordinatorNow string // the coordinator's token for the role after the resume
 
+	Zombie        string // the leader frozen and restarted by a "supervisor" (Options.Zombie)
+	ZombieOutcome *Event // what the old process reported after SIGCONT: FENCED by the broker
+
 	FencedObserved bool // a host reported FENCED, or the broker fenced the stale token
 	NoFailback     *bool
 	Check          *Check
@@ -162,8 +167,22 @@ type Report struct {
 // OK reports whether the run proved what it set out to: the log check
 // passed, both failovers happened and the resumed leader stopped.
 func (r *Report) OK() bool {
-	return r.Check != nil && r.Check.OK() && len(r.Failovers) == 2 && r.ResumedOutcome != nil &&
+	want := 2
+	if r.Zombie != "" {
+		want = 3
+		if r.ZombieOutcome == nil || r.ZombieOutcome.Kind != Fenced {
+			return false
+		}
+	}
+	return r.Check != nil && r.Check.OK() && len(r.Failovers) == want && r.ResumedOutcome != nil &&
 		(r.NoFailback == nil || *r.NoFailback)
+}
+
+func (h Host) name() string {
+	if h.Name != "" {
+		return h.Name
+	}
+	return h.Member
 }
 
 type hostProc struct {
@@ -249,7 +268,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 func (r *runner) scenario(ctx context.Context) error {
 	h := r.opts.Hosts
 	// 1. The first host takes the role alone; the other two queue behind it.
-	r.say("starting %s (%s): it registers first and takes the role", h[0].Member, h[0].Lang)
+	r.say("starting %s (%s): it registers first and takes the role", h[0].name(), h[0].Lang)
 	first, err := r.start(ctx, h[0])
 	if err != nil {
 		return err
@@ -260,7 +279,7 @@ func (r *runner) scenario(ctx context.Context) error {
 		return err
 	}
 	for _, spec := range h[1:3] {
-		r.say("starting %s (%s): it registers and waits its turn", spec.Member, spec.Lang)
+		r.say("starting %s (%s): it registers and waits its turn", spec.name(), spec.Lang)
 		p, err := r.start(ctx, spec)
 		if err != nil {
 			return err
@@ -291,36 +310,47 @@ func (r *runner) scenario(ctx context.Context) error {
 	if paused == nil {
 		return errors.New("demo: nobody leads before the pause")
 	}
-	pausedTerm := r.active[paused.Member]
+	pausedTerm := r.active[paused.name()]
 	if err := r.fault(ctx, paused, "SIGSTOP", syscall.SIGSTOP); err != nil {
 		return err
 	}
 	if err := r.runFor(ctx, time.Duration(r.opts.DispatchIntervalMs)*2*time.Millisecond+500*time.Millisecond); err != nil {
 		return err
 	}
-	r.rep.Resumed = paused.Member
+	r.rep.Resumed = paused.name()
 	r.signal(paused, syscall.SIGCONT)
 	paused.stopped = false
-	r.say("SIGCONT %s: it resumes believing it still holds %s", paused.Member, pausedTerm.Token)
+	r.say("SIGCONT %s: it resumes believing it still holds %s", paused.name(), pausedTerm.Token)
 	resumedAt := time.Now()
-	ev, err := r.waitFor(ctx, paused.Member+" to notice it lost the role", func(e hostEvent) bool {
+	ev, err := r.waitFor(ctx, paused.name()+" to notice it lost the role", func(e hostEvent) bool {
 		return e.host == paused && (e.ev.Kind == Fenced || e.ev.Kind == Expired || e.ev.Kind == Error) && !e.ev.At.Before(resumedAt.Add(-time.Second))
 	}, 15*time.Second)
 	if err == nil {
 		r.rep.ResumedOutcome = &ev.ev
 	} else {
-		r.say("%s reported no FENCED/EXPIRED within 15s of SIGCONT", paused.Member)
+		r.say("%s reported no FENCED/EXPIRED within 15s of SIGCONT", paused.name())
 	}
-	r.probeStaleToken(ctx, paused.Member, pausedTerm.Token)
+	r.probeStaleToken(ctx, paused.name(), pausedTerm.Token)
 	if err := r.runFor(ctx, r.opts.LeadFor); err != nil {
 		return err
 	}
 
-	// 4. Optionally bring the crashed host back: it queues at the tail.
+	// 4. A zombie: freeze the leader with its lease live, let a supervisor
+	// restart its member id at once, then resume the old process.
+	if r.opts.Zombie {
+		if err := r.zombie(ctx); err != nil {
+			return err
+		}
+		if err := r.runFor(ctx, r.opts.LeadFor); err != nil {
+			return err
+		}
+	}
+
+	// 5. Optionally bring the crashed host back: it queues at the tail.
 	if r.opts.Recover {
 		crashed := r.rep.Failovers[0].From
 		for _, spec := range h {
-			if spec.Member != crashed {
+			if spec.name() != crashed {
 				continue
 			}
 			before := r.leader()
@@ -332,10 +362,10 @@ func (r *runner) scenario(ctx context.Context) error {
 				return err
 			}
 			after := r.leader()
-			ok := before != nil && after != nil && before.Member == after.Member
+			ok := before != nil && after != nil && before.name() == after.name()
 			r.rep.NoFailback = &ok
 			if ok {
-				r.say("no failback: %s still leads", after.Member)
+				r.say("no failback: %s still leads", after.name())
 			} else {
 				r.say("FAILBACK: the leader changed after %s came back", crashed)
 			}
@@ -347,13 +377,13 @@ func (r *runner) scenario(ctx context.Context) error {
 // fault strikes the current leader and waits for another host to lead and
 // dispatch its first command.
 func (r *runner) fault(ctx context.Context, leader *hostProc, cause string, sig syscall.Signal) error {
-	term := r.active[leader.Member]
+	term := r.active[leader.name()]
 	what := "the leader crashes"
 	if sig == syscall.SIGSTOP {
 		what = "the leader freezes (a long GC pause, a stalled VM) past its lease"
 	}
-	r.say("%s %s (pid %d): %s; its lease (token %s) runs until %s", cause, leader.Member, leader.pid, what, term.Token, r.rel(term.Deadline))
-	f := Failover{Cause: cause, From: leader.Member, Fault: time.Now(), OldDeadline: term.Deadline}
+	r.say("%s %s (pid %d): %s; its lease (token %s) runs until %s", cause, leader.name(), leader.pid, what, term.Token, r.rel(term.Deadline))
+	f := Failover{Cause: cause, From: leader.name(), Fault: time.Now(), OldDeadline: term.Deadline}
 	r.signal(leader, sig)
 	if sig == syscall.SIGKILL {
 		leader.dead = true
@@ -367,7 +397,7 @@ func (r *runner) fault(ctx context.Context, leader *hostProc, cause string, sig 
 	if err != nil {
 		return err
 	}
-	f.To = acq.host.Member
+	f.To = acq.host.name()
 	f.Acquired = acq.ev.At
 	first, err := r.waitFor(ctx, "the new leader's first command", func(e hostEvent) bool {
 		return e.host == acq.host && e.ev.Kind == Dispatched
@@ -379,10 +409,85 @@ func (r *runner) fault(ctx context.Context, leader *hostProc, cause string, sig 
 	r.rep.Failovers = append(r.rep.Failovers, f)
 	line := fmt.Sprintf("failover %d (%s %s -> %s): fault -> ACQUIRED %s, fault -> first command %s",
 		len(r.rep.Failovers), cause, f.From, f.To, secs(f.FaultToAcquired()), secs(f.FaultToFirstCommand()))
-	if !f.OldDeadline.IsZero() {
-		line += fmt.Sprintf(", old lease deadline -> ACQUIRED %s", secs(f.DeadlineToAcquired()))
+	if d := f.DeadlineToAcquired(); !f.OldDeadline.IsZero() && d >= 0 {
+		line += fmt.Sprintf(", old lease deadline -> ACQUIRED %s", secs(d))
 	}
 	r.say("%s", line)
+	return nil
+}
+
+// zombie freezes the leader just after a renewal, so its lease stays live
+// for a while on its own clock; restarts its member id in a new process,
+// which takes the role at once by minting a new epoch (a fresh acquire that
+// finds its own member's lease fences the earlier incarnation); and resumes
+// the old process before its lease deadline. The old process's next renew
+// or dispatch reaches the broker, which rejects it: FENCED.
+func (r *runner) zombie(ctx context.Context) error {
+	old := r.leader()
+	if old == nil {
+		return errors.New("demo: nobody leads before the zombie step")
+	}
+	if _, err := r.waitFor(ctx, old.name()+" to renew", func(e hostEvent) bool {
+		return e.host == old && e.ev.Kind == Renewed
+	}, 10*time.Second); err != nil {
+		return err
+	}
+	term := r.active[old.name()]
+	r.say("SIGSTOP %s (pid %d) right after a renewal: frozen, its lease (token %s) live until %s", old.name(), old.pid, term.Token, r.rel(term.Deadline))
+	f := Failover{Cause: "SIGSTOP+restart", From: old.name(), Fault: time.Now(), OldDeadline: term.Deadline}
+	r.signal(old, syscall.SIGSTOP)
+	old.stopped = true
+	spec := old.Host
+	spec.Name = old.Member + "#2"
+	r.say("a supervisor takes %s for dead and restarts member %q at once as %s", old.name(), old.Member, spec.Name)
+	fresh, err := r.start(ctx, spec)
+	if err != nil {
+		return err
+	}
+	acq, err := r.waitFor(ctx, spec.Name+" to take the role", func(e hostEvent) bool {
+		return e.host == fresh && e.ev.Kind == Acquired
+	})
+	if err != nil {
+		return err
+	}
+	f.To, f.Acquired = spec.Name, acq.ev.At
+	r.signal(old, syscall.SIGCONT)
+	old.stopped = false
+	left := time.Until(term.Deadline)
+	r.say("SIGCONT %s: on its own clock its lease has %s left, so its next renew or dispatch goes to the broker", old.name(), secs(left))
+	r.rep.Zombie = old.name()
+	var gotFirst bool
+	for !gotFirst || r.rep.ZombieOutcome == nil {
+		e, err := r.waitFor(ctx, "the restarted member's first command and the old process's answer", func(e hostEvent) bool {
+			return (e.host == fresh && e.ev.Kind == Dispatched) ||
+				(e.host == old && (e.ev.Kind == Fenced || e.ev.Kind == Expired || e.ev.Kind == Error || e.ev.Kind == "EXITED"))
+		}, 15*time.Second)
+		if err != nil {
+			return err
+		}
+		if e.host == fresh {
+			if !gotFirst {
+				gotFirst = true
+				f.FirstCommand = e.ev.At
+			}
+			continue
+		}
+		if e.ev.Kind == Error || r.rep.ZombieOutcome != nil { // wait for the final answer; keep the first
+			continue
+		}
+		ev := e.ev
+		r.rep.ZombieOutcome = &ev
+		if ev.Kind != "EXITED" {
+			// Two live processes with one member id would take the role from
+			// each other: the supervisor ends the old one now.
+			r.say("the supervisor ends the old %s process (SIGKILL)", old.name())
+			r.signal(old, syscall.SIGKILL)
+			old.dead = true
+		}
+	}
+	r.rep.Failovers = append(r.rep.Failovers, f)
+	r.say("failover %d (%s %s -> %s): fault -> ACQUIRED %s, fault -> first command %s",
+		len(r.rep.Failovers), f.Cause, f.From, f.To, secs(f.FaultToAcquired()), secs(f.FaultToFirstCommand()))
 	return nil
 }
 
@@ -399,7 +504,7 @@ func (r *runner) leader() *hostProc {
 		return nil
 	}
 	for _, p := range r.hosts {
-		if p.Member == best.Member && !p.dead {
+		if p.name() == best.Member && !p.dead {
 			return p
 		}
 	}
@@ -420,7 +525,7 @@ func (r *runner) start(ctx context.Context, h Host) (*hostProc, error) {
 	)
 	// Own process group (signals reach the whole host); killed if we die.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	logPath := filepath.Join(r.opts.LogDir, h.Member+".log")
+	logPath := filepath.Join(r.opts.LogDir, h.name()+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -433,7 +538,7 @@ func (r *runner) start(ctx context.Context, h Host) (*hostProc, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("demo: starting %s (%s): %w", h.Member, strings.Join(argv, " "), err)
+		return nil, fmt.Errorf("demo: starting %s (%s): %w", h.name(), strings.Join(argv, " "), err)
 	}
 	p := &hostProc{Host: h, cmd: cmd, pid: cmd.Process.Pid, log: logf, exited: make(chan struct{})}
 	r.hosts = append(r.hosts, p)
@@ -444,11 +549,11 @@ func (r *runner) start(ctx context.Context, h Host) (*hostProc, error) {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logf, line)
-			if ev, ok := ParseEvent(line, h.Member, time.Now()); ok {
-				if ev.Member != h.Member { // the process is the authority on who it is
+			if ev, ok := ParseEvent(line, h.name(), time.Now()); ok {
+				if ev.Member != h.Member && ev.Member != h.name() { // the process is the authority on who it is
 					ev.Fields["said_member"] = ev.Member
-					ev.Member = h.Member
 				}
+				ev.Member = h.name()
 				r.events <- hostEvent{host: p, ev: ev}
 			}
 		}
@@ -457,7 +562,7 @@ func (r *runner) start(ctx context.Context, h Host) (*hostProc, error) {
 			err = errors.New("exit status 0")
 		}
 		close(p.exited)
-		r.events <- hostEvent{host: p, exit: err, ev: Event{At: time.Now(), Member: h.Member, Kind: "EXITED"}}
+		r.events <- hostEvent{host: p, exit: err, ev: Event{At: time.Now(), Member: h.name(), Kind: "EXITED"}}
 	}()
 	return p, nil
 }
@@ -573,7 +678,7 @@ func (r *runner) handle(e hostEvent) {
 		term.Commands++
 		term.LastCommand = ev.At
 		if off, ok := ev.Int("offset"); ok {
-			r.acks = append(r.acks, Ack{Member: m, Seq: ev.Fields["seq"], Offset: off, Token: ev.Fields["token"]})
+			r.acks = append(r.acks, Ack{Member: e.host.Member, Seq: ev.Fields["seq"], Offset: off, Token: ev.Fields["token"]})
 		}
 		if term.FirstCommand.IsZero() {
 			term.FirstCommand = ev.At
@@ -667,8 +772,12 @@ func (r *runner) summary() {
 	for i, f := range r.rep.Failovers {
 		fmt.Fprintf(w, "  %d. %s %s -> %s: fault -> ACQUIRED %s, fault -> first command %s",
 			i+1, f.Cause, f.From, f.To, secs(f.FaultToAcquired()), secs(f.FaultToFirstCommand()))
-		if !f.OldDeadline.IsZero() {
-			fmt.Fprintf(w, ", old deadline -> ACQUIRED %s", secs(f.DeadlineToAcquired()))
+		switch d := f.DeadlineToAcquired(); {
+		case f.OldDeadline.IsZero():
+		case d < 0:
+			fmt.Fprintf(w, ", ACQUIRED %s before the old lease's deadline", secs(-d))
+		default:
+			fmt.Fprintf(w, ", old deadline -> ACQUIRED %s", secs(d))
 		}
 		fmt.Fprintln(w)
 	}
@@ -684,6 +793,12 @@ func (r *runner) summary() {
 		}
 		if r.rep.CoordinatorNow != "" {
 			fmt.Fprintf(w, "  coordinator: %s\n", r.rep.CoordinatorNow)
+		}
+	}
+	if r.rep.Zombie != "" {
+		fmt.Fprintf(w, "\nzombie %s (frozen, its member restarted, then resumed with a live lease):\n", r.rep.Zombie)
+		if o := r.rep.ZombieOutcome; o != nil {
+			fmt.Fprintf(w, "  after SIGCONT it reported %s on %s (%s %s)\n", o.Kind, fieldOr(*o, "op", "?"), fieldOr(*o, "code", ""), fieldOr(*o, "msg", ""))
 		}
 	}
 	if c := r.rep.Check; c != nil {

@@ -51,6 +51,7 @@ func TestFailoverDemoKeepsTokensMonotonicAndFencesTheResumedLeader(t *testing.T)
 		DispatchIntervalMs: 150,
 		LeadFor:            1500 * time.Millisecond,
 		StepTimeout:        30 * time.Second,
+		Zombie:             true,
 		Out:                &out,
 	})
 	t.Logf("timeline:\n%s", out.String())

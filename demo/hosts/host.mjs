@@ -10,7 +10,8 @@
 // stops at once on FENCED or an expired lease, and then tries to take the
 // role again. Lease settings come from KRABKA_LEASE_MS,
 // KRABKA_RENEW_INTERVAL_MS, KRABKA_CHALLENGE_STAGGER_MS; the pace of
-// commands from KRABKA_DISPATCH_INTERVAL_MS. KRABKA_COORD_LIBRARY names the
+// commands from KRABKA_DISPATCH_INTERVAL_MS; the pause after losing the role
+// before queueing again from KRABKA_REJOIN_DELAY_MS (default 1000). KRABKA_COORD_LIBRARY names the
 // library (make demo sets it to build/libkrabka_coord.so).
 //
 // It prints one line per event on stdout (the demo's line protocol, see
@@ -37,6 +38,7 @@ if (args.length < 4 || args.length > 5) {
 const [bootstrap, role, member, topic] = args;
 const maxCommands = args.length === 5 ? Number.parseInt(args[4], 10) : 0;
 const dispatchIntervalMs = envMs('KRABKA_DISPATCH_INTERVAL_MS', 250);
+const rejoinDelayMs = envMs('KRABKA_REJOIN_DELAY_MS', 1000);
 const pollMs = 250;
 
 function emit(kind, fields = {}) {
@@ -131,6 +133,8 @@ async function main() {
     } finally {
       await res.leadership.close();
     }
+    // Lost the role: stay out for a moment before queueing again.
+    await sleep(rejoinDelayMs);
   }
 }
 

@@ -9,7 +9,8 @@ it once the leadership is superseded), renews the lease when due, stops at
 once on FENCED or an expired lease, and then tries to take the role again.
 Lease settings come from KRABKA_LEASE_MS, KRABKA_RENEW_INTERVAL_MS,
 KRABKA_CHALLENGE_STAGGER_MS; the pace of commands from
-KRABKA_DISPATCH_INTERVAL_MS.
+KRABKA_DISPATCH_INTERVAL_MS; the pause after losing the role before queueing
+again from KRABKA_REJOIN_DELAY_MS (default 1000).
 
 It prints one line per event on stdout (the demo's line protocol, see
 demo/events.go):
@@ -45,6 +46,7 @@ class Host:
         self.max_commands = max_commands
         self.dispatch_interval = env_ms("KRABKA_DISPATCH_INTERVAL_MS", 250) / 1000.0
         self.poll = 0.25
+        self.rejoin_delay = env_ms("KRABKA_REJOIN_DELAY_MS", 1000) / 1000.0
         self.seq = 0
         self.client = kc.Client(
             {
@@ -96,6 +98,8 @@ class Host:
                     return 0
             finally:
                 with_lead.close()
+            # Lost the role: stay out for a moment before queueing again.
+            time.sleep(self.rejoin_delay)
         return 0
 
     def lead(self, lead: kc.Leadership) -> bool:

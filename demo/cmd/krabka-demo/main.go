@@ -82,6 +82,7 @@ func run(ctx context.Context, repo, bootstrap, lib, cHost string, verbose, recov
 		LogDir:    filepath.Join(repo, "build", "demo"),
 		LeadFor:   leadFor,
 		Recover:   recover,
+		Zombie:    true,
 		Verbose:   verbose,
 		Out:       os.Stdout,
 	})
