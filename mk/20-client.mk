@@ -24,4 +24,4 @@ client-test:
 	$(GO) test -count=1 -timeout $(CLIENT_TEST_TIMEOUT) $(CLIENT_TEST_ARGS) ./core/kafka/...
 
 client-bench:
-	KRABKA_CLIENT_BENCH=1 $(GO) test -count=1 -timeout 20m -run '^TestClientBench$$' -v ./core/kafka/ | grep -v '^=== '
+	KRABKA_CLIENT_BENCH=1 $(GO) test -count=1 -timeout 20m -run '^TestClientBench$$' -v ./core/kafka/
