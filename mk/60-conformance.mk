@@ -7,11 +7,15 @@
 # CONFORMANCE_ROW_<NAME>=... on the make command line.
 GO ?= go
 CONFORMANCE_VECTOR_DIR := tests/conformance/vectors
-CONFORMANCE_VECTOR_FILES = $(sort $(wildcard $(CONFORMANCE_VECTOR_DIR)/*.json))
+# A shell glob, expanded when each row's command runs (under sh -c).
+CONFORMANCE_VECTOR_FILES = $(CONFORMANCE_VECTOR_DIR)/*.json
 KRABKA_LIB_PATH ?= $(CURDIR)/build/libkrabka_coord.so
 
 CONFORMANCE_ROW_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go -json
-CONFORMANCE_ROW_C ?= build/tests/c/conformance --json $(CONFORMANCE_VECTOR_FILES)
+# The C runner reads the vectors in the line form of tests/c/flatten_vectors.py.
+CONFORMANCE_C_BIN ?= build/tests/c/conformance_c
+CONFORMANCE_C_LINES := build/conformance/vectors.lines
+CONFORMANCE_ROW_C ?= mkdir -p build/conformance && python3 tests/c/flatten_vectors.py $(CONFORMANCE_VECTOR_FILES) > $(CONFORMANCE_C_LINES) && $(CONFORMANCE_C_BIN) --json $(CONFORMANCE_C_LINES)
 CONFORMANCE_ROW_PYTHON ?= env PYTHONPATH=bindings/python/src KRABKA_COORD_LIBRARY=$(KRABKA_LIB_PATH) python3 bindings/python/tests/conformance.py --json $(CONFORMANCE_VECTOR_FILES)
 CONFORMANCE_ROW_NODE ?= env KRABKA_COORD_LIBRARY=$(KRABKA_LIB_PATH) node bindings/node/test/conformance.mjs --json $(CONFORMANCE_VECTOR_FILES)
 CONFORMANCE_ROW_JAVA ?= tests/conformance/java/run.sh --json $(CONFORMANCE_VECTOR_FILES)
@@ -20,7 +24,8 @@ CONFORMANCE_DEPS ?= lib c-conformance node-deps
 
 .PHONY: conformance conformance-table-test
 conformance: $(CONFORMANCE_DEPS)
-	$(GO) run ./tests/conformance/table -vectors $(CONFORMANCE_VECTOR_DIR) \
+	@echo "conformance: $(GO) run ./tests/conformance/table (rows: go, c, python, node, kafka-java)"
+	@$(GO) run ./tests/conformance/table -vectors $(CONFORMANCE_VECTOR_DIR) \
 		-runner 'go=$(CONFORMANCE_ROW_GO)' \
 		-runner 'c=$(CONFORMANCE_ROW_C)' \
 		-runner 'python=$(CONFORMANCE_ROW_PYTHON)' \

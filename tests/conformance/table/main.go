@@ -136,7 +136,7 @@ func main() {
 		os.Exit(2)
 	}
 	for _, r := range runners {
-		fmt.Fprintf(os.Stderr, "conformance: running %s: %s\n", r.Name, r.Command)
+		fmt.Fprintf(os.Stderr, "conformance: running %s\n", r.Name)
 		stdout := run(r, *timeout)
 		r.interpret(stdout, sizes)
 	}
@@ -147,7 +147,7 @@ func main() {
 			continue
 		}
 		failed = true
-		fmt.Printf("\n%s:\n", r.Name)
+		fmt.Printf("\n%s (%s):\n", r.Name, r.Command)
 		for _, p := range r.Problems {
 			fmt.Printf("  %s\n", p)
 		}
