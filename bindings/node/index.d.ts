@@ -120,6 +120,8 @@ export class Leadership {
   readonly token: FencingToken;
   readonly lease: Lease;
   readonly state: LeadershipState;
+  /** state === 'active' */
+  readonly active: boolean;
   renewDue(): boolean;
   /** Rejects with FencedError or LeaseExpiredError when the leadership ended. */
   renew(options?: CallOptions): Promise<void>;

@@ -340,6 +340,16 @@ class Leadership {
     return STATES[out[0]] ?? `unknown(${out[0]})`;
   }
 
+  /** True while state is 'active'. Never blocks. */
+  get active() {
+    return this.state === 'active';
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    if (this.#closed) return `Leadership(${this.role}, ${this.member}, closed)`;
+    return `Leadership(${this.role}, ${this.member}, ${this.token}, ${this.state})`;
+  }
+
   /** True when the renew interval has passed since the lease was granted
    *  (or the deadline is near). Never blocks. */
   renewDue() {

@@ -56,6 +56,7 @@ test('failover: the standby takes over once the holder stops renewing; the old l
     const l1 = await c1.acquire(role, 'node-1', { timeoutMs: 60_000 });
     const t1 = l1.token;
     assert.equal(l1.state, 'active');
+    assert.equal(l1.active, true);
     assert.equal(l1.role, role);
     assert.equal(l1.member, 'node-1');
     assert.ok(t1.supersedes(k.FencingToken.NO_EPOCH), `minted token ${t1} must rank above NO_EPOCH`);
@@ -163,6 +164,7 @@ test('takeover while the old leadership still believes it is live: its produce r
       return true;
     });
     assert.equal(zombie.state, 'fenced');
+    assert.equal(zombie.active, false);
     await assert.rejects(zombie.renew(), (e) => e instanceof KrabkaError && e.fatal);
     const w = await fresh.produce(topic, 'command', { partition: 0 });
     assert.equal(typeof w.offset, 'bigint');

@@ -5,6 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const net = require('node:net');
 const k = require('..');
 const { Client, KrabkaError, ErrorCode } = k;
 
@@ -68,11 +69,48 @@ test('close() is idempotent and a closed client rejects with KrabkaError CLOSED'
   await c[Symbol.asyncDispose]();
 });
 
-test('an acquire against an unreachable broker times out with a retriable error', async () => {
+test('an acquire against an unreachable broker fails with a retriable error', async () => {
   const c = new Client({ 'bootstrap.servers': '127.0.0.1:1', 'request.timeout.ms': 1000 });
   try {
     await assert.rejects(c.acquire('role', 'node-1', { timeoutMs: 1500 }), (e) => e instanceof KrabkaError && e.retriable === true);
   } finally {
     await c.close();
+  }
+});
+
+test('blocking calls run on the libuv pool: a warning when they fill it, and the event loop keeps running', async () => {
+  // UV_THREADPOOL_SIZE is 4 unless set; start that many bounded calls.
+  const size = Number.parseInt(process.env.UV_THREADPOOL_SIZE || '4', 10);
+  // A "broker" that accepts connections and never answers: every call blocks
+  // its pool thread until its timeout, while this (JS) thread serves it.
+  const sockets = new Set();
+  const silent = net.createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => {});
+  });
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  const c = new Client({ 'bootstrap.servers': `127.0.0.1:${silent.address().port}`, 'request.timeout.ms': 1000 });
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w);
+  process.on('warning', onWarning);
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 10);
+  try {
+    const started = Date.now();
+    const calls = Array.from({ length: size }, (_, i) => c.acquire('role', `node-${i}`, { timeoutMs: 1000 }).catch((e) => e));
+    assert.equal(k.pendingCalls(), size);
+    const results = await Promise.all(calls);
+    for (const r of results) assert.ok(r instanceof KrabkaError && r.retriable, `expected a retriable KrabkaError, got ${r}`);
+    assert.ok(Date.now() - started >= 900, 'the calls blocked until their timeout');
+    assert.equal(k.pendingCalls(), 0);
+    await new Promise((r) => setImmediate(r));
+    assert.ok(warnings.some((w) => w.code === 'KRABKA_THREADPOOL'), 'a KRABKA_THREADPOOL warning was emitted');
+    assert.ok(ticks >= 20, `the event loop kept running (${ticks} ticks of 10 ms)`);
+  } finally {
+    clearInterval(timer);
+    process.off('warning', onWarning);
+    await c.close();
+    for (const so of sockets) so.destroy();
+    silent.close();
   }
 });
