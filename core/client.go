@@ -274,7 +274,7 @@ func (c *Client) challenge(ctx context.Context, role Role, member MemberID, p in
 	c.leaderships[l] = struct{}{}
 	c.mu.Unlock()
 	if prev != nil {
-		prev.end(LeadershipFenced, WrapError(ErrFenced, nil,
+		prev.end(Fenced, WrapError(ErrFenced, nil,
 			"role %s was acquired again by this client with token %s", role, tok))
 	}
 	l.start()
@@ -308,7 +308,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	for _, l := range ls {
-		l.end(LeadershipClosed, WrapError(ErrClosed, nil, "the client was closed"))
+		l.end(Closed, WrapError(ErrClosed, nil, "the client was closed"))
 	}
 	c.wg.Wait()
 	return c.t.Close()

@@ -424,7 +424,7 @@ func TestBadInputFailsBeforeAnyCall(t *testing.T) {
 	l, _ := c.Acquire(bg(), role, ma)
 	tr.SetFault(memtransport.BlackHole)
 	for _, m := range []core.Message{{Topic: "", Partition: 0}, {Topic: "bad topic", Partition: 0}, {Topic: "t", Partition: -2}} {
-		if _, err := l.Produce(bg(), m); !errors.Is(err, core.ErrInvalidConfig) {
+		if _, err := l.Produce(bg(), m); !errors.Is(err, core.ErrInvalidArgument) {
 			t.Fatalf("%+v: %v", m, err)
 		}
 	}

@@ -42,6 +42,11 @@ var (
 	ErrTransport = errors.New("krabka: transport error")
 	// ErrClosed: the client was closed (KRABKA_ERR_CLOSED).
 	ErrClosed = errors.New("krabka: client closed")
+	// ErrInvalidArgument: an argument of a call is out of range, for
+	// example a guarded-write message with an illegal topic name or a
+	// partition below -1 (KRABKA_ERR_INVALID_ARG). Invalid role and member
+	// names keep the pure layer's data errors (ErrEmptyRole ...).
+	ErrInvalidArgument = errors.New("krabka: invalid argument")
 )
 
 // timeoutError is ErrTimeout: it matches itself and context.DeadlineExceeded
@@ -88,12 +93,12 @@ func WrapError(kind error, cause error, format string, args ...any) error {
 // them (the most specific first).
 var clientErrorKinds = []error{
 	ErrFenced, ErrLeaseExpired, ErrNotLeader, ErrClosed, ErrAuthorization,
-	ErrUnsupported, ErrUnknownConfig, ErrInvalidConfig, ErrTimeout, ErrTransport,
+	ErrUnsupported, ErrUnknownConfig, ErrInvalidConfig, ErrInvalidArgument, ErrTimeout, ErrTransport,
 }
 
 // ClientErrorKind returns the first sentinel of the cluster side that err
 // matches, in the order FENCED, LEASE_EXPIRED, NOT_LEADER, CLOSED,
-// AUTHORIZATION, UNSUPPORTED, UNKNOWN_CONFIG, INVALID_CONFIG, TIMEOUT,
+// AUTHORIZATION, UNSUPPORTED, UNKNOWN_CONFIG, INVALID_CONFIG, INVALID_ARG, TIMEOUT,
 // TRANSPORT; nil when it matches none (a data error of the pure layer, or a
 // bug). The C API maps the result onto its error codes.
 func ClientErrorKind(err error) error {

@@ -27,15 +27,6 @@ const (
 	Closed
 )
 
-// Aliases that read well at call sites inside the package.
-const (
-	LeadershipActive   = Active
-	LeadershipFenced   = Fenced
-	LeadershipExpired  = Expired
-	LeadershipResigned = Resigned
-	LeadershipClosed   = Closed
-)
-
 // String returns "ACTIVE", "FENCED", "EXPIRED", "RESIGNED" or "CLOSED".
 func (s LeadershipState) String() string {
 	switch s {
@@ -358,10 +349,10 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 	}
 	for i, m := range msgs {
 		if !validTopicName(m.Topic) {
-			return nil, WrapError(ErrInvalidConfig, nil, "message %d: topic %q is not a legal topic name", i, m.Topic)
+			return nil, WrapError(ErrInvalidArgument, nil, "message %d: topic %q is not a legal topic name", i, m.Topic)
 		}
 		if m.Partition < -1 {
-			return nil, WrapError(ErrInvalidConfig, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
+			return nil, WrapError(ErrInvalidArgument, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
 		}
 	}
 	cctx, release, _, err := l.begin(ctx)
