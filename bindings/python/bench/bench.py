@@ -24,6 +24,9 @@ B = kc.FencingToken(4242, 8)
 CA, CB = A._c(), B._c()
 ROLE = "controller"
 ROLE_B = ROLE.encode()
+LEASE = kc.Lease("node-1", A, 1700000000000, 1700000030000)
+KEY_BYTES = kc.encode_key(kc.Key.registration("controller", "node-1"))
+LEASE_BYTES = kc.encode_lease(LEASE)
 
 CASES = [
     ("token compare: a.compare(b)", lambda: A.compare(B)),
@@ -36,6 +39,9 @@ CASES = [
     ("murmur2(bytes)", lambda: kc.murmur2(ROLE_B)),
     ("FencingToken.parse('4242:7')", lambda: kc.FencingToken.parse("4242:7")),
     ("str(token)", lambda: str(A)),
+    ("decode_key (%d bytes)" % len(KEY_BYTES), lambda: kc.decode_key(KEY_BYTES)),
+    ("decode_lease (%d bytes)" % len(LEASE_BYTES), lambda: kc.decode_lease(LEASE_BYTES)),
+    ("encode_lease", lambda: kc.encode_lease(LEASE)),
 ]
 
 
