@@ -4,7 +4,12 @@
 // returns a Promise; getters that never block (token, state, lease,
 // renewDue) are synchronous.
 
-const { koffi, native, ERRSTR_SIZE, NAME_BUF } = require('./native');
+const { koffi, native, T, ERRSTR_SIZE, NAME_BUF } = require('./native');
+
+// krabka_produce_result_t as laid out by the C compiler (test/layout.test.js).
+const RESULT_SIZE = koffi.sizeof(T.produceResult);
+const RESULT_PARTITION = koffi.offsetof(T.produceResult, 'partition');
+const RESULT_OFFSET = koffi.offsetof(T.produceResult, 'offset');
 const { check, makeError, ErrorCode, KrabkaError } = require('./errors');
 const { nameBytes, bytesArg, ptr, intArg, timeoutArg, big, describe } = require('./args');
 const { FencingToken, leaseFromC, nameFrom } = require('./pure');
@@ -409,13 +414,14 @@ class Leadership {
         const [vp, vl] = nativeCopy(m.value, allocs);
         return { topic: m.topic, partition: m.partition, key: kp, key_len: kl, value: vp, value_len: vl };
       });
-      const results = Buffer.alloc(16 * msgs.length); // krabka_produce_result_t: int32, pad, int64
+      const results = Buffer.alloc(RESULT_SIZE * msgs.length);
       const eb = Buffer.alloc(ERRSTR_SIZE);
       const code = await callAsync(fns().krabka_leadership_produce, [h, structs, structs.length, t, results, eb, eb.length]);
       check(code, eb);
       const out = [];
       for (let i = 0; i < msgs.length; i++) {
-        out.push({ partition: results.readInt32LE(16 * i), offset: results.readBigInt64LE(16 * i + 8) });
+        const at = RESULT_SIZE * i;
+        out.push({ partition: results.readInt32LE(at + RESULT_PARTITION), offset: results.readBigInt64LE(at + RESULT_OFFSET) });
       }
       return out;
     } finally {
