@@ -1,0 +1,99 @@
+# C ABI (capi/, build.sh, tests/c, examples/c).
+#   make lib           build/libkrabka_coord.so.1.0.0 (+ symlinks, build/include, build/krabka_coord.pc)
+#   make capi-test     header checks (C99, C++11), symbol test, conformance vectors and
+#                      misuse through the C API, both under valgrind, and the live test
+#                      on $KRABKA_BOOTSTRAP (fails, never skips, when unset: use `make test`)
+#   make capi-test-offline   everything above except the live test
+#   make capi-bench    ns per call across the boundary (token compare, role partition,
+#                      and leadership token when $KRABKA_BOOTSTRAP is set)
+#   make examples      build/examples/device_host
+#   make install PREFIX=/usr/local [DESTDIR=...]   library, header, pkg-config file
+CC ?= cc
+CXX ?= c++
+VALGRIND ?= valgrind
+CAPI_BUILD := build/tests/c
+CAPI_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -g -O1 -Ibuild/include
+CAPI_LDFLAGS := -Lbuild -lkrabka_coord -Wl,-rpath,$(CURDIR)/build
+CAPI_VALGRIND := GODEBUG=asyncpreemptoff=1 $(VALGRIND) -q --leak-check=full \
+	--errors-for-leak-kinds=definite --error-exitcode=99 --suppressions=tests/c/valgrind-go.supp
+CAPI_VECTORS := build/conformance/vectors.lines
+
+TEST_TARGETS += capi-test
+BENCH_TARGETS += capi-bench
+
+.PHONY: lib capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
+	c-conformance capi-misuse capi-valgrind capi-live capi-bench capi-examples capi-install
+build: lib
+examples: capi-examples
+install: capi-install
+
+# build.sh skips the Go build when no input changed.
+lib:
+	./build.sh
+
+$(CAPI_BUILD)/%: tests/c/%.c include/krabka_coord.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+$(CAPI_BUILD)/conformance_c: tests/c/conformance.c include/krabka_coord.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+$(CAPI_BUILD)/cxx_header: tests/c/cxx_header.cpp include/krabka_coord.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CXX) -std=c++11 -Wall -Wextra -Werror -pedantic -Ibuild/include $< -o $@ $(CAPI_LDFLAGS)
+
+# The header alone as C99 and C++11, each with -Wall -Wextra -Werror -pedantic;
+# the C++ program also links and runs.
+capi-headers: lib $(CAPI_BUILD)/cxx_header
+	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -Ibuild/include tests/c/header_c99.c
+	$(CAPI_BUILD)/cxx_header
+
+capi-symbols: lib
+	tests/c/symbols.sh build/libkrabka_coord.so
+
+$(CAPI_VECTORS): $(wildcard tests/conformance/vectors/*.json) tests/c/flatten_vectors.py
+	@mkdir -p $(dir $@)
+	python3 tests/c/flatten_vectors.py tests/conformance/vectors/*.json > $@
+
+# The runner binary alone (used by `make conformance`).
+c-conformance: lib $(CAPI_BUILD)/conformance_c
+
+capi-conformance: c-conformance $(CAPI_VECTORS)
+	$(CAPI_BUILD)/conformance_c $(CAPI_VECTORS)
+
+capi-misuse: lib $(CAPI_BUILD)/misuse
+	$(CAPI_BUILD)/misuse
+
+# Misuse and conformance again under valgrind: no definite leak, no memory
+# error in C code (see tests/c/valgrind-go.supp for what the Go side hides).
+capi-valgrind: lib $(CAPI_BUILD)/misuse $(CAPI_BUILD)/conformance_c $(CAPI_VECTORS)
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/misuse
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/conformance_c $(CAPI_VECTORS)
+	@echo "capi-valgrind: misuse and conformance clean (no definite leak, no error)"
+
+capi-live: lib $(CAPI_BUILD)/live
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-live: KRABKA_BOOTSTRAP is not set: run it via 'make test' (tests/kafka/with-clusters.sh) or export the address of a running broker" >&2; exit 1; }
+	$(CAPI_BUILD)/live
+
+capi-test-offline: capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
+
+capi-test: capi-test-offline capi-live
+
+$(CAPI_BUILD)/bench: tests/c/bench.c include/krabka_coord.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) -O2 $< -o $@ $(CAPI_LDFLAGS)
+
+capi-bench: lib $(CAPI_BUILD)/bench
+	$(CAPI_BUILD)/bench
+
+build/examples/device_host: examples/c/device_host.c include/krabka_coord.h | lib
+	@mkdir -p build/examples
+	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
+		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
+
+capi-examples: build/examples/device_host
+
+capi-install: lib
+	@test -n "$(PREFIX)" || { echo "install: set PREFIX, e.g. make install PREFIX=/usr/local" >&2; exit 1; }
+	INSTALL=1 PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" ./build.sh

@@ -1,0 +1,33 @@
+// A C++11 program includes the header, links against the library and calls
+// it (g++ -std=c++11 -Wall -Wextra -Werror -pedantic).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "krabka_coord.h"
+
+int main() {
+    krabka_token_t a = {4242, 7}, b = krabka_token_no_epoch();
+    char text[KRABKA_TOKEN_TEXT_MAX];
+    if (krabka_token_format(a, text, sizeof text) != KRABKA_OK || std::string(text) != "4242:7") {
+        std::printf("cxx_header: FAIL token_format\n");
+        return 1;
+    }
+    if (krabka_token_compare(a, b) != 1 || !krabka_token_supersedes(a, b)) {
+        std::printf("cxx_header: FAIL token_compare\n");
+        return 1;
+    }
+    char errstr[128];
+    krabka_err_t err = krabka_role_validate("", 0, errstr, sizeof errstr);
+    if (err != KRABKA_ERR_EMPTY_ROLE || std::strlen(errstr) == 0) {
+        std::printf("cxx_header: FAIL role_validate gave %s\n", krabka_err2name(err));
+        return 1;
+    }
+    krabka_conf_t *conf = krabka_conf_new();
+    if (conf == nullptr || krabka_conf_destroy(conf) != KRABKA_OK) {
+        std::printf("cxx_header: FAIL conf\n");
+        return 1;
+    }
+    std::printf("cxx_header: ok (C++11, library %s)\n", krabka_version());
+    return 0;
+}

@@ -1,0 +1,315 @@
+/*
+ * Misuse of the C API answers an error code, never a crash: NULL in every
+ * pointer argument, destroyed handles, double destroy, handles of the wrong
+ * kind, made-up handles, and tiny or NULL errstr buffers. Needs no broker
+ * (the client is pointed at a closed port and never gets an answer).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "krabka_coord.h"
+
+static int failures, checks;
+
+#define EXPECT_ERR(call, want)                                                   \
+    do {                                                                         \
+        krabka_err_t got_ = (call);                                              \
+        checks++;                                                                \
+        if (got_ != (want)) {                                                    \
+            failures++;                                                          \
+            printf("FAIL line %d: %s gave %s, expected %s\n", __LINE__, #call,   \
+                   krabka_err2name(got_), krabka_err2name(want));                \
+        }                                                                        \
+    } while (0)
+
+#define EXPECT(cond)                                                             \
+    do {                                                                         \
+        checks++;                                                                \
+        if (!(cond)) {                                                           \
+            failures++;                                                          \
+            printf("FAIL line %d: %s\n", __LINE__, #cond);                       \
+        }                                                                        \
+    } while (0)
+
+#define E KRABKA_ERR_INVALID_ARG
+#define H KRABKA_ERR_INVALID_HANDLE
+#define ES errstr, sizeof errstr
+
+static char errstr[256];
+
+static void pure_functions(void) {
+    krabka_token_t t = {4242, 7}, out;
+    char buf[KRABKA_TOKEN_TEXT_MAX];
+    size_t len;
+    int32_t part;
+
+    /* Names: NULL with KRABKA_NTS or a length is INVALID_ARG; NULL with 0 is empty. */
+    EXPECT_ERR(krabka_role_validate(NULL, KRABKA_NTS, ES), E);
+    EXPECT_ERR(krabka_role_validate(NULL, 5, ES), E);
+    EXPECT_ERR(krabka_role_validate(NULL, 0, ES), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT_ERR(krabka_member_validate(NULL, KRABKA_NTS, ES), E);
+    EXPECT_ERR(krabka_member_validate(NULL, 0, ES), KRABKA_ERR_EMPTY_MEMBER);
+    EXPECT_ERR(krabka_role_validate("a\0b", 3, ES), KRABKA_OK); /* NUL inside, length given */
+    EXPECT_ERR(krabka_role_validate("\xff", KRABKA_NTS, ES), KRABKA_ERR_INVALID_UTF8);
+
+    /* Tokens. */
+    EXPECT_ERR(krabka_token_format(t, NULL, 0), KRABKA_ERR_BUFFER_TOO_SMALL);
+    EXPECT_ERR(krabka_token_format(t, NULL, sizeof buf), E);
+    EXPECT_ERR(krabka_token_format(t, buf, 6), KRABKA_ERR_BUFFER_TOO_SMALL);
+    EXPECT_ERR(krabka_token_format(t, buf, 7), KRABKA_OK);
+    EXPECT(strcmp(buf, "4242:7") == 0);
+    EXPECT_ERR(krabka_token_parse(NULL, KRABKA_NTS, &out, ES), E);
+    EXPECT_ERR(krabka_token_parse("1:2", KRABKA_NTS, NULL, ES), E);
+    EXPECT_ERR(krabka_token_parse("1:2", 2, &out, ES), KRABKA_ERR_TOKEN_FORM);
+    EXPECT(krabka_token_compare(krabka_token_no_epoch(), t) == -1);
+
+    /* Partition. */
+    EXPECT_ERR(krabka_role_partition("r", KRABKA_NTS, 3, NULL, ES), E);
+    EXPECT_ERR(krabka_role_partition(NULL, KRABKA_NTS, 3, &part, ES), E);
+    EXPECT_ERR(krabka_role_partition("r", KRABKA_NTS, 0, &part, ES), KRABKA_ERR_INVALID_PARTITION_COUNT);
+
+    /* murmur2 and tombstones tolerate NULL. */
+    EXPECT(krabka_murmur2(NULL, 0) == krabka_murmur2((const uint8_t *)"", 0));
+    EXPECT(krabka_murmur2(NULL, 10) == krabka_murmur2((const uint8_t *)"", 0));
+    EXPECT(krabka_value_is_tombstone(NULL, 0) == 1);
+    EXPECT(krabka_value_is_tombstone(NULL, 7) == 1);
+    EXPECT(krabka_value_is_tombstone((const uint8_t *)"x", 0) == 1);
+    EXPECT(krabka_value_is_tombstone((const uint8_t *)"x", 1) == 0);
+
+    /* Codec: NULL arguments, size queries, names longer than their buffers. */
+    krabka_key_t key;
+    memset(&key, 0, sizeof key);
+    key.kind = KRABKA_KIND_LEASE;
+    key.role_len = 3;
+    memcpy(key.role, "abc", 4);
+    uint8_t enc[600];
+    EXPECT_ERR(krabka_key_encode(NULL, enc, sizeof enc, &len, ES), E);
+    EXPECT_ERR(krabka_key_encode(&key, enc, sizeof enc, NULL, ES), E);
+    EXPECT_ERR(krabka_key_encode(&key, NULL, 0, &len, ES), KRABKA_ERR_BUFFER_TOO_SMALL);
+    EXPECT(len == 11);
+    EXPECT_ERR(krabka_key_encode(&key, NULL, 100, &len, ES), E);
+    EXPECT_ERR(krabka_key_encode(&key, enc, 10, &len, ES), KRABKA_ERR_BUFFER_TOO_SMALL);
+    EXPECT_ERR(krabka_key_encode(&key, enc, 11, &len, ES), KRABKA_OK);
+    key.role_len = 100000;
+    EXPECT_ERR(krabka_key_encode(&key, enc, sizeof enc, &len, ES), E);
+    key.role_len = 250;
+    memset(key.role, 'r', 250);
+    EXPECT_ERR(krabka_key_encode(&key, enc, sizeof enc, &len, ES), KRABKA_ERR_ROLE_TOO_LONG);
+    key.role_len = 3;
+    key.kind = 7;
+    EXPECT_ERR(krabka_key_encode(&key, enc, sizeof enc, &len, ES), KRABKA_ERR_UNKNOWN_KIND);
+    key.kind = KRABKA_KIND_REGISTRATION;
+    EXPECT_ERR(krabka_key_encode(&key, enc, sizeof enc, &len, ES), KRABKA_ERR_EMPTY_MEMBER);
+
+    krabka_key_t kout;
+    krabka_registration_t rout;
+    krabka_lease_t lout;
+    EXPECT_ERR(krabka_key_decode(NULL, 0, &kout, ES), KRABKA_ERR_TRUNCATED);
+    EXPECT_ERR(krabka_key_decode(NULL, 10, &kout, ES), E);
+    EXPECT_ERR(krabka_key_decode(enc, 11, NULL, ES), E);
+    EXPECT_ERR(krabka_registration_encode(NULL, enc, sizeof enc, &len, ES), E);
+    EXPECT_ERR(krabka_registration_decode(NULL, 3, &rout, ES), E);
+    EXPECT_ERR(krabka_registration_decode(enc, 3, NULL, ES), E);
+    EXPECT_ERR(krabka_lease_encode(NULL, enc, sizeof enc, &len, ES), E);
+    EXPECT_ERR(krabka_lease_decode(NULL, 3, &lout, ES), E);
+    EXPECT_ERR(krabka_lease_decode(enc, 3, NULL, ES), E);
+    memset(&lout, 0, sizeof lout);
+    lout.member_len = 1;
+    lout.member[0] = 'm';
+    lout.token.producer_id = -1;
+    EXPECT_ERR(krabka_lease_encode(&lout, enc, sizeof enc, &len, ES), KRABKA_ERR_NEGATIVE_TOKEN);
+
+    /* Errors: static strings for every code, unknown codes handled. */
+    EXPECT(strcmp(krabka_err2name(KRABKA_ERR_FENCED), "FENCED") == 0);
+    EXPECT(strcmp(krabka_err2name((krabka_err_t)9999), "UNKNOWN") == 0);
+    EXPECT(strcmp(krabka_err2str((krabka_err_t)-5), "unknown error") == 0);
+    EXPECT(krabka_err_is_retriable(KRABKA_ERR_TIMEOUT) && krabka_err_is_retriable(KRABKA_ERR_TRANSPORT));
+    EXPECT(!krabka_err_is_retriable(KRABKA_ERR_FENCED) && krabka_err_is_fatal(KRABKA_ERR_FENCED));
+    EXPECT(!krabka_err_is_fatal(KRABKA_OK) && !krabka_err_is_fatal((krabka_err_t)9999));
+    EXPECT(krabka_version_number() == KRABKA_VERSION_NUMBER);
+    EXPECT(strcmp(krabka_version(), KRABKA_VERSION_STRING) == 0);
+    EXPECT(krabka_abi_version() == KRABKA_ABI_VERSION);
+}
+
+static void errstr_buffers(void) {
+    char small[8];
+    /* Truncated to size - 1 with a NUL; nothing past size is written. */
+    memset(small, 'Z', sizeof small);
+    EXPECT_ERR(krabka_role_validate("", 0, small, 5), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT(strlen(small) == 4 && small[5] == 'Z' && small[7] == 'Z');
+    memset(small, 'Z', sizeof small);
+    EXPECT_ERR(krabka_role_validate("", 0, small, 1), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT(small[0] == '\0' && small[1] == 'Z');
+    /* size 0: not written at all; NULL with any size: tolerated. */
+    memset(small, 'Z', sizeof small);
+    EXPECT_ERR(krabka_role_validate("", 0, small, 0), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT(small[0] == 'Z');
+    EXPECT_ERR(krabka_role_validate("", 0, NULL, 100), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT_ERR(krabka_role_validate("", 0, NULL, 0), KRABKA_ERR_EMPTY_ROLE);
+    /* Never written on success. */
+    memset(small, 'Z', sizeof small);
+    EXPECT_ERR(krabka_role_validate("ok", KRABKA_NTS, small, sizeof small), KRABKA_OK);
+    EXPECT(small[0] == 'Z');
+    /* A reason is given on failure. */
+    EXPECT_ERR(krabka_role_validate("", 0, ES), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT(strlen(errstr) > 0 && strstr(errstr, "role") != NULL);
+}
+
+static void configuration(void) {
+    char v[64];
+    size_t vs;
+    EXPECT_ERR(krabka_conf_set(NULL, "client.id", "x", ES), H);
+    EXPECT_ERR(krabka_conf_get(NULL, "client.id", v, &vs), H);
+    EXPECT_ERR(krabka_conf_destroy(NULL), H);
+
+    krabka_conf_t *conf = krabka_conf_new();
+    EXPECT(conf != NULL);
+    EXPECT_ERR(krabka_conf_set(conf, NULL, "x", ES), E);
+    EXPECT_ERR(krabka_conf_set(conf, "client.id", NULL, ES), E);
+    EXPECT_ERR(krabka_conf_set(conf, "no.such.key", "x", ES), KRABKA_ERR_UNKNOWN_CONFIG);
+    EXPECT(strstr(errstr, "no.such.key") != NULL);
+    EXPECT_ERR(krabka_conf_set(conf, "krabka.lease.ms", "soon", ES), KRABKA_ERR_INVALID_CONFIG);
+    EXPECT(strstr(errstr, "krabka.lease.ms") != NULL);
+    EXPECT_ERR(krabka_conf_set(conf, "client.id", "misuse-test", ES), KRABKA_OK);
+
+    vs = sizeof v;
+    EXPECT_ERR(krabka_conf_get(conf, NULL, v, &vs), E);
+    EXPECT_ERR(krabka_conf_get(conf, "client.id", v, NULL), E);
+    EXPECT_ERR(krabka_conf_get(conf, "no.such.key", v, &vs), KRABKA_ERR_UNKNOWN_CONFIG);
+    vs = 0;
+    EXPECT_ERR(krabka_conf_get(conf, "client.id", NULL, &vs), KRABKA_OK); /* size query */
+    EXPECT(vs == strlen("misuse-test") + 1);
+    vs = 3;
+    EXPECT_ERR(krabka_conf_get(conf, "client.id", v, &vs), KRABKA_ERR_BUFFER_TOO_SMALL);
+    EXPECT(vs == strlen("misuse-test") + 1);
+    vs = sizeof v;
+    EXPECT_ERR(krabka_conf_get(conf, "client.id", v, &vs), KRABKA_OK);
+    EXPECT(strcmp(v, "misuse-test") == 0);
+    EXPECT_ERR(krabka_conf_set(conf, "sasl.password", "hunter2", ES), KRABKA_OK);
+    vs = sizeof v;
+    EXPECT_ERR(krabka_conf_get(conf, "sasl.password", v, &vs), KRABKA_OK);
+    EXPECT(strcmp(v, "[redacted]") == 0);
+
+    /* Wrong kind: a conf is not a client, leadership or status. */
+    krabka_token_t tok;
+    int32_t p;
+    EXPECT_ERR(krabka_client_destroy((krabka_client_t *)conf), H);
+    EXPECT_ERR(krabka_leadership_token((krabka_leadership_t *)conf, &tok), H);
+    EXPECT_ERR(krabka_leadership_destroy((krabka_leadership_t *)conf), H);
+    EXPECT_ERR(krabka_status_partition((krabka_status_t *)conf, &p), H);
+    EXPECT_ERR(krabka_status_destroy((krabka_status_t *)conf), H);
+
+    /* A made-up handle (the address of a local). */
+    int local = 0;
+    EXPECT_ERR(krabka_conf_set((krabka_conf_t *)&local, "client.id", "x", ES), H);
+    EXPECT_ERR(krabka_conf_destroy((krabka_conf_t *)&local), H);
+
+    /* Destroyed and destroyed twice. */
+    EXPECT_ERR(krabka_conf_destroy(conf), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_destroy(conf), H);
+    EXPECT_ERR(krabka_conf_set(conf, "client.id", "x", ES), H);
+    vs = sizeof v;
+    EXPECT_ERR(krabka_conf_get(conf, "client.id", v, &vs), H);
+
+    /* Stale-handle quarantine: later handles never reuse a destroyed
+     * handle's address while it is quarantined, so it stays invalid. */
+    krabka_conf_t *later[200];
+    int reused = 0;
+    for (int i = 0; i < 200; i++) {
+        later[i] = krabka_conf_new();
+        if (later[i] == conf)
+            reused = 1;
+    }
+    EXPECT(!reused);
+    EXPECT_ERR(krabka_conf_set(conf, "client.id", "x", ES), H);
+    for (int i = 0; i < 200; i++)
+        EXPECT_ERR(krabka_conf_destroy(later[i]), KRABKA_OK);
+}
+
+static void client_and_leadership(void) {
+    krabka_client_t *client = NULL;
+    krabka_leadership_t *lead = (krabka_leadership_t *)0x1;
+    krabka_status_t *st = NULL;
+    int64_t retry;
+
+    EXPECT_ERR(krabka_client_new(NULL, &client, ES), H);
+    krabka_conf_t *conf = krabka_conf_new();
+    EXPECT_ERR(krabka_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_set(conf, "request.timeout.ms", "300", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_client_new(conf, NULL, ES), E);
+    EXPECT_ERR(krabka_client_new(conf, &client, ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_destroy(conf), KRABKA_OK); /* the client keeps a copy */
+    EXPECT_ERR(krabka_client_new(conf, &client, ES), H); /* conf destroyed: client untouched */
+
+    /* NULL arguments of the blocking calls answer before any I/O. */
+    EXPECT_ERR(krabka_client_acquire(NULL, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, &lead, ES), H);
+    EXPECT_ERR(krabka_client_acquire(client, NULL, KRABKA_NTS, "m", KRABKA_NTS, 10, &lead, ES), E);
+    EXPECT_ERR(krabka_client_acquire(client, "r", KRABKA_NTS, NULL, KRABKA_NTS, 10, &lead, ES), E);
+    EXPECT_ERR(krabka_client_acquire(client, "", 0, "m", KRABKA_NTS, 10, &lead, ES), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT_ERR(krabka_client_acquire(client, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, NULL, ES), E);
+    EXPECT_ERR(krabka_client_acquire(client, "r", KRABKA_NTS, "m", KRABKA_NTS, -1, &lead, ES), E);
+    EXPECT_ERR(krabka_client_try_acquire(NULL, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, &lead, &retry, ES), H);
+    EXPECT_ERR(krabka_client_try_acquire(client, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, NULL, &retry, ES), E);
+    EXPECT_ERR(krabka_client_try_acquire(client, "r", KRABKA_NTS, "m", KRABKA_NTS, -5, &lead, &retry, ES), E);
+    EXPECT_ERR(krabka_client_describe(NULL, "r", KRABKA_NTS, 10, &st, ES), H);
+    EXPECT_ERR(krabka_client_describe(client, NULL, KRABKA_NTS, 10, &st, ES), E);
+    EXPECT_ERR(krabka_client_describe(client, "r", KRABKA_NTS, 10, NULL, ES), E);
+    EXPECT_ERR(krabka_client_describe(client, "r", KRABKA_NTS, -1, &st, ES), E);
+
+    /* Nobody listens on port 1: a bounded call gives up with a retriable code. */
+    krabka_err_t err = krabka_client_describe(client, "r", KRABKA_NTS, 200, &st, ES);
+    EXPECT(err == KRABKA_ERR_TIMEOUT || err == KRABKA_ERR_TRANSPORT);
+
+    /* Leadership and status functions with NULL / wrong-kind handles. */
+    krabka_token_t tok;
+    krabka_lease_t lease;
+    krabka_leadership_state_t state;
+    int due, has, cur;
+    size_t n;
+    int32_t p;
+    int64_t sk;
+    krabka_roster_entry_t entry;
+    char name[KRABKA_NAME_BUF];
+    krabka_message_t msg = {"t", KRABKA_PARTITION_ANY, NULL, 0, NULL, 0};
+    EXPECT_ERR(krabka_leadership_token(NULL, &tok), H);
+    EXPECT_ERR(krabka_leadership_lease(NULL, &lease), H);
+    EXPECT_ERR(krabka_leadership_state(NULL, &state), H);
+    EXPECT_ERR(krabka_leadership_renew_due(NULL, &due), H);
+    EXPECT_ERR(krabka_leadership_renew(NULL, 10, ES), H);
+    EXPECT_ERR(krabka_leadership_produce(NULL, &msg, 1, 10, NULL, ES), H);
+    EXPECT_ERR(krabka_leadership_resign(NULL, 10, ES), H);
+    EXPECT_ERR(krabka_leadership_destroy(NULL), H);
+    EXPECT_ERR(krabka_leadership_token((krabka_leadership_t *)client, &tok), H);
+    EXPECT_ERR(krabka_leadership_renew((krabka_leadership_t *)client, 10, ES), H);
+    EXPECT_ERR(krabka_leadership_produce((krabka_leadership_t *)client, &msg, 1, 10, NULL, ES), H);
+    EXPECT_ERR(krabka_leadership_resign((krabka_leadership_t *)client, 10, ES), H);
+    EXPECT_ERR(krabka_status_holder(NULL, &has, name, sizeof name, &n), H);
+    EXPECT_ERR(krabka_status_token(NULL, &tok), H);
+    EXPECT_ERR(krabka_status_current(NULL, &cur), H);
+    EXPECT_ERR(krabka_status_lease(NULL, &has, &lease), H);
+    EXPECT_ERR(krabka_status_partition(NULL, &p), H);
+    EXPECT_ERR(krabka_status_skipped(NULL, &sk), H);
+    EXPECT_ERR(krabka_status_roster_count(NULL, &n), H);
+    EXPECT_ERR(krabka_status_roster_entry(NULL, 0, &entry), H);
+    EXPECT_ERR(krabka_status_destroy(NULL), H);
+    EXPECT_ERR(krabka_status_token((krabka_status_t *)client, &tok), H);
+    EXPECT_ERR(krabka_conf_destroy((krabka_conf_t *)client), H);
+
+    /* Destroyed client: every call answers INVALID_HANDLE; twice too. */
+    EXPECT_ERR(krabka_client_destroy(client), KRABKA_OK);
+    EXPECT_ERR(krabka_client_destroy(client), H);
+    EXPECT_ERR(krabka_client_acquire(client, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, &lead, ES), H);
+    EXPECT_ERR(krabka_client_describe(client, "r", KRABKA_NTS, 10, &st, ES), H);
+    EXPECT(strstr(errstr, "destroyed") != NULL);
+}
+
+int main(void) {
+    pure_functions();
+    errstr_buffers();
+    configuration();
+    client_and_leadership();
+    printf("misuse: %d checks, %d passed, %d failed\n", checks, checks - failures, failures);
+    return failures ? 1 : 0;
+}
