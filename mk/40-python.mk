@@ -5,6 +5,7 @@
 #                       skips, when it is unset: run it via `make test`)
 #   make python-bench   per-call overhead of the binding (µs per call)
 #   make python-conformance   just the conformance runner (N passed, N failed)
+#   make python-typecheck     mypy --strict over the package
 # Set PYTEST_ARGS to pass options, e.g. PYTEST_ARGS='-k pure'.
 PYTHON ?= python3
 PY_DIR := bindings/python
@@ -40,3 +41,10 @@ python-conformance: python-lib
 
 python-bench: python-lib
 	$(PY_ENV_VARS) $(PYTHON) $(PY_DIR)/bench/bench.py
+
+# mypy --strict over the package (installs mypy into the venv under build/).
+.PHONY: python-typecheck
+python-typecheck:
+	@test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv $(PY_VENV)
+	@$(PY_VENV)/bin/python -c 'import mypy' 2>/dev/null || $(PY_VENV)/bin/pip install --quiet mypy
+	cd $(PY_DIR) && $(PY_VENV)/bin/mypy --strict src/krabka_coord

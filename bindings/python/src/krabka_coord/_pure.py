@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 import enum
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from . import _native
 from ._args import Name, check_int, data_bytes, name_bytes
@@ -55,7 +55,7 @@ __all__ = [
 _check = _native.check_fork
 
 
-def _call_pure(fn, *args):  # type: ignore[no-untyped-def]
+def _call_pure(fn: Any, *args: Any) -> int:
     """Call a pure C function whose last two parameters are errstr and
     errstr_size, without a buffer first; on failure call again with one to
     get the reason (pure calls answer the same way twice). This keeps the
@@ -65,7 +65,7 @@ def _call_pure(fn, *args):  # type: ignore[no-untyped-def]
         buf = ctypes.create_string_buffer(_native.ERRSTR_SIZE)
         code2 = fn(*args, buf, len(buf))
         raise error_for(code2 or code, buf)
-    return code
+    return 0
 
 
 def _text(raw: bytes) -> str:
@@ -121,7 +121,7 @@ class FencingToken:
     def _c(self) -> Token:
         # The C value is built once per token (tokens are immutable).
         try:
-            return self._ct  # type: ignore[no-any-return]
+            return self._ct  # type: ignore[attr-defined,no-any-return]
         except AttributeError:
             ct = Token(self.producer_id, self.producer_epoch)
             object.__setattr__(self, "_ct", ct)
@@ -153,25 +153,25 @@ class FencingToken:
         if not isinstance(other, FencingToken):
             return NotImplemented
         _check()
-        return lib.krabka_token_compare(self._c(), other._c()) < 0
+        return bool(lib.krabka_token_compare(self._c(), other._c()) < 0)
 
     def __le__(self, other: object) -> bool:
         if not isinstance(other, FencingToken):
             return NotImplemented
         _check()
-        return lib.krabka_token_compare(self._c(), other._c()) <= 0
+        return bool(lib.krabka_token_compare(self._c(), other._c()) <= 0)
 
     def __gt__(self, other: object) -> bool:
         if not isinstance(other, FencingToken):
             return NotImplemented
         _check()
-        return lib.krabka_token_compare(self._c(), other._c()) > 0
+        return bool(lib.krabka_token_compare(self._c(), other._c()) > 0)
 
     def __ge__(self, other: object) -> bool:
         if not isinstance(other, FencingToken):
             return NotImplemented
         _check()
-        return lib.krabka_token_compare(self._c(), other._c()) >= 0
+        return bool(lib.krabka_token_compare(self._c(), other._c()) >= 0)
 
     def __reduce__(self) -> "tuple[type, tuple[int, int]]":
         return (FencingToken, (self.producer_id, self.producer_epoch))
@@ -270,7 +270,7 @@ def murmur2(data: Union[bytes, bytearray, memoryview, str]) -> int:
     else:
         raw = data_bytes(data, "data")  # type: ignore[assignment]
     _check()
-    return int(lib.krabka_murmur2(raw, len(raw)))  # type: ignore[arg-type]
+    return int(lib.krabka_murmur2(raw, len(raw)))
 
 
 def role_partition(role: Name, partitions: int) -> int:
@@ -351,7 +351,7 @@ class Lease:
         )
 
 
-def _fill_name(struct: ctypes.Structure, field: str, len_field: str, value: object, what: str, validate) -> None:  # type: ignore[no-untyped-def]
+def _fill_name(struct: ctypes.Structure, field: str, len_field: str, value: object, what: str, validate: Callable[[bytes], None]) -> None:
     raw = name_bytes(value, what)
     if len(raw) >= NAME_BUF:
         # Cannot be copied into the fixed C buffer; let the library state
@@ -370,7 +370,7 @@ def _validate_member_bytes(raw: bytes) -> None:
     _call_pure(lib.krabka_member_validate, raw, len(raw))
 
 
-def _encode(fn, struct: ctypes.Structure) -> bytes:  # type: ignore[no-untyped-def]
+def _encode(fn: Any, struct: ctypes.Structure) -> bytes:
     _check()
     out_len = ctypes.c_size_t()
     buf = ctypes.create_string_buffer(128 + 2 * NAME_BUF)
@@ -423,10 +423,11 @@ def encode_lease(value: Lease) -> bytes:
     return _encode(lib.krabka_lease_encode, _lease_struct(value))
 
 
-def _decode(fn, data: object, struct: ctypes.Structure) -> None:  # type: ignore[no-untyped-def]
+def _decode(fn: Any, data: object, struct: ctypes.Structure) -> None:
     raw = data_bytes(data, "data")
     _check()
-    _call_pure(fn, raw, len(raw), ctypes.byref(struct))  # type: ignore[arg-type]
+    assert raw is not None
+    _call_pure(fn, raw, len(raw), ctypes.byref(struct))
 
 
 def decode_key(data: Union[bytes, bytearray, memoryview]) -> Key:
