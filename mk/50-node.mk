@@ -16,10 +16,14 @@ BENCH_TARGETS += node-bench
 
 .PHONY: node-deps node-lib node-test node-bench node-conformance
 
-# build.sh rebuilds only what changed; another library path is used as given.
+# The repository's library comes from the capi fragment's `lib` target (one
+# build.sh run per make, even with -j); another NODE_LIB is used as given.
+ifeq ($(NODE_LIB),$(CURDIR)/build/libkrabka_coord.so)
+node-lib: lib
+else
 node-lib:
-	@if [ "$(NODE_LIB)" = "$(CURDIR)/build/libkrabka_coord.so" ]; then ./build.sh; \
-	else test -f "$(NODE_LIB)" || { echo "node: NODE_LIB=$(NODE_LIB) is missing" >&2; exit 1; }; fi
+	@test -f "$(NODE_LIB)" || { echo "node: NODE_LIB=$(NODE_LIB) is missing" >&2; exit 1; }
+endif
 
 node-deps: $(NODE_DIR)/node_modules/.package-lock.json
 
