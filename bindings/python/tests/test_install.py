@@ -75,3 +75,20 @@ def test_the_import_time_variable_overrides_the_packaged_library(tmp_path: Path)
     out = subprocess.run([sys.executable, "-c", "import krabka_coord"], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "KRABKA_COORD_LIBRARY" in out.stderr and "missing.so" in out.stderr
+
+
+def test_a_library_of_another_abi_version_is_refused_on_import(tmp_path: Path) -> None:
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.fail("no C compiler to build the fake library", pytrace=False)
+    src = tmp_path / "fake.c"
+    src.write_text("int krabka_abi_version(void) { return 2; }\n")
+    so = tmp_path / "libkrabka_coord.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    env = dict(os.environ, KRABKA_COORD_LIBRARY=str(so), PYTHONPATH=str(REPO / "bindings" / "python" / "src"))
+    out = subprocess.run([sys.executable, "-c", "import krabka_coord"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "LibraryLoadError" in out.stderr
+    assert "ABI version 2" in out.stderr and "needs ABI version 1" in out.stderr

@@ -312,3 +312,20 @@ def test_close_wakes_a_blocked_acquire_with_closed_error(bootstrap: str, client:
         assert not th.is_alive()
         assert len(errors) == 1 and isinstance(errors[0], kc.ClosedError)
         assert lead.active
+
+
+def test_closing_the_client_ends_its_leaderships_without_resigning(bootstrap: str, topic: str) -> None:
+    role = unique("py-closed")
+    c = kc.Client(conf(bootstrap))
+    lead = c.acquire(role, "a", timeout=60)
+    tok = lead.token
+    c.close()
+    assert lead.state == kc.LeadershipState.CLOSED
+    with pytest.raises(kc.ClosedError) as ei:
+        lead.produce(topic, b"after close")
+    assert ei.value.fatal
+    lead.close()
+    # No tombstone was written: the lease is still there until its deadline.
+    with kc.Client(conf(bootstrap)) as other:
+        st = other.describe(role)
+        assert st.holder == "a" and st.lease is not None and st.lease.token == tok

@@ -297,14 +297,21 @@ def _declare(lib: ctypes.CDLL) -> None:
 MISSING: frozenset[str] = frozenset()
 
 lib, library_path = _load()
-_declare(lib)
 
-_abi = lib.krabka_abi_version()
+# The ABI version first: it is the one function every version has.
+try:
+    _abi_fn = lib.krabka_abi_version
+except AttributeError:
+    raise LibraryLoadError("%s has no krabka_abi_version(): it is not libkrabka_coord" % library_path) from None
+_abi_fn.restype = c_int
+_abi_fn.argtypes = []
+_abi = _abi_fn()
 if _abi != ABI_VERSION:
     raise LibraryLoadError(
         "%s has ABI version %d but this krabka_coord package needs ABI version %d; "
         "install a matching library (or unset %s)" % (library_path, _abi, ABI_VERSION, ENV_LIBRARY)
     )
+_declare(lib)
 
 # Registered only once the library (and so the Go runtime) is loaded.
 os.register_at_fork(after_in_child=_after_fork_in_child)
