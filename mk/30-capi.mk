@@ -17,6 +17,8 @@ CAPI_LDFLAGS := -Lbuild -lkrabka_coord -Wl,-rpath,$(CURDIR)/build
 CAPI_VALGRIND := GODEBUG=asyncpreemptoff=1 $(VALGRIND) -q --leak-check=full \
 	--errors-for-leak-kinds=definite --error-exitcode=99 --suppressions=tests/c/valgrind-go.supp
 CAPI_VECTORS := build/conformance/vectors.lines
+CAPI_LIVE_TOPIC ?= krabka-capi-live
+GO ?= go
 
 TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
@@ -74,7 +76,8 @@ capi-valgrind: lib $(CAPI_BUILD)/misuse $(CAPI_BUILD)/conformance_c $(CAPI_VECTO
 
 capi-live: lib $(CAPI_BUILD)/live
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-live: KRABKA_BOOTSTRAP is not set: run it via 'make test' (tests/kafka/with-clusters.sh) or export the address of a running broker" >&2; exit 1; }
-	$(CAPI_BUILD)/live
+	$(GO) run ./tests/c/mktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC)
+	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/live
 
 capi-test-offline: capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 

@@ -1,0 +1,243 @@
+/*
+ * Live test of the C API on a real broker ($KRABKA_BOOTSTRAP, a single-node
+ * cluster; the topic $KRABKA_C_TOPIC must exist, `make capi-live` creates it).
+ *
+ *   1. node-a acquires; renew and a guarded write succeed; describe names it.
+ *   2. node-b's try_acquire does not win while node-a's lease is live.
+ *   3. node-a restarts (a second client, same member) and takes the role at
+ *      once with a newer token; the old leadership's produce and renew answer
+ *      FENCED and its state is FENCED.
+ *   4. the holder is destroyed without resigning: node-b takes over after the
+ *      lease deadline, with a newer token.
+ *   5. node-b resigns (its produce then answers NOT_LEADER): node-a takes over
+ *      at once, with a newer token; describe agrees.
+ *   6. destroying a client ends its leadership: CLOSED.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "krabka_coord.h"
+
+static int failures, checks;
+static char errstr[512];
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        checks++;                                                                 \
+        if (!(cond)) {                                                            \
+            failures++;                                                           \
+            printf("FAIL line %d: %s: ", __LINE__, #cond);                        \
+            printf(__VA_ARGS__);                                                  \
+            printf("\n");                                                         \
+        }                                                                         \
+    } while (0)
+
+#define OK(call)                                                                  \
+    do {                                                                          \
+        errstr[0] = '\0';                                                         \
+        krabka_err_t e_ = (call);                                                 \
+        CHECK(e_ == KRABKA_OK, "%s: %s", krabka_err2name(e_), errstr);            \
+        if (e_ != KRABKA_OK) {                                                    \
+            printf("live: stopping after a failed step\n");                       \
+            exit(1);                                                              \
+        }                                                                         \
+    } while (0)
+
+#define ES errstr, sizeof errstr
+
+static const char *bootstrap, *topic;
+static char role[128];
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static krabka_client_t *new_client(const char *id) {
+    krabka_conf_t *conf = krabka_conf_new();
+    krabka_client_t *c = NULL;
+    OK(krabka_conf_set(conf, "bootstrap.servers", bootstrap, ES));
+    OK(krabka_conf_set(conf, "client.id", id, ES));
+    OK(krabka_conf_set(conf, "krabka.lease.ms", "6000", ES));
+    OK(krabka_conf_set(conf, "krabka.renew.interval.ms", "2000", ES));
+    OK(krabka_conf_set(conf, "krabka.challenge.stagger.ms", "500", ES));
+    OK(krabka_conf_set(conf, "krabka.poll.interval.ms", "200", ES));
+    OK(krabka_conf_set(conf, "request.timeout.ms", "15000", ES));
+    OK(krabka_client_new(conf, &c, ES));
+    OK(krabka_conf_destroy(conf));
+    return c;
+}
+
+static krabka_token_t token_of(const krabka_leadership_t *l) {
+    krabka_token_t t = {-2, -2};
+    OK(krabka_leadership_token(l, &t));
+    return t;
+}
+
+static krabka_leadership_state_t state_of(const krabka_leadership_t *l) {
+    krabka_leadership_state_t s = (krabka_leadership_state_t)-1;
+    OK(krabka_leadership_state(l, &s));
+    return s;
+}
+
+/* A guarded write of one command carrying the token. */
+static krabka_err_t dispatch(krabka_leadership_t *l, int n, krabka_produce_result_t *res) {
+    krabka_token_t t;
+    char tok[KRABKA_TOKEN_TEXT_MAX], value[128];
+    if (krabka_leadership_token(l, &t) != KRABKA_OK)
+        return KRABKA_ERR_INVALID_HANDLE;
+    krabka_token_format(t, tok, sizeof tok);
+    snprintf(value, sizeof value, "command %d token %s", n, tok);
+    krabka_message_t m = {topic, KRABKA_PARTITION_ANY, (const uint8_t *)role, strlen(role),
+                          (const uint8_t *)value, strlen(value)};
+    errstr[0] = '\0';
+    return krabka_leadership_produce(l, &m, 1, 10000, res, ES);
+}
+
+static void describe(krabka_client_t *c, const char *holder, krabka_token_t token) {
+    krabka_status_t *st = NULL;
+    int has = 0, cur = 0, has_lease = 0;
+    char name[KRABKA_NAME_BUF];
+    size_t len = 0, count = 0;
+    krabka_token_t t;
+    krabka_lease_t lease;
+    int32_t part = -1, want_part = -2;
+    int64_t skipped = -1;
+    char parts[16];
+    size_t ps = sizeof parts;
+    OK(krabka_client_describe(c, role, KRABKA_NTS, 15000, &st, ES));
+    OK(krabka_status_holder(st, &has, name, sizeof name, &len));
+    CHECK(has && len == strlen(holder) && strcmp(name, holder) == 0, "holder %s, expected %s", has ? name : "(none)", holder);
+    OK(krabka_status_token(st, &t));
+    CHECK(krabka_token_compare(t, token) == 0, "describe token %" PRId64 ":%d, expected %" PRId64 ":%d",
+          t.producer_id, t.producer_epoch, token.producer_id, token.producer_epoch);
+    OK(krabka_status_current(st, &cur));
+    CHECK(cur == 1, "current %d", cur);
+    OK(krabka_status_lease(st, &has_lease, &lease));
+    CHECK(has_lease && krabka_token_compare(lease.token, token) == 0 && lease.deadline > lease.granted_at,
+          "lease of the holder");
+    OK(krabka_status_roster_count(st, &count));
+    CHECK(count >= 1, "roster count %zu", count);
+    /* Succession order: rank 0 is the holder or the first standby, then
+     * ranks rise by at most one per entry. */
+    int32_t prev = 0;
+    for (size_t i = 0; i < count; i++) {
+        krabka_roster_entry_t e;
+        OK(krabka_status_roster_entry(st, i, &e));
+        CHECK(e.member_len > 0 && e.offset >= 0 && e.rank >= prev && e.rank <= prev + 1 && e.rank <= (int32_t)i,
+              "roster entry %zu: rank %d after %d", i, e.rank, prev);
+        prev = e.rank;
+    }
+    krabka_roster_entry_t e;
+    CHECK(krabka_status_roster_entry(st, count, &e) == KRABKA_ERR_INVALID_ARG, "entry past the end");
+    OK(krabka_status_partition(st, &part));
+    krabka_conf_t *conf = krabka_conf_new();
+    OK(krabka_conf_get(conf, "krabka.topic.partitions", parts, &ps));
+    krabka_conf_destroy(conf);
+    OK(krabka_role_partition(role, KRABKA_NTS, atoi(parts), &want_part, ES));
+    CHECK(part == want_part, "partition %d, expected %d", part, want_part);
+    OK(krabka_status_skipped(st, &skipped));
+    CHECK(skipped == 0, "skipped %" PRId64, skipped);
+    OK(krabka_status_destroy(st));
+    CHECK(krabka_status_destroy(st) == KRABKA_ERR_INVALID_HANDLE, "double destroy");
+}
+
+int main(void) {
+    bootstrap = getenv("KRABKA_BOOTSTRAP");
+    topic = getenv("KRABKA_C_TOPIC");
+    if (!bootstrap || !*bootstrap || !topic || !*topic) {
+        fprintf(stderr, "live: set KRABKA_BOOTSTRAP (a running broker, see tests/kafka) and "
+                        "KRABKA_C_TOPIC (an existing topic); `make capi-live` does both\n");
+        return 2;
+    }
+    snprintf(role, sizeof role, "capi-live-%ld-%" PRId64, (long)(now_ms() % 100000), now_ms());
+
+    krabka_client_t *ca = new_client("capi-live-a"), *cb = new_client("capi-live-b");
+    krabka_leadership_t *l1 = NULL, *l2 = NULL, *l3 = NULL, *l4 = NULL, *none = NULL;
+    krabka_produce_result_t res = {-1, -1};
+    int64_t retry_at = 0, t0;
+
+    /* 1. node-a acquires, renews, writes; describe names it. */
+    OK(krabka_client_acquire(ca, role, KRABKA_NTS, "node-a", KRABKA_NTS, 60000, &l1, ES));
+    krabka_token_t t1 = token_of(l1);
+    CHECK(krabka_token_validate(t1, ES) == KRABKA_OK, "minted token is valid");
+    CHECK(state_of(l1) == KRABKA_LEADERSHIP_ACTIVE, "state");
+    OK(krabka_leadership_renew(l1, KRABKA_TIMEOUT_DEFAULT, ES));
+    krabka_lease_t lease;
+    OK(krabka_leadership_lease(l1, &lease));
+    CHECK(lease.member_len == 6 && strcmp(lease.member, "node-a") == 0 &&
+          krabka_token_compare(lease.token, t1) == 0, "lease names node-a under t1");
+    int due = -1;
+    OK(krabka_leadership_renew_due(l1, &due));
+    CHECK(due == 0, "renew not due right after a renewal");
+    OK(dispatch(l1, 1, &res));
+    CHECK(res.offset >= 0 && res.partition >= 0, "produce result %d/%" PRId64, res.partition, res.offset);
+    describe(cb, "node-a", t1);
+    printf("live: 1. node-a holds %s with token %" PRId64 ":%d\n", role, t1.producer_id, t1.producer_epoch);
+
+    /* 2. node-b cannot take a live lease. */
+    OK(krabka_client_try_acquire(cb, role, KRABKA_NTS, "node-b", KRABKA_NTS, 15000, &none, &retry_at, ES));
+    CHECK(none == NULL, "node-b won a live lease");
+    CHECK(retry_at > now_ms(), "retry_at %" PRId64 " is in the future", retry_at);
+
+    /* 3. node-a restarts: the new leadership fences the old one. */
+    krabka_client_t *ca2 = new_client("capi-live-a2");
+    OK(krabka_client_acquire(ca2, role, KRABKA_NTS, "node-a", KRABKA_NTS, 60000, &l2, ES));
+    krabka_token_t t2 = token_of(l2);
+    CHECK(krabka_token_supersedes(t2, t1), "t2 supersedes t1");
+    krabka_err_t e = dispatch(l1, 2, &res);
+    CHECK(e == KRABKA_ERR_FENCED, "old leadership's produce gave %s (%s)", krabka_err2name(e), errstr);
+    CHECK(krabka_err_is_fatal(e), "FENCED is fatal");
+    e = krabka_leadership_renew(l1, KRABKA_TIMEOUT_DEFAULT, ES);
+    CHECK(e == KRABKA_ERR_FENCED, "old leadership's renew gave %s (%s)", krabka_err2name(e), errstr);
+    CHECK(state_of(l1) == KRABKA_LEADERSHIP_FENCED, "old leadership state %d", state_of(l1));
+    OK(dispatch(l2, 3, &res));
+    printf("live: 3. restarted node-a holds token %" PRId64 ":%d; the old leadership is FENCED\n",
+           t2.producer_id, t2.producer_epoch);
+
+    /* 4. destroy without resigning: node-b takes over after the deadline. */
+    OK(krabka_leadership_lease(l2, &lease));
+    OK(krabka_leadership_destroy(l2));
+    CHECK(krabka_leadership_destroy(l2) == KRABKA_ERR_INVALID_HANDLE, "double destroy");
+    OK(krabka_client_acquire(cb, role, KRABKA_NTS, "node-b", KRABKA_NTS, 60000, &l3, ES));
+    krabka_token_t t3 = token_of(l3);
+    CHECK(now_ms() >= lease.deadline, "node-b took over before the deadline");
+    CHECK(krabka_token_supersedes(t3, t2), "t3 supersedes t2");
+    OK(dispatch(l3, 4, &res));
+    describe(ca, "node-b", t3);
+    printf("live: 4. node-b took over after the deadline with token %" PRId64 ":%d\n", t3.producer_id,
+           t3.producer_epoch);
+
+    /* 5. resign: node-a takes over at once. */
+    OK(krabka_leadership_resign(l3, KRABKA_TIMEOUT_DEFAULT, ES));
+    CHECK(state_of(l3) == KRABKA_LEADERSHIP_RESIGNED, "resigned state");
+    e = dispatch(l3, 5, &res);
+    CHECK(e == KRABKA_ERR_NOT_LEADER, "produce after resign gave %s", krabka_err2name(e));
+    t0 = now_ms();
+    OK(krabka_client_acquire(ca2, role, KRABKA_NTS, "node-a", KRABKA_NTS, 60000, &l4, ES));
+    krabka_token_t t4 = token_of(l4);
+    CHECK(now_ms() - t0 < 6000, "takeover after resign took %" PRId64 " ms", now_ms() - t0);
+    CHECK(krabka_token_supersedes(t4, t3), "t4 supersedes t3");
+    describe(cb, "node-a", t4);
+    printf("live: 5. after node-b resigned node-a took over in %" PRId64 " ms with token %" PRId64 ":%d\n",
+           now_ms() - t0, t4.producer_id, t4.producer_epoch);
+
+    /* 6. destroying the client ends its leadership. */
+    OK(krabka_client_destroy(ca2));
+    CHECK(state_of(l4) == KRABKA_LEADERSHIP_CLOSED, "state after client destroy %d", state_of(l4));
+    e = dispatch(l4, 6, &res);
+    CHECK(e == KRABKA_ERR_CLOSED || e == KRABKA_ERR_NOT_LEADER, "produce after client destroy gave %s",
+          krabka_err2name(e));
+
+    OK(krabka_leadership_destroy(l1));
+    OK(krabka_leadership_destroy(l3));
+    OK(krabka_leadership_destroy(l4));
+    OK(krabka_client_destroy(ca));
+    OK(krabka_client_destroy(cb));
+    printf("live: %d checks, %d passed, %d failed\n", checks, checks - failures, failures);
+    return failures ? 1 : 0;
+}
