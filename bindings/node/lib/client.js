@@ -10,7 +10,7 @@ const { koffi, native, T, ERRSTR_SIZE, NAME_BUF } = require('./native');
 const RESULT_SIZE = koffi.sizeof(T.produceResult);
 const RESULT_PARTITION = koffi.offsetof(T.produceResult, 'partition');
 const RESULT_OFFSET = koffi.offsetof(T.produceResult, 'offset');
-const { check, makeError, ErrorCode, KrabkaError } = require('./errors');
+const { check, makeError, ErrorCode } = require('./errors');
 const { nameBytes, bytesArg, ptr, intArg, timeoutArg, big, describe } = require('./args');
 const { FencingToken, leaseFromC, nameFrom } = require('./pure');
 
@@ -461,4 +461,4 @@ class Leadership {
   }
 }
 
-module.exports = { Client, Leadership, pendingCalls, KrabkaError };
+module.exports = { Client, Leadership, pendingCalls };
