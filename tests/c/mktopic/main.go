@@ -46,11 +46,11 @@ func run(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := kadm.NewClient(cl).CreateTopic(ctx, int32(parts), -1, nil, args[1])
-	if err != nil {
-		return err
+	if err == nil {
+		err = res.Err
 	}
-	if res.Err != nil && !errors.Is(res.Err, kerr.TopicAlreadyExists) {
-		return res.Err
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return err
 	}
 	return nil
 }
