@@ -14,7 +14,7 @@ KRABKA_LIB_PATH ?= $(CURDIR)/build/libkrabka_coord.so
 CONFORMANCE_ROW_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go -json
 # The C runner reads the vectors in the line form of tests/c/flatten_vectors.py.
 CONFORMANCE_C_BIN ?= build/tests/c/conformance_c
-CONFORMANCE_C_LINES := build/conformance/vectors.lines
+CONFORMANCE_C_LINES := build/conformance/table-vectors.lines
 CONFORMANCE_ROW_C ?= mkdir -p build/conformance && python3 tests/c/flatten_vectors.py $(CONFORMANCE_VECTOR_FILES) > $(CONFORMANCE_C_LINES) && $(CONFORMANCE_C_BIN) --json $(CONFORMANCE_C_LINES)
 CONFORMANCE_ROW_PYTHON ?= env PYTHONPATH=bindings/python/src KRABKA_COORD_LIBRARY=$(KRABKA_LIB_PATH) python3 bindings/python/tests/conformance.py --json $(CONFORMANCE_VECTOR_FILES)
 CONFORMANCE_ROW_NODE ?= env KRABKA_COORD_LIBRARY=$(KRABKA_LIB_PATH) node bindings/node/test/conformance.mjs --json $(CONFORMANCE_VECTOR_FILES)
