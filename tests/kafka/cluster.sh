@@ -224,7 +224,7 @@ wait_ready() {
   # kready asks the cluster; meanwhile a node that dies ends the wait at once.
   local out="$dir/kready.out" kp i dead=""
   "$cache/bin/kready" -bootstrap "$(bootstrap)" -brokers "$1" -timeout "${timeout}s" -features > "$out" 2>&1 &
-  kp=$!
+  kp=$!; KREADY_PID=$kp
   while kill -0 "$kp" 2>/dev/null; do
     for ((i = 1; i <= NODES; i++)); do
       # (plain kill -0: right after the fork the command line is not java's yet)
@@ -318,16 +318,22 @@ CLUSTER_ID=$CLUSTER_ID
 LIB='$LIB'
 EOC
   for ((i = 1; i <= NODES; i++)); do write_node_config "$i"; done
-  for ((i = 1; i <= NODES; i++)); do format_node "$i" & done
-  wait || die "formatting failed"
+  local fpids=()
+  for ((i = 1; i <= NODES; i++)); do format_node "$i" & fpids+=($!); done
+  for i in "${fpids[@]}"; do wait "$i" || die "formatting failed"; done
+  # From here on, a failed or interrupted start stops what it launched.
+  trap 'rc=$?; if [[ $rc != 0 ]]; then [[ -n "${KREADY_PID:-}" ]] && kill "$KREADY_PID" 2>/dev/null; log "start failed: stopping the nodes it launched"; do_stop || true; fi' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   for ((i = 1; i <= NODES; i++)); do launch_node "$i"; done
+  start_watchdog # early: an owner that dies mid-start also takes the cluster down
   wait_ready "$NODES"
   [[ "$SASL" == 1 ]] && create_acls
   local ms=$(( $(date +%s%3N) - t0 ))
   printf '%d.%03d\n' $((ms / 1000)) $((ms % 1000)) > "$dir/ready-seconds"
   grep -q "^transaction.version=$TXN_VERSION\$" "$dir/features" \
     || die "cluster $NAME came up without transaction.version=$TXN_VERSION (features: $(tr '\n' ' ' < "$dir/features"))"
-  start_watchdog
+  trap - EXIT INT TERM
   log "$NAME ready in $(cat "$dir/ready-seconds")s (nodes=$NODES sasl=$SASL txn-version=$TXN_VERSION dir=$dir)"
   bootstrap
 }

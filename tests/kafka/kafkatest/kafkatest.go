@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,7 +232,9 @@ func run(timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{ScriptPath()}, args...)...)
-	cmd.WaitDelay = 5 * time.Second
+	// SIGTERM (not SIGKILL) on timeout, so cluster.sh stops what it launched.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -283,6 +286,8 @@ func startScript(o Options) (*Cluster, error) {
 		out, err := run(5*time.Minute, args...)
 		if err != nil {
 			lastErr = err
+			// Belt and braces: nothing of a failed start may keep running.
+			_, _ = run(time.Minute, "stop", "--dir", dir)
 			if strings.Contains(err.Error(), "is busy") {
 				continue // lost a port race: try other ports
 			}
