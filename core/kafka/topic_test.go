@@ -1,0 +1,121 @@
+package kafka_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/kafka"
+	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
+)
+
+func admin(t *testing.T, bootstrap string) *kadm.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// A missing coordination topic is created compacted with the configured
+// partitions and replication min(3, brokers); an existing one is used as it
+// is (never changed), with its partition count read from metadata.
+func TestCoordinationTopicCreatedWhenMissingNeverChanged(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{})
+	adm := admin(t, c.Bootstrap)
+	ctx := ctxFor(t, 30*time.Second)
+
+	fresh := uniq("it_coord_")
+	tr, err := kafka.New(testConfig(t, c.Bootstrap, "krabka.topic", fresh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	n, err := tr.Partitions(ctx)
+	if err != nil || n != 16 {
+		t.Fatalf("partitions %d %v", n, err)
+	}
+	td, err := adm.ListTopics(ctx, fresh)
+	if err != nil || len(td[fresh].Partitions) != 16 || td[fresh].Partitions.NumReplicas() != 1 {
+		t.Fatalf("created topic: %+v %v", td[fresh], err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := rcs.On(fresh, nil)
+	for _, kv := range rc.Configs {
+		if kv.Key == "cleanup.policy" && (kv.Value == nil || *kv.Value != "compact") {
+			t.Fatalf("cleanup.policy %v", kv.MaybeValue())
+		}
+	}
+
+	existing := uniq("it_coord_")
+	if _, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}, existing); err != nil {
+		t.Fatal(err)
+	}
+	tr2, err := kafka.New(testConfig(t, c.Bootstrap, "krabka.topic", existing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.Close()
+	if n, err := tr2.Partitions(ctx); err != nil || n != 3 {
+		t.Fatalf("existing topic: %d %v", n, err)
+	}
+	rcs, _ = adm.DescribeTopicConfigs(ctx, existing)
+	rc, _ = rcs.On(existing, nil)
+	for _, kv := range rc.Configs {
+		if kv.Key == "cleanup.policy" && kv.MaybeValue() != "delete" {
+			t.Fatalf("existing topic's cleanup.policy changed to %s", kv.MaybeValue())
+		}
+	}
+}
+
+// A role nobody ever took: no holder, NoEpoch, not current.
+func TestDescribeRoleNeverTaken(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{})
+	st, err := newClient(t, c.Bootstrap).Describe(ctxFor(t, 10*time.Second), core.MustRole(uniq("it-never-")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.HasHolder || st.Current || st.Token != core.NoEpoch || st.Lease != nil || len(st.Roster) != 0 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+// A cluster that never answers (a black hole from the first byte) gives
+// ErrTimeout or ErrTransport within about request.timeout.ms, never a hang.
+func TestBlackHoledClusterDoesNotHang(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{})
+	px := newProxy()
+	px.Sever()
+	defer px.Close()
+	cl, err := kafka.NewClient(testConfig(t, c.Bootstrap, "request.timeout.ms", "1000"), kafka.WithDialer(px.Dial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for name, call := range map[string]func() error{
+		"acquire": func() error {
+			_, err := cl.Acquire(ctxFor(t, time.Minute), core.MustRole("r"), core.MustMemberID("m"))
+			return err
+		},
+		"describe": func() error { _, err := cl.Describe(ctxFor(t, time.Minute), core.MustRole("r")); return err },
+	} {
+		start := time.Now()
+		err := call()
+		if !errors.Is(err, core.ErrTimeout) && !errors.Is(err, core.ErrTransport) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("%s took %v with request.timeout.ms=1000", name, d)
+		}
+		t.Logf("%s: %v after %v", name, err, time.Since(start).Round(time.Millisecond))
+	}
+}
