@@ -307,9 +307,17 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	c.cancel()
+	// End the leaderships in parallel: each may wait (bounded by
+	// request.timeout.ms) for its producer's transaction in flight.
+	var ends sync.WaitGroup
 	for _, l := range ls {
-		l.end(Closed, WrapError(ErrClosed, nil, "the client was closed"))
+		ends.Add(1)
+		go func() {
+			defer ends.Done()
+			l.end(Closed, WrapError(ErrClosed, nil, "the client was closed"))
+		}()
 	}
+	ends.Wait()
 	c.wg.Wait()
 	return c.t.Close()
 }
