@@ -92,7 +92,7 @@ capi-bench: lib $(CAPI_BUILD)/bench
 
 build/examples/device_host: examples/c/device_host.c include/krabka_coord.h | lib
 	@mkdir -p build/examples
-	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
+	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
 		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
 
 capi-examples: build/examples/device_host
