@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple

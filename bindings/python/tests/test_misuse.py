@@ -5,7 +5,6 @@ forked children."""
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 

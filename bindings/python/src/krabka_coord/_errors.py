@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import _native
 from ._native import lib
 
 __all__ = [
@@ -185,8 +184,3 @@ def raise_for(code: int, errbuf: Optional[object] = None) -> None:
     if code:
         raise error_for(code, errbuf)
 
-
-def errbuf() -> "object":
-    import ctypes
-
-    return ctypes.create_string_buffer(_native.ERRSTR_SIZE)

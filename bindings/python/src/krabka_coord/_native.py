@@ -24,7 +24,6 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Optional
 
 __all__ = ["lib", "library_path", "check_fork", "ForkedProcessError"]
 
@@ -323,7 +322,3 @@ handle_lock = threading.Lock()
 def require(name: str) -> None:
     if name in MISSING:
         raise NotImplementedError("%s is not provided by %s" % (name, library_path))
-
-
-def optional_bytes_ptr(data: Optional[bytes]) -> Optional[bytes]:
-    return data
