@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"math"
 	"strconv"
 	"unsafe"
 
@@ -115,9 +116,11 @@ func krabka_murmur2(data *C.kc_cuint8_t, n C.size_t) (h C.int32_t) {
 			h = 0
 		}
 	}()
-	b, err := cBytesU8(data, n, "data")
-	if err != nil {
-		b = nil // NULL data or an impossible length hashes as the empty string
+	// Hashed in place (core.Murmur2 keeps no reference to its input). NULL
+	// data or an impossible length hashes as the empty string.
+	var b []byte
+	if data != nil && n > 0 && uint64(n) <= math.MaxInt32 {
+		b = unsafe.Slice((*byte)(unsafe.Pointer(data)), int(n))
 	}
 	return C.int32_t(core.Murmur2(b))
 }
