@@ -119,3 +119,38 @@ func TestBlackHoledClusterDoesNotHang(t *testing.T) {
 		t.Logf("%s: %v after %v", name, err, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// On three brokers the coordination topic is created with replication 3 and
+// min.insync.replicas=2, and the election works on it.
+func TestCoordinationTopicOnThreeBrokers(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3})
+	adm := admin(t, c.Bootstrap)
+	ctx := ctxFor(t, 60*time.Second)
+	topic := uniq("it_coord3_")
+	cl := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.topic.partitions", "4")
+	role := core.MustRole(uniq("it-3n-"))
+	l := acquire(t, cl, role, "a")
+	if err := l.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil || len(td[topic].Partitions) != 4 || td[topic].Partitions.NumReplicas() != 3 {
+		t.Fatalf("created topic: %+v %v", td[topic], err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := rcs.On(topic, nil)
+	got := map[string]string{}
+	for _, kv := range rc.Configs {
+		got[kv.Key] = kv.MaybeValue()
+	}
+	if got["cleanup.policy"] != "compact" || got["min.insync.replicas"] != "2" {
+		t.Fatalf("cleanup.policy=%s min.insync.replicas=%s", got["cleanup.policy"], got["min.insync.replicas"])
+	}
+	st, err := cl.Describe(ctx, role)
+	if err != nil || !st.Current {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
