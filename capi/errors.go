@@ -119,7 +119,9 @@ func codeOf(err error) C.krabka_err_t {
 }
 
 //export krabka_err2str
-func krabka_err2str(err C.krabka_err_t) *C.kc_cchar_t {
+func krabka_err2str(err C.krabka_err_t) (s *C.kc_cchar_t) {
+	s = (*C.kc_cchar_t)(unsafe.Pointer(cUnknownText))
+	defer swallow()
 	if e, ok := errTable[err]; ok {
 		return (*C.kc_cchar_t)(unsafe.Pointer(e.ctext))
 	}
@@ -127,7 +129,9 @@ func krabka_err2str(err C.krabka_err_t) *C.kc_cchar_t {
 }
 
 //export krabka_err2name
-func krabka_err2name(err C.krabka_err_t) *C.kc_cchar_t {
+func krabka_err2name(err C.krabka_err_t) (s *C.kc_cchar_t) {
+	s = (*C.kc_cchar_t)(unsafe.Pointer(cUnknownName))
+	defer swallow()
 	if e, ok := errTable[err]; ok {
 		return (*C.kc_cchar_t)(unsafe.Pointer(e.cname))
 	}
@@ -135,7 +139,8 @@ func krabka_err2name(err C.krabka_err_t) *C.kc_cchar_t {
 }
 
 //export krabka_err_is_retriable
-func krabka_err_is_retriable(err C.krabka_err_t) C.int {
+func krabka_err_is_retriable(err C.krabka_err_t) (r C.int) {
+	defer swallow()
 	if e, ok := errTable[err]; ok && e.retriable {
 		return 1
 	}
@@ -143,7 +148,8 @@ func krabka_err_is_retriable(err C.krabka_err_t) C.int {
 }
 
 //export krabka_err_is_fatal
-func krabka_err_is_fatal(err C.krabka_err_t) C.int {
+func krabka_err_is_fatal(err C.krabka_err_t) (r C.int) {
+	defer swallow()
 	if e, ok := errTable[err]; ok && e.fatal {
 		return 1
 	}

@@ -32,12 +32,14 @@ func krabka_token_validate(token C.krabka_token_t, errstr *C.char, errstr_size C
 }
 
 //export krabka_token_compare
-func krabka_token_compare(a, b C.krabka_token_t) C.int {
+func krabka_token_compare(a, b C.krabka_token_t) (r C.int) {
+	defer swallow()
 	return C.int(goToken(a).Compare(goToken(b)))
 }
 
 //export krabka_token_supersedes
-func krabka_token_supersedes(a, b C.krabka_token_t) C.int {
+func krabka_token_supersedes(a, b C.krabka_token_t) (r C.int) {
+	defer swallow()
 	if goToken(a).Supersedes(goToken(b)) {
 		return 1
 	}
@@ -111,11 +113,7 @@ func krabka_member_validate(m *C.kc_cchar_t, member_len C.size_t, errstr *C.char
 
 //export krabka_murmur2
 func krabka_murmur2(data *C.kc_cuint8_t, n C.size_t) (h C.int32_t) {
-	defer func() {
-		if recover() != nil {
-			h = 0
-		}
-	}()
+	defer swallow()
 	// Hashed in place (core.Murmur2 keeps no reference to its input). NULL
 	// data or an impossible length hashes as the empty string.
 	var b []byte
@@ -144,7 +142,8 @@ func krabka_role_partition(r *C.kc_cchar_t, role_len C.size_t, partitions C.int3
 }
 
 //export krabka_value_is_tombstone
-func krabka_value_is_tombstone(value *C.kc_cuint8_t, n C.size_t) C.int {
+func krabka_value_is_tombstone(value *C.kc_cuint8_t, n C.size_t) (r C.int) {
+	defer swallow()
 	if value == nil || core.IsTombstone(unsafe.Slice((*byte)(unsafe.Pointer(value)), min(uint64(n), 1))) {
 		return 1
 	}

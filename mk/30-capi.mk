@@ -13,7 +13,7 @@ CXX ?= c++
 VALGRIND ?= valgrind
 CAPI_BUILD := build/tests/c
 CAPI_CFLAGS := -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -g -O1 -Ibuild/include
-CAPI_LDFLAGS := -Lbuild -lkrabka_coord -Wl,-rpath,$(CURDIR)/build
+CAPI_LDFLAGS := -pthread -Lbuild -lkrabka_coord -Wl,-rpath,$(CURDIR)/build
 CAPI_VALGRIND := GODEBUG=asyncpreemptoff=1 $(VALGRIND) -q --leak-check=full \
 	--errors-for-leak-kinds=definite --error-exitcode=99 --suppressions=tests/c/valgrind-go.supp
 CAPI_VECTORS := build/conformance/vectors.lines

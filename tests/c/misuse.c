@@ -4,6 +4,7 @@
  * kind, made-up handles, and tiny or NULL errstr buffers. Needs no broker
  * (the client is pointed at a closed port and never gets an answer).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,8 +306,44 @@ static void client_and_leadership(void) {
     EXPECT(strstr(errstr, "destroyed") != NULL);
 }
 
+/* Handles from several threads at once: each thread makes, uses and destroys
+ * its own configurations and checks that its destroyed ones stay invalid
+ * while the others churn the registry. */
+static void *churn(void *arg) {
+    long bad = 0;
+    char v[64];
+    (void)arg;
+    for (int i = 0; i < 300; i++) {
+        krabka_conf_t *c = krabka_conf_new();
+        size_t vs = sizeof v;
+        if (krabka_conf_set(c, "client.id", "thread", NULL, 0) != KRABKA_OK ||
+            krabka_conf_get(c, "client.id", v, &vs) != KRABKA_OK || strcmp(v, "thread") != 0)
+            bad++;
+        if (krabka_conf_destroy(c) != KRABKA_OK)
+            bad++;
+        if (krabka_conf_set(c, "client.id", "x", NULL, 0) != KRABKA_ERR_INVALID_HANDLE)
+            bad++;
+        krabka_token_t a = {i, 1}, b = {i, 2};
+        if (krabka_token_compare(a, b) != -1)
+            bad++;
+    }
+    return (void *)bad;
+}
+
+static void threads(void) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        EXPECT(pthread_create(&t[i], NULL, churn, NULL) == 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad = NULL;
+        pthread_join(t[i], &bad);
+        EXPECT(bad == NULL);
+    }
+}
+
 int main(void) {
     pure_functions();
+    threads();
     errstr_buffers();
     configuration();
     client_and_leadership();
