@@ -24,6 +24,12 @@ force=0
 
 mkdir -p "$OUT/include" "$OUT/internal"
 
+# One build at a time (make -j, or several layers' targets calling build.sh).
+if command -v flock >/dev/null; then
+    exec 9>"$OUT/.build.lock"
+    flock 9
+fi
+
 # Rebuild when any input is newer than the library (Go sources of the module
 # except tests, the headers, the version script, go.mod/go.sum).
 stale() {
