@@ -349,3 +349,44 @@ def test_closing_the_client_ends_its_leaderships_without_resigning(bootstrap: st
     with kc.Client(conf(bootstrap)) as other:
         st = other.describe(role)
         assert st.holder == "a" and st.lease is not None and st.lease.token == tok
+
+
+def test_failover_on_a_cluster_with_transaction_protocol_v1(topic: str) -> None:
+    """The same takeover on a broker formatted with transaction.version=1
+    (KRABKA_BOOTSTRAP_TV1, set by `make test`): tokens, fencing and
+    describe().current behave the same under both protocol versions."""
+    addr = os.environ.get("KRABKA_BOOTSTRAP_TV1")
+    if not addr:
+        pytest.skip("KRABKA_BOOTSTRAP_TV1 is not set (make test sets it)")
+    tv1_topic = unique("py-tv1-commands")
+    subprocess.run(
+        ["go", "run", "./bindings/python/tests/ktopic", "-bootstrap", addr, "-topic", tv1_topic, "-partitions", "1"],
+        cwd=str(REPO), check=True, timeout=300, env={**os.environ, "GOFLAGS": "-buildvcs=false"},
+    )
+    role = unique("py-tv1")
+    with kc.Client(conf(addr)) as client:
+        deadline = time.monotonic() + 60
+        while True:  # fresh cluster: wait out a retriable error, as in cluster_ready
+            try:
+                a = client.acquire(role, "a", timeout=30)
+                break
+            except kc.KrabkaError as e:
+                if not e.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        a_token = a.token
+        a.produce(tv1_topic, b"a")
+        a.renew()
+        assert client.describe(role).current
+        restarted = _start_member(addr, role, "a", tv1_topic)
+        try:
+            new_token = kc.FencingToken.parse(_next_event(restarted, "acquired")["token"])
+            assert new_token.supersedes(a_token)
+            _next_event(restarted, "produced")
+            with pytest.raises(kc.FencedError):
+                a.produce(tv1_topic, b"a after the takeover")
+            st = client.describe(role)
+            assert st.holder == "a" and st.current and st.token == new_token
+        finally:
+            a.close()
+            _stop_member(restarted)
