@@ -341,3 +341,25 @@ func TestUnreachableClusterFailsFast(t *testing.T) {
 		t.Fatalf("no bootstrap: %v", err)
 	}
 }
+
+// A guarded write that fails for an ordinary reason (a missing topic) is
+// aborted and leaves the leadership active under the same token.
+func TestFailedGuardedWriteKeepsTheToken(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		cl := newClient(t, c.Bootstrap)
+		role := core.MustRole(uniq("it-failwrite-"))
+		l := acquire(t, cl, role, "a")
+		_, err := l.Produce(ctxFor(t, 10*time.Second), core.Message{Topic: uniq("it-missing-"), Partition: 0, Key: []byte("k")})
+		wantErr(t, err, core.ErrTransport, "guarded write to a missing topic")
+		if l.State() != core.Active {
+			t.Fatalf("state %s", l.State())
+		}
+		if err := l.Renew(ctxFor(t, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		st, err := cl.Describe(ctxFor(t, 5*time.Second), role)
+		if err != nil || !st.Current || st.Token != l.Token() {
+			t.Fatalf("%+v %v", st, err)
+		}
+	})
+}
