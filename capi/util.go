@@ -52,14 +52,23 @@ func writeErrstr(errstr *C.char, size C.size_t, msg string) {
 	if errstr == nil || size == 0 {
 		return
 	}
+	n := uint64(len(msg)) + 1
+	if uint64(size) < n {
+		n = uint64(size)
+	}
+	truncateInto(unsafe.Slice((*byte)(unsafe.Pointer(errstr)), int(n)), msg)
+}
+
+// truncateInto writes msg and a NUL into dst (len(dst) >= 1), cutting msg
+// at a rune boundary so that it fits.
+func truncateInto(dst []byte, msg string) {
 	n := len(msg)
-	if uint64(n) > uint64(size)-1 {
-		n = int(uint64(size) - 1)
+	if n > len(dst)-1 {
+		n = len(dst) - 1
 		for n > 0 && !utf8.RuneStart(msg[n]) {
 			n--
 		}
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(errstr)), n+1)
 	copy(dst, msg[:n])
 	dst[n] = 0
 }

@@ -23,7 +23,7 @@ GO ?= go
 TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
-.PHONY: lib capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
+.PHONY: lib capi-unit capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
 	c-conformance capi-misuse capi-valgrind capi-live capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
@@ -79,7 +79,12 @@ capi-live: lib $(CAPI_BUILD)/live
 	$(GO) run ./tests/c/mktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC)
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/live
 
-capi-test-offline: capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
+# Go unit tests of the translation layer (error table, errstr, handles).
+capi-unit:
+	$(GO) vet ./capi ./tests/c/mktopic
+	$(GO) test ./capi
+
+capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
 capi-test: capi-test-offline capi-live
 
