@@ -11,9 +11,12 @@
  *      lease deadline, with a newer token.
  *   5. node-b resigns (its produce then answers NOT_LEADER): node-a takes over
  *      at once, with a newer token; describe agrees.
- *   6. destroying a client ends its leadership: CLOSED.
+ *   6. destroying a client while another thread waits in its acquire makes
+ *      that acquire answer CLOSED.
+ *   7. destroying a client ends its leadership: CLOSED.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +149,25 @@ static void describe(krabka_client_t *c, const char *holder, krabka_token_t toke
     CHECK(krabka_status_destroy(st) == KRABKA_ERR_INVALID_HANDLE, "double destroy");
 }
 
+struct waiter {
+    krabka_client_t *client;
+    krabka_err_t err;
+    krabka_leadership_t *l;
+    char errstr[512];
+};
+
+static void *wait_for_role(void *arg) {
+    struct waiter *w = arg;
+    w->err = krabka_client_acquire(w->client, role, KRABKA_NTS, "node-c", KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT, &w->l,
+                                   w->errstr, sizeof w->errstr);
+    return NULL;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 int main(void) {
     bootstrap = getenv("KRABKA_BOOTSTRAP");
     topic = getenv("KRABKA_C_TOPIC");
@@ -226,7 +248,20 @@ int main(void) {
     printf("live: 5. after node-b resigned node-a took over in %" PRId64 " ms with token %" PRId64 ":%d\n",
            now_ms() - t0, t4.producer_id, t4.producer_epoch);
 
-    /* 6. destroying the client ends its leadership. */
+    /* 6. a blocked acquire answers CLOSED when its client is destroyed. */
+    struct waiter w = {new_client("capi-live-c"), KRABKA_OK, NULL, ""};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, wait_for_role, &w) == 0, "pthread_create");
+    sleep_ms(800); /* node-a's lease is live for seconds: node-c is waiting */
+    t0 = now_ms();
+    OK(krabka_client_destroy(w.client));
+    pthread_join(th, NULL);
+    CHECK(w.err == KRABKA_ERR_CLOSED && w.l == NULL, "blocked acquire gave %s (%s)", krabka_err2name(w.err),
+          w.errstr);
+    printf("live: 6. a blocked acquire answered %s %" PRId64 " ms after its client was destroyed\n",
+           krabka_err2name(w.err), now_ms() - t0);
+
+    /* 7. destroying the client ends its leadership. */
     OK(krabka_client_destroy(ca2));
     CHECK(state_of(l4) == KRABKA_LEADERSHIP_CLOSED, "state after client destroy %d", state_of(l4));
     e = dispatch(l4, 6, &res);
