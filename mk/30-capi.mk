@@ -4,6 +4,7 @@
 #                      misuse through the C API, both under valgrind, and the live test
 #                      on $KRABKA_BOOTSTRAP (fails, never skips, when unset: use `make test`)
 #   make capi-test-offline   everything above except the live test
+#   make capi-valgrind-live  the live test under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set)
 #   make examples      build/examples/device_host
@@ -23,7 +24,7 @@ GO ?= go
 TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
-.PHONY: lib capi-unit capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
+.PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
 	c-conformance capi-misuse capi-valgrind capi-live capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
@@ -83,6 +84,13 @@ capi-live: lib $(CAPI_BUILD)/live
 capi-unit:
 	$(GO) vet ./capi ./tests/c/mktopic
 	$(GO) test ./capi
+
+# The live test under valgrind too (not part of capi-test: slower, and its
+# timing checks are looser under load).
+capi-valgrind-live: lib $(CAPI_BUILD)/live
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP is not set" >&2; exit 1; }
+	$(GO) run ./tests/c/mktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC)
+	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/live
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
