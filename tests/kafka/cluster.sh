@@ -228,7 +228,8 @@ wait_ready() {
   while kill -0 "$kp" 2>/dev/null; do
     for ((i = 1; i <= NODES; i++)); do
       # (plain kill -0: right after the fork the command line is not java's yet)
-      [[ -f "$dir/node-$i/pid" ]] && ! kill -0 "$(cat "$dir/node-$i/pid")" 2>/dev/null && dead+=" $i"
+      # A missing pid file means someone ran `stop` meanwhile.
+      kill -0 "$(cat "$dir/node-$i/pid" 2>/dev/null || echo none)" 2>/dev/null || dead+=" $i"
     done
     if [[ -n "$dead" ]]; then kill "$kp" 2>/dev/null; break; fi
     sleep 0.3
@@ -265,6 +266,15 @@ running_nodes() { local i n=0; for ((i = 1; i <= NODES; i++)); do node_pid "$i" 
 create_acls() {
   "$cache/bin/kacl" -bootstrap "$(sasl_bootstrap)" -user admin -password admin-secret -timeout "${timeout}s" >&2 \
     || die "creating ACLs on $NAME failed"
+}
+
+start_cleanup() {
+  set +e # never stop half way
+  [[ "$1" == 0 ]] && return 0
+  local p
+  for p in "${FORMAT_PIDS[@]}" ${KREADY_PID:-}; do pkill -TERM -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+  log "start failed: stopping the nodes it launched"
+  do_stop
 }
 
 do_start() {
@@ -318,13 +328,15 @@ CLUSTER_ID=$CLUSTER_ID
 LIB='$LIB'
 EOC
   for ((i = 1; i <= NODES; i++)); do write_node_config "$i"; done
-  local fpids=()
-  for ((i = 1; i <= NODES; i++)); do format_node "$i" & fpids+=($!); done
-  for i in "${fpids[@]}"; do wait "$i" || die "formatting failed"; done
-  # From here on, a failed or interrupted start stops what it launched.
-  trap 'rc=$?; if [[ $rc != 0 ]]; then [[ -n "${KREADY_PID:-}" ]] && kill "$KREADY_PID" 2>/dev/null; log "start failed: stopping the nodes it launched"; do_stop || true; fi' EXIT
+  # From here on, a failed or interrupted start ends its helpers and stops
+  # the nodes it launched.
+  FORMAT_PIDS=()
+  trap 'start_cleanup $?' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  for ((i = 1; i <= NODES; i++)); do format_node "$i" & FORMAT_PIDS+=($!); done
+  for i in "${FORMAT_PIDS[@]}"; do wait "$i" || die "formatting failed"; done
+  FORMAT_PIDS=()
   for ((i = 1; i <= NODES; i++)); do launch_node "$i"; done
   start_watchdog # early: an owner that dies mid-start also takes the cluster down
   wait_ready "$NODES"

@@ -16,10 +16,19 @@ sets=("--txn-version 2" "--txn-version 1" "--sasl")
 [[ "${KRABKA_WITH_3N:-}" == 1 ]] && sets+=("--nodes 3")
 
 stopped=0
+pids=()
+cmd_pid=""
 cleanup() {
   [[ $stopped == 1 ]] && return
   stopped=1
-  local s
+  local s p
+  # CMD still running (we were signalled): pass the signal on, let it finish.
+  if [[ -n "$cmd_pid" ]] && kill -0 "$cmd_pid" 2>/dev/null; then
+    kill -TERM "$cmd_pid" 2>/dev/null; wait "$cmd_pid" 2>/dev/null
+  fi
+  # Starts still running: TERM makes each stop the nodes it launched.
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
   for s in "${sets[@]}"; do "$cs" stop $s >&2 & done
   wait
 }
@@ -29,10 +38,10 @@ trap 'cleanup; exit 143' TERM
 
 # Fetch and build once, before the parallel starts.
 "$here/fetch.sh" >/dev/null || exit 1
-pids=()
 for s in "${sets[@]}"; do "$cs" start $s --owner $$ >/dev/null & pids+=($!); done
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
+pids=()
 if [[ $fail == 1 ]]; then
   echo "with-clusters.sh: a Kafka cluster failed to start (see messages above)" >&2
   exit 1
@@ -40,6 +49,10 @@ fi
 for s in "${sets[@]}"; do
   eval "$("$cs" env $s)"
 done
-"$@"
+# CMD runs as a child we wait for, so INT/TERM reach our traps at once.
+"$@" &
+cmd_pid=$!
+wait "$cmd_pid"
 rc=$?
+cmd_pid=""
 exit $rc
