@@ -22,3 +22,10 @@ kafka-env:
 ## kafka-down: stop every cluster kafka-up started
 kafka-down:
 	@for n in $(KAFKA_CLUSTERS); do $(KAFKA_DIR)/cluster.sh stop --name $$n; done
+
+## kafka-test: smoke tests on the real brokers (run by `make test` inside with-clusters.sh;
+## alone, kafkatest starts and stops the clusters itself)
+.PHONY: kafka-test
+TEST_TARGETS += kafka-test
+kafka-test:
+	$(GO) test -count=1 -timeout 15m ./tests/kafka/...
