@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -33,6 +34,12 @@ func StartLocalKafka(ctx context.Context, repo, name string) (bootstrap string, 
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, script, "start", "--name", name, "--owner", strconv.Itoa(os.Getpid()))
 	cmd.Stderr = os.Stderr
+	// Its own process group: on cancellation the script and every helper it
+	// runs (formatting, the readiness check) end together, so none is left
+	// holding the cluster's lock.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.Output()
 	stop = func() {
 		fmt.Printf("krabka-demo: stopping the local Kafka %q\n", name)
