@@ -126,8 +126,16 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 build_tools() {
   mkdir -p "$cache/bin"
   command -v go >/dev/null || die "go is required (readiness checker)"
-  (cd "$repo" && go build -o "$cache/bin/" ./tests/kafka/cmd/kready ./tests/kafka/cmd/kacl) \
-    || die "building tests/kafka/cmd tools failed"
+  # One build at a time (parallel starts), and only when the sources changed.
+  (
+    flock -w 300 7 || exit 1
+    if [[ -x "$cache/bin/kready" && -x "$cache/bin/kacl" ]] &&
+       [[ -z "$(find "$here/cmd" "$repo/go.mod" "$repo/go.sum" -newer "$cache/bin/kacl" -print -quit 2>/dev/null)" ]]; then
+      exit 0
+    fi
+    cd "$repo" && go build -o "$cache/bin/.new/" ./tests/kafka/cmd/kready ./tests/kafka/cmd/kacl &&
+      mv -f "$cache/bin/.new/kready" "$cache/bin/kready" && mv -f "$cache/bin/.new/kacl" "$cache/bin/kacl"
+  ) 7>"$cache/build.lock" || die "building tests/kafka/cmd tools failed"
 }
 
 write_node_config() {
