@@ -12,9 +12,11 @@ import (
 
 // TestFailoverDemoKeepsTokensMonotonicAndFencesTheResumedLeader runs the
 // demo scenario, shortened, against the cluster at $KRABKA_BOOTSTRAP with
-// the real C, Python and Node hosts: the leader is killed, the next one is
-// frozen past its lease and resumed, and the committed command log must
-// never see a token go backwards, while the resumed leader's token is fenced.
+// the real C, Python and Node hosts: the leader is killed; the next one is
+// frozen past its lease and resumed (it stops; the broker fences its token);
+// the third is frozen, its member restarted at once and the old process
+// resumed with a live lease (the broker answers its next write FENCED). The
+// committed command log must never see a token go backwards.
 func TestFailoverDemoKeepsTokensMonotonicAndFencesTheResumedLeader(t *testing.T) {
 	bootstrap := os.Getenv("KRABKA_BOOTSTRAP")
 	if bootstrap == "" {
@@ -45,9 +47,9 @@ func TestFailoverDemoKeepsTokensMonotonicAndFencesTheResumedLeader(t *testing.T)
 		Hosts:              DefaultHosts(repo, lib, cHost),
 		Dir:                repo,
 		LogDir:             t.TempDir(),
-		LeaseMs:            2000,
-		RenewIntervalMs:    600,
-		StaggerMs:          600,
+		LeaseMs:            3000,
+		RenewIntervalMs:    1000,
+		StaggerMs:          500,
 		DispatchIntervalMs: 150,
 		LeadFor:            1500 * time.Millisecond,
 		StepTimeout:        30 * time.Second,
@@ -64,14 +66,20 @@ func TestFailoverDemoKeepsTokensMonotonicAndFencesTheResumedLeader(t *testing.T)
 	if len(rep.Check.Runs) < 3 {
 		t.Errorf("the log holds %d runs of one token, want at least 3 (three leaders)", len(rep.Check.Runs))
 	}
-	if len(rep.Failovers) != 2 {
-		t.Fatalf("%d failovers, want 2", len(rep.Failovers))
+	if len(rep.Failovers) != 3 {
+		t.Fatalf("%d failovers, want 3 (crash, pause past the lease, zombie)", len(rep.Failovers))
 	}
 	if rep.ResumedOutcome == nil {
-		t.Errorf("the resumed leader %s never reported that it lost the role", rep.Resumed)
+		t.Errorf("the leader resumed after its lease, %s, never reported that it lost the role", rep.Resumed)
 	}
-	if !rep.FencedObserved {
-		t.Errorf("no FENCED observed: resumed leader said %v; broker probe: %s", rep.ResumedOutcome, rep.BrokerProbe)
+	if !strings.Contains(rep.BrokerProbe, "PRODUCER_FENCED") && !strings.Contains(rep.BrokerProbe, "INVALID_PRODUCER_EPOCH") {
+		t.Errorf("the broker did not fence the token of %s: %s", rep.Resumed, rep.BrokerProbe)
+	}
+	if o := rep.ZombieOutcome; o == nil || o.Kind != Fenced {
+		t.Errorf("the zombie %s, resumed with a live lease, did not report FENCED from the broker: %+v", rep.Zombie, o)
+	}
+	if !rep.FencedObserved || !rep.OK() {
+		t.Errorf("report not OK (fenced observed %v)", rep.FencedObserved)
 	}
 	seen := map[string]bool{}
 	for _, term := range rep.Terms {
