@@ -11,7 +11,7 @@ CONFORMANCE_VECTOR_DIR := tests/conformance/vectors
 CONFORMANCE_VECTOR_FILES = $(CONFORMANCE_VECTOR_DIR)/*.json
 KRABKA_LIB_PATH ?= $(CURDIR)/build/libkrabka_coord.so
 
-CONFORMANCE_ROW_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go -json
+CONFORMANCE_ROW_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go -json $(CONFORMANCE_VECTOR_FILES)
 # The C runner reads the vectors in the line form of tests/c/flatten_vectors.py.
 CONFORMANCE_C_BIN ?= build/tests/c/conformance_c
 CONFORMANCE_C_LINES := build/conformance/table-vectors.lines
