@@ -7,11 +7,17 @@ export GOFLAGS ?= -buildvcs=false
 all: build
 
 include $(sort $(wildcard mk/*.mk))
--include tests/kafka/kafka.mk
+include tests/kafka/kafka.mk
+
+# Every suite `make test` runs, in order: pure core first, then the broker
+# smoke tests, the Go client on real Kafka, the C ABI, the bindings, the
+# cross-language conformance table and the demo's scenario as a test.
+TEST_TARGETS := core-test core-fuzz kafka-test client-test capi-test python-test node-test \
+	conformance conformance-table-test demo-unit demo-test
 
 # The test suites that need brokers run inside with-clusters.sh, which starts the
 # clusters once, exports their addresses and stops them on every exit path.
-test:
+test: kafka-fetch
 	tests/kafka/with-clusters.sh $(MAKE) --no-print-directory test-inner
 
 test-inner: $(TEST_TARGETS)

@@ -138,9 +138,47 @@ func TestStandbyWaitsUntilDeadlineThenChallenges(t *testing.T) {
 	if !r.l.Token().Supersedes(a.Token()) {
 		t.Fatal("new token does not supersede")
 	}
-	<-a.Done()
-	if a.State() != core.Expired || !errors.Is(a.Err(), core.ErrLeaseExpired) {
+	// The old holder never tried to renew, so the deadline alone did not end
+	// it: its next write goes to the cluster, which fences it.
+	if a.State() != core.Active {
+		t.Fatalf("old holder ended locally without a failed renewal: %s %v", a.State(), a.Err())
+	}
+	if !a.RenewDue() {
+		t.Fatal("a renewal is due past the deadline")
+	}
+	if _, err := a.Produce(bg(), core.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, core.ErrFenced) {
+		t.Fatalf("produce of the deposed holder: %v", err)
+	}
+	if a.State() != core.Fenced || !errors.Is(a.Err(), core.ErrFenced) {
 		t.Fatalf("old holder %s %v", a.State(), a.Err())
+	}
+	if err := a.Renew(bg()); !errors.Is(err, core.ErrFenced) {
+		t.Fatalf("renew after the fence: %v", err)
+	}
+}
+
+// A holder that is late to renew but was not superseded keeps the role: the
+// late renewal reaches the cluster and succeeds (the lease is a liveness
+// device, the token is the fence).
+func TestLateRenewalWithoutChallengerKeepsTheRole(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.client()
+	l, err := c.Acquire(bg(), role, ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(45 * time.Second) // well past the 30 s deadline
+	if l.State() != core.Active {
+		t.Fatalf("ended without a failed renewal: %s %v", l.State(), l.Err())
+	}
+	if err := l.Renew(bg()); err != nil {
+		t.Fatalf("late renewal: %v", err)
+	}
+	if got := l.Lease(); got.GrantedAt != e.clock.NowMs() || got.Token != l.Token() {
+		t.Fatalf("lease after the late renewal %+v", got)
+	}
+	if _, err := l.Produce(bg(), core.Message{Topic: "cmds", Partition: 0}); err != nil {
+		t.Fatalf("produce after the late renewal: %v", err)
 	}
 }
 

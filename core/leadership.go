@@ -71,9 +71,18 @@ type ProduceResult struct {
 // run one at a time.
 //
 // It ends exactly once: Fenced (a transactional step answered 47/90),
-// Expired (the lease deadline passed without a successful renewal; the end
-// happens by the deadline even when the cluster is unreachable), Resigned,
-// or Closed. Done is closed then and Err says why.
+// Expired (a renewal was attempted and had not succeeded when the lease
+// deadline came; the end happens by the deadline even when the cluster is
+// unreachable), Resigned, or Closed. Done is closed then and Err says why.
+//
+// The deadline alone does not end a leadership. A holder that simply did not
+// renew in time (it was paused, or its host renews late) still tries its
+// writes, and the broker decides: if a standby minted a newer epoch the
+// write is rejected and the leadership ends Fenced; if nobody did, the
+// token is still the role's current one and the write is as safe as before.
+// The local end is reserved for a holder that knows it cannot reach the
+// cluster: that one stops by its deadline instead of waiting for a write to
+// fail (the counterpart of ZooKeeper's quiesce on session loss).
 type Leadership struct {
 	c         *Client
 	role      Role
@@ -89,6 +98,11 @@ type Leadership struct {
 	state LeadershipState
 	err   error
 	done  chan struct{}
+	// renewFailing is set when a renewal fails without a fence and cleared
+	// when one succeeds: a failing renewal at the deadline ends the
+	// leadership as Expired.
+	renewFailing bool
+	wake         chan struct{} // nudges the deadline watcher (capacity 1)
 
 	bg       context.Context // ends with the leadership
 	bgCancel context.CancelFunc
@@ -99,7 +113,7 @@ func newLeadership(c *Client, role Role, member MemberID, p int32, prod TxnProdu
 	bg, cancel := context.WithCancel(context.Background())
 	return &Leadership{
 		c: c, role: role, member: member, partition: p, prod: prod, token: prod.Token(),
-		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}),
+		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		bg: bg, bgCancel: cancel,
 	}
 }
@@ -121,8 +135,9 @@ func (l *Leadership) start() {
 	}
 }
 
-// watchDeadline ends the leadership as Expired when the clock reaches the
-// lease deadline without a renewal having moved it.
+// watchDeadline ends the leadership as Expired when the lease deadline comes
+// while a renewal is failing. Before the deadline it sleeps until it; after
+// the deadline (nobody renewed, nothing failed) it waits for a nudge.
 func (l *Leadership) watchDeadline() {
 	for {
 		l.mu.Lock()
@@ -130,16 +145,32 @@ func (l *Leadership) watchDeadline() {
 			l.mu.Unlock()
 			return
 		}
-		deadline := l.lease.Deadline
+		deadline, failing := l.lease.Deadline, l.renewFailing
 		l.mu.Unlock()
 		now := l.c.clock.NowMs()
 		if now >= deadline {
-			l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed without a renewal", l.role, deadline))
-			return
+			if failing {
+				l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed while renewals were failing", l.role, deadline))
+				return
+			}
+			select {
+			case <-l.wake:
+				continue
+			case <-l.bg.Done():
+				return
+			}
 		}
 		if err := l.c.clock.Sleep(l.bg, time.Duration(satSub(deadline, now))*time.Millisecond); err != nil {
 			return
 		}
+	}
+}
+
+// nudge wakes the deadline watcher.
+func (l *Leadership) nudge() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -220,6 +251,8 @@ func (l *Leadership) Lease() Lease {
 
 // RenewDue reports whether the renew interval has passed since the lease
 // was granted (or the deadline is reached). False once the leadership ended.
+// It stays true past the deadline: a late renewal is still worth trying,
+// and the broker fences it if a standby took over meanwhile.
 func (l *Leadership) RenewDue() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -245,9 +278,11 @@ func (l *Leadership) Err() error {
 }
 
 // begin checks the leadership is usable for a write, takes the operation
-// slot and returns a context bounded by ctx, the client and the lease
-// deadline. release must be called.
-func (l *Leadership) begin(ctx context.Context) (context.Context, func(), Lease, error) {
+// slot and returns a context bounded by ctx and the client; a renewal that
+// starts before the deadline is also bounded by the deadline (a renewal
+// that has not succeeded by then ends the leadership as Expired). release
+// must be called.
+func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, func(), Lease, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -261,7 +296,7 @@ func (l *Leadership) begin(ctx context.Context) (context.Context, func(), Lease,
 	case l.op <- struct{}{}:
 	case <-cctx.Done():
 		release()
-		return nil, nil, Lease{}, l.failure(ctx, cctx.Err())
+		return nil, nil, Lease{}, l.failure(ctx, cctx.Err(), renewal)
 	}
 	rel := func() { <-l.op; release() }
 	l.mu.Lock()
@@ -273,11 +308,21 @@ func (l *Leadership) begin(ctx context.Context) (context.Context, func(), Lease,
 	}
 	now := l.c.clock.NowMs()
 	if now >= lease.Deadline {
-		rel()
-		l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed", l.role, lease.Deadline))
-		return nil, nil, Lease{}, l.Err()
+		l.mu.Lock()
+		failing := l.renewFailing
+		l.mu.Unlock()
+		if failing {
+			rel()
+			l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed while renewals were failing", l.role, lease.Deadline))
+			return nil, nil, Lease{}, l.Err()
+		}
+		// Late, but nobody knows better than the broker: try the write.
+		return cctx, rel, lease, nil
 	}
-	// Never run past the lease deadline.
+	if !renewal {
+		return cctx, rel, lease, nil
+	}
+	// A renewal never runs past the lease deadline.
 	dctx, dcancel := context.WithCancel(cctx)
 	go func() {
 		if l.c.clock.Sleep(dctx, time.Duration(lease.Deadline-now)*time.Millisecond) == nil {
@@ -288,8 +333,10 @@ func (l *Leadership) begin(ctx context.Context) (context.Context, func(), Lease,
 }
 
 // failure classifies err of a transactional step: a fence ends the
-// leadership; an error at or after the deadline ends it as expired.
-func (l *Leadership) failure(callerCtx context.Context, err error) error {
+// leadership; a failed renewal at or after the deadline ends it as expired
+// (before the deadline it is remembered, and the watcher ends the
+// leadership when the deadline comes unless a renewal succeeds first).
+func (l *Leadership) failure(callerCtx context.Context, err error, renewal bool) error {
 	if errors.Is(err, ErrFenced) {
 		l.end(Fenced, err)
 		return l.Err()
@@ -297,9 +344,14 @@ func (l *Leadership) failure(callerCtx context.Context, err error) error {
 	if st := l.State(); st != Active {
 		return l.Err()
 	}
+	if !renewal {
+		return l.c.fail(callerCtx, err)
+	}
 	l.mu.Lock()
 	deadline := l.lease.Deadline
+	l.renewFailing = true
 	l.mu.Unlock()
+	l.nudge()
 	if l.c.clock.NowMs() >= deadline {
 		l.end(Expired, WrapError(ErrLeaseExpired, err, "role %s: lease deadline %d passed", l.role, deadline))
 		return l.Err()
@@ -309,10 +361,12 @@ func (l *Leadership) failure(callerCtx context.Context, err error) error {
 
 // Renew writes a fresh lease under the same token, in a transaction of the
 // role's producer. ErrFenced: the cluster superseded this leadership (stop
-// at once). ErrLeaseExpired: the deadline passed before a renewal succeeded.
-// Blocks until ctx ends, and never past the lease deadline.
+// at once). ErrLeaseExpired: a renewal failed and the deadline passed before
+// one succeeded. A renewal that starts before the deadline never runs past
+// it; one that starts after it (the holder was late) is sent anyway, and the
+// broker fences it if a standby has taken over. Blocks until ctx ends.
 func (l *Leadership) Renew(ctx context.Context) error {
-	cctx, release, _, err := l.begin(ctx)
+	cctx, release, _, err := l.begin(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -323,13 +377,14 @@ func (l *Leadership) Renew(ctx context.Context) error {
 		err = WrapError(ErrTransport, nil, "renewal of %s returned no produce result", l.role)
 	}
 	if err != nil {
-		return l.failure(ctx, err)
+		return l.failure(ctx, err, true)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != Active {
 		return l.err
 	}
+	l.renewFailing = false
 	if lease.Deadline > l.lease.Deadline {
 		l.lease = lease
 	}
@@ -340,9 +395,10 @@ func (l *Leadership) Renew(ctx context.Context) error {
 // role's transactional producer, so the broker rejects them once this
 // leadership was superseded (ErrFenced, which ends the leadership). On
 // success every message is durable per its topic's settings (acks=all) and
-// the results say where each landed, in order. Refuses with
-// ErrLeaseExpired once the lease deadline has passed. Blocks until ctx ends,
-// never past the lease deadline.
+// the results say where each landed, in order. Past the lease deadline it
+// is still sent (the broker decides) unless a renewal is failing, in which
+// case the leadership ends as Expired (ErrLeaseExpired). Blocks until ctx
+// ends.
 func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceResult, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -355,7 +411,7 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 			return nil, WrapError(ErrInvalidArgument, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
 		}
 	}
-	cctx, release, _, err := l.begin(ctx)
+	cctx, release, _, err := l.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +421,7 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 		err = WrapError(ErrTransport, nil, "guarded write returned %d results for %d messages", len(res), len(msgs))
 	}
 	if err != nil {
-		return nil, l.failure(ctx, err)
+		return nil, l.failure(ctx, err, false)
 	}
 	return res, nil
 }
@@ -376,7 +432,7 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 // the write failed (the error says why). Resigning an ended leadership
 // returns the error it ended with (nil if it was resigned).
 func (l *Leadership) Resign(ctx context.Context) error {
-	cctx, release, _, err := l.begin(ctx)
+	cctx, release, _, err := l.begin(ctx, false)
 	if err != nil {
 		if l.State() == Resigned {
 			return nil

@@ -363,7 +363,7 @@ krabka_err_t krabka_client_describe(krabka_client_t *client, const char *role,
 typedef enum krabka_leadership_state {
     KRABKA_LEADERSHIP_ACTIVE = 0,
     KRABKA_LEADERSHIP_FENCED = 1,   /**< the cluster superseded it */
-    KRABKA_LEADERSHIP_EXPIRED = 2,  /**< renewal failed past the deadline */
+    KRABKA_LEADERSHIP_EXPIRED = 2,  /**< a renewal was failing at the deadline */
     KRABKA_LEADERSHIP_RESIGNED = 3,
     KRABKA_LEADERSHIP_CLOSED = 4    /**< its client was destroyed */
 } krabka_leadership_state_t;
@@ -400,8 +400,13 @@ krabka_err_t krabka_leadership_renew_due(const krabka_leadership_t *leadership,
                                          int *due);
 /** Writes a fresh lease under the same token. KRABKA_ERR_FENCED: the
  *  cluster superseded this leadership (stop at once).
- *  KRABKA_ERR_LEASE_EXPIRED: renewal failed until the deadline passed.
- *  Blocks up to timeout_ms (never past the lease deadline). */
+ *  KRABKA_ERR_LEASE_EXPIRED: a renewal failed and the deadline passed before
+ *  one succeeded (for example the host is cut off from the cluster): the
+ *  leadership ended by itself. A renewal started before the deadline never
+ *  runs past it; one started after it (the host was late, or was paused) is
+ *  still sent, and the broker rejects it (FENCED) if a standby took over.
+ *  Other errors (TIMEOUT, TRANSPORT) leave the leadership active: retry
+ *  until the deadline. Blocks up to timeout_ms. */
 krabka_err_t krabka_leadership_renew(krabka_leadership_t *leadership,
                                      int64_t timeout_ms, char *errstr,
                                      size_t errstr_size);
@@ -410,8 +415,9 @@ krabka_err_t krabka_leadership_renew(krabka_leadership_t *leadership,
  *  leadership was superseded (KRABKA_ERR_FENCED). On success each message is
  *  durable per the topic's settings (acks=all) and, if results is not NULL,
  *  results[i] says where message i landed (copied into the caller's array
- *  of count entries). Refuses with KRABKA_ERR_LEASE_EXPIRED once the lease
- *  deadline has passed. Blocks up to timeout_ms. */
+ *  of count entries). Past the lease deadline the write is still sent (the
+ *  broker decides) unless a renewal is failing, in which case the leadership
+ *  has ended: KRABKA_ERR_LEASE_EXPIRED. Blocks up to timeout_ms. */
 krabka_err_t krabka_leadership_produce(krabka_leadership_t *leadership,
                                        const krabka_message_t *messages,
                                        size_t count, int64_t timeout_ms,

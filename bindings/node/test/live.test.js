@@ -100,16 +100,16 @@ for (const [label, bootstrap] of clusters) {
       const t2 = l2.token;
       assert.ok(t2.supersedes(t1), `new token ${t2} must supersede ${t1}`);
 
-      // The deposed leader's lease ran out before node-2 could challenge, so
-      // the library refuses its guarded write locally (the broker would reject
-      // it too: see the next test for the cluster's own fence).
+      // node-1 never tried to renew, so nothing ended it locally: its late
+      // guarded write reaches the broker, which rejects the superseded epoch.
+      assert.equal(l1.state, 'active');
       await assert.rejects(l1.produce(topic, 'stale-command'), (e) => {
-        assert.ok(e instanceof LeaseExpiredError, `expected LeaseExpiredError, got ${e && e.name}: ${e && e.message}`);
-        assert.equal(e.code, ErrorCode.LEASE_EXPIRED);
+        assert.ok(e instanceof FencedError, `expected FencedError, got ${e && e.name}: ${e && e.message}`);
+        assert.equal(e.code, ErrorCode.FENCED);
         assert.equal(e.fatal, true);
         return true;
       });
-      assert.equal(l1.state, 'expired');
+      assert.equal(l1.state, 'fenced');
 
       const w2 = await l2.produce(topic, Buffer.from('command-2'), { partition: 0 });
       assert.ok(w2.offset > w1.offset);

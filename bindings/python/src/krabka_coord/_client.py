@@ -248,10 +248,13 @@ class Leadership:
 
     def renew(self, timeout: Timeout = None) -> None:
         """Write a fresh lease under the same token. Blocks up to `timeout`
-        seconds (default: request.timeout.ms; never past the lease deadline).
+        seconds (default: request.timeout.ms). A renewal started before the
+        deadline never runs past it; a late one is still sent and the broker
+        decides.
 
         Raises FencedError (the cluster superseded this leadership: stop at
-        once) or LeaseExpiredError (renewal failed until the deadline)."""
+        once) or LeaseExpiredError (a renewal failed and the deadline passed
+        before one succeeded). Other errors leave the leadership active."""
         ms = timeout_ms(timeout)
         buf = _errbuf()
         raise_for(lib.krabka_leadership_renew(self._ptr(), ms, buf, len(buf)), buf)
@@ -268,8 +271,10 @@ class Leadership:
         transactional producer, so the broker rejects it if this leadership
         was superseded (FencedError). Returns (partition, offset) once the
         message is durable (acks=all). `partition` None lets Kafka's key
-        hashing choose. Raises LeaseExpiredError once the lease deadline has
-        passed. Blocks up to `timeout` seconds (default request.timeout.ms)."""
+        hashing choose. Past the lease deadline the write is still sent (the
+        broker decides) unless a renewal is failing, in which case the
+        leadership has ended (LeaseExpiredError). Blocks up to `timeout`
+        seconds (default request.timeout.ms)."""
         return self.produce_many([(topic, value, key, partition)], timeout=timeout)[0]
 
     def produce_many(
