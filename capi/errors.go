@@ -17,9 +17,9 @@ import (
 // krabka_err2name / krabka_err2str (C strings made once, never freed) and the
 // two predicates.
 type errInfo struct {
-	name, text        string
-	retriable, fatal  bool
-	cname, ctext      *C.char
+	name, text       string
+	retriable, fatal bool
+	cname, ctext     *C.char
 }
 
 // errTable is the static description of every code of the header.
@@ -97,7 +97,6 @@ type sentinel struct {
 	err  error
 	code C.krabka_err_t
 }
-
 
 // codeOf maps an error returned by core onto its code: a data category
 // first, then the client sentinels; anything else is a library bug.
