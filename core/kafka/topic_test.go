@@ -154,3 +154,24 @@ func TestCoordinationTopicOnThreeBrokers(t *testing.T) {
 		t.Fatalf("%+v %v", st, err)
 	}
 }
+
+// The very first calls on a newly formatted cluster (no coordination topic,
+// no __transaction_state yet) wait out the coordinator's start-up errors
+// (COORDINATOR_NOT_AVAILABLE and the like pass by themselves) instead of
+// failing: describe answers "never taken" and acquire wins.
+func TestFirstCallsOnAFreshClusterWaitForTheCoordinator(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{Name: "fresh"})
+	cl := newClient(t, c.Bootstrap)
+	role := core.MustRole(uniq("it-fresh-"))
+	st, err := cl.Describe(ctxFor(t, 30*time.Second), role)
+	if err != nil {
+		t.Fatalf("describe on a fresh cluster: %v", err)
+	}
+	if st.Token != core.NoEpoch || st.HasHolder || st.Current {
+		t.Fatalf("describe of a role never taken: %+v", st)
+	}
+	l := acquire(t, cl, role, "a")
+	if l.Token() == core.NoEpoch || l.State() != core.Active {
+		t.Fatalf("acquire on a fresh cluster: %s", l)
+	}
+}

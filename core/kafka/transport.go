@@ -671,16 +671,20 @@ func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.Fencin
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	dts, err := t.adm.DescribeTransactions(ctx, txnID)
-	var dt kadm.DescribedTransaction
-	if err == nil {
-		var ok bool
-		if dt, ok = dts[txnID]; !ok {
-			err = core.WrapError(core.ErrTransport, nil, "DescribeTransactions answered nothing for %q", txnID)
-		} else {
-			err = dt.Err
+	// A cluster that just started (or a coordinator that moves) answers
+	// COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS / NOT_COORDINATOR for a
+	// while: those pass, so they are retried until ctx ends.
+	dt, err := withRetry(ctx, func() (kadm.DescribedTransaction, error) {
+		dts, err := t.adm.DescribeTransactions(ctx, txnID)
+		if err != nil {
+			return kadm.DescribedTransaction{}, err
 		}
-	}
+		dt, ok := dts[txnID]
+		if !ok {
+			return dt, core.WrapError(core.ErrTransport, nil, "DescribeTransactions answered nothing for %q", txnID)
+		}
+		return dt, dt.Err
+	})
 	if err != nil {
 		if errors.Is(err, kerr.TransactionalIDNotFound) {
 			return core.NoEpoch, nil
@@ -748,16 +752,23 @@ func await[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 
 // withRetry repeats fn while it fails with a retriable broker error (a
 // leader moving, a topic just created), until ctx ends.
-func withRetry(ctx context.Context, fn func() (int64, error)) (int64, error) {
+func withRetry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	for {
 		v, err := fn()
-		if err == nil || !kerr.IsRetriable(err) {
+		if err == nil || !(kerr.IsRetriable(err) || coordinatorMoving(err)) {
 			return v, err
 		}
 		if sleepCtx(ctx, 50*time.Millisecond) != nil {
 			return v, err
 		}
 	}
+}
+
+// coordinatorMoving reports the transaction coordinator errors that pass by
+// themselves, also inside kadm's shard errors (which unwrap to them).
+func coordinatorMoving(err error) bool {
+	return errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
+		errors.Is(err, kerr.NotCoordinator)
 }
 
 func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
