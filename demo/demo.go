@@ -174,7 +174,7 @@ func (r *Report) OK() bool {
 			return false
 		}
 	}
-	return r.Check != nil && r.Check.OK() && len(r.Failovers) == want && r.ResumedOutcome != nil &&
+	return r.Check != nil && r.Check.OK() && len(r.Failovers) == want && r.ResumedOutcome != nil && r.ResumedOutcome.Kind == Fenced &&
 		(r.NoFailback == nil || *r.NoFailback)
 }
 

@@ -69,8 +69,8 @@ func TestFailoverDemoKeepsTokensMonotonicAndFencesTheResumedLeader(t *testing.T)
 	if len(rep.Failovers) != 3 {
 		t.Fatalf("%d failovers, want 3 (crash, pause past the lease, zombie)", len(rep.Failovers))
 	}
-	if rep.ResumedOutcome == nil {
-		t.Errorf("the leader resumed after its lease, %s, never reported that it lost the role", rep.Resumed)
+	if o := rep.ResumedOutcome; o == nil || o.Kind != Fenced {
+		t.Errorf("the leader resumed after its lease, %s, did not report FENCED from the broker: %+v", rep.Resumed, o)
 	}
 	if !strings.Contains(rep.BrokerProbe, "PRODUCER_FENCED") && !strings.Contains(rep.BrokerProbe, "INVALID_PRODUCER_EPOCH") {
 		t.Errorf("the broker did not fence the token of %s: %s", rep.Resumed, rep.BrokerProbe)
