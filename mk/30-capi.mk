@@ -77,19 +77,19 @@ capi-valgrind: lib $(CAPI_BUILD)/misuse $(CAPI_BUILD)/conformance_c $(CAPI_VECTO
 
 capi-live: lib $(CAPI_BUILD)/live
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-live: KRABKA_BOOTSTRAP is not set: run it via 'make test' (tests/kafka/with-clusters.sh) or export the address of a running broker" >&2; exit 1; }
-	$(GO) run ./tests/c/mktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC)
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/live
 
 # Go unit tests of the translation layer (error table, errstr, handles).
 capi-unit:
-	$(GO) vet ./capi ./tests/c/mktopic
+	$(GO) vet ./capi
 	$(GO) test ./capi
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
 capi-valgrind-live: lib $(CAPI_BUILD)/live
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP is not set" >&2; exit 1; }
-	$(GO) run ./tests/c/mktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC)
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/live
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind

@@ -44,7 +44,7 @@ function createTopic(bootstrap, topic) {
   if (!mktopic) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'krabka-node-'));
     mktopic = path.join(dir, 'mktopic');
-    execFileSync(process.env.GO || 'go', ['build', '-o', mktopic, './bindings/node/test/mktopic'], { cwd: repo, stdio: 'inherit' });
+    execFileSync(process.env.GO || 'go', ['build', '-o', mktopic, './tests/kafka/cmd/ktopic'], { cwd: repo, stdio: 'inherit' });
   }
   execFileSync(mktopic, [bootstrap, topic, '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
 }

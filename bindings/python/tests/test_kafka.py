@@ -31,7 +31,7 @@ def topic() -> str:
     addr = os.environ.get("KRABKA_BOOTSTRAP")
     if addr:
         subprocess.run(
-            ["go", "run", "./bindings/python/tests/ktopic", "-bootstrap", addr, "-topic", TOPIC, "-partitions", "3"],
+            ["go", "run", "./tests/kafka/cmd/ktopic", addr, TOPIC, "3"],
             cwd=str(REPO), check=True, timeout=300, env={**os.environ, "GOFLAGS": "-buildvcs=false"},
         )
     return TOPIC
@@ -354,7 +354,7 @@ def test_failover_on_a_cluster_with_transaction_protocol_v1(topic: str) -> None:
         pytest.skip("KRABKA_BOOTSTRAP_TV1 is not set (make test sets it)")
     tv1_topic = unique("py-tv1-commands")
     subprocess.run(
-        ["go", "run", "./bindings/python/tests/ktopic", "-bootstrap", addr, "-topic", tv1_topic, "-partitions", "1"],
+        ["go", "run", "./tests/kafka/cmd/ktopic", addr, tv1_topic, "1"],
         cwd=str(REPO), check=True, timeout=300, env={**os.environ, "GOFLAGS": "-buildvcs=false"},
     )
     role = unique("py-tv1")
