@@ -651,8 +651,11 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	}
 	tok, err := core.NewFencingToken(id, epoch)
 	if err != nil {
+		// franz-go answers (-1, -1) without an error when the brokers do
+		// not offer InitProducerId at all: a service without transactions.
 		go cl.Close()
-		return nil, core.WrapError(core.ErrTransport, err, "InitProducerId for %q returned no producer id", txnID)
+		return nil, core.WrapError(core.ErrUnsupported, err,
+			"InitProducerId for %q gave no producer id: the cluster does not support transactions (InitProducerId), which taking a role needs", txnID)
 	}
 	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
 	t.mu.Lock()
