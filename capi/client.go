@@ -22,13 +22,7 @@ type clientObj struct {
 	requestTimeout time.Duration
 }
 
-func clientOf(p unsafe.Pointer) (*clientObj, error) {
-	o, err := lookup(p, kindClient)
-	if err != nil {
-		return nil, err
-	}
-	return o.(*clientObj), nil
-}
+func clientOf(p unsafe.Pointer) (*clientObj, error) { return object[*clientObj](p, kindClient) }
 
 // callContext maps timeout_ms onto a context: > 0 bounds the call, 0
 // (KRABKA_TIMEOUT_DEFAULT) means def (0: no limit), < 0 is INVALID_ARG.
@@ -74,35 +68,37 @@ func krabka_client_new(conf *C.kc_cconf_t, out **C.krabka_client_t, errstr *C.ch
 //export krabka_client_destroy
 func krabka_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	o, err := release(unsafe.Pointer(client), kindClient)
-	if err != nil {
-		return err.(*cError).code
-	}
-	o.(*clientObj).c.Close()
-	return C.KRABKA_OK
+	return destroy(unsafe.Pointer(client), kindClient, func(o any) { o.(*clientObj).c.Close() })
 }
 
 func newLeadershipHandle(c *clientObj, l *core.Leadership) *C.krabka_leadership_t {
 	return (*C.krabka_leadership_t)(newHandle(kindLeadership, &leadershipObj{l: l, requestTimeout: c.requestTimeout}))
 }
 
+// acquireArgs checks the arguments acquire and try_acquire share, in this
+// order: the client, the role, the member, out.
+func acquireArgs(client *C.krabka_client_t, r *C.kc_cchar_t, roleLen C.size_t, m *C.kc_cchar_t, memberLen C.size_t, out **C.krabka_leadership_t) (c *clientObj, ro core.Role, me core.MemberID, err error) {
+	if c, err = clientOf(unsafe.Pointer(client)); err != nil {
+		return
+	}
+	if ro, err = role(r, roleLen); err != nil {
+		return
+	}
+	if me, err = member(m, memberLen); err != nil {
+		return
+	}
+	if out == nil {
+		err = invalidArg("krabka: out is NULL")
+	}
+	return
+}
+
 //export krabka_client_acquire
 func krabka_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	c, err := clientOf(unsafe.Pointer(client))
+	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, out)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
-	}
-	ro, err := role(r, role_len)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	me, err := member(m, member_len)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	if out == nil {
-		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
 	}
 	ctx, cancel, err := callContext(timeout_ms, 0) // default: no limit
 	if err != nil {
@@ -120,20 +116,9 @@ func krabka_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len 
 //export krabka_client_try_acquire
 func krabka_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, retry_at_ms *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	c, err := clientOf(unsafe.Pointer(client))
+	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, out)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
-	}
-	ro, err := role(r, role_len)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	me, err := member(m, member_len)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	if out == nil {
-		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
 	}
 	ctx, cancel, err := callContext(timeout_ms, c.requestTimeout)
 	if err != nil {

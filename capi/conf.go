@@ -20,13 +20,7 @@ type confObj struct {
 	cfg core.Config
 }
 
-func confOf(p unsafe.Pointer) (*confObj, error) {
-	o, err := lookup(p, kindConf)
-	if err != nil {
-		return nil, err
-	}
-	return o.(*confObj), nil
-}
+func confOf(p unsafe.Pointer) (*confObj, error) { return object[*confObj](p, kindConf) }
 
 //export krabka_conf_new
 func krabka_conf_new() (out *C.krabka_conf_t) {
@@ -79,17 +73,12 @@ func krabka_conf_get(conf *C.kc_cconf_t, name *C.kc_cchar_t, value *C.char, valu
 	if uint64(have) < uint64(len(s))+1 {
 		return C.KRABKA_ERR_BUFFER_TOO_SMALL
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(value)), len(s)+1)
-	copy(dst, s)
-	dst[len(s)] = 0
+	putString(value, s)
 	return C.KRABKA_OK
 }
 
 //export krabka_conf_destroy
 func krabka_conf_destroy(conf *C.krabka_conf_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	if _, err := release(unsafe.Pointer(conf), kindConf); err != nil {
-		return err.(*cError).code
-	}
-	return C.KRABKA_OK
+	return destroy(unsafe.Pointer(conf), kindConf, nil)
 }

@@ -88,6 +88,52 @@ func lookup(p unsafe.Pointer, kind handleKind) (any, error) {
 	return obj, nil
 }
 
+// object is lookup with the object's Go type.
+func object[T any](p unsafe.Pointer, kind handleKind) (T, error) {
+	o, err := lookup(p, kind)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return o.(T), nil
+}
+
+// objectOut is the head of an export without errstr that writes through out:
+// the object of kind behind p, else INVALID_HANDLE, or INVALID_ARG for a NULL
+// out (a failure is its code alone).
+func objectOut[T, O any](p unsafe.Pointer, kind handleKind, out *O) (T, C.krabka_err_t) {
+	obj, err := object[T](p, kind)
+	if err != nil {
+		return obj, err.(*cError).code
+	}
+	if out == nil {
+		return obj, C.KRABKA_ERR_INVALID_ARG
+	}
+	return obj, C.KRABKA_OK
+}
+
+// field is an export without errstr that writes one value: *out = get(obj).
+func field[T, O any](p unsafe.Pointer, kind handleKind, out *O, get func(T) O) C.krabka_err_t {
+	obj, code := objectOut[T](p, kind, out)
+	if code == C.KRABKA_OK {
+		*out = get(obj)
+	}
+	return code
+}
+
+// destroy is a krabka_*_destroy: it releases the handle at p and passes its
+// object to closeObj (if not nil).
+func destroy(p unsafe.Pointer, kind handleKind, closeObj func(any)) C.krabka_err_t {
+	o, err := release(p, kind)
+	if err != nil {
+		return err.(*cError).code
+	}
+	if closeObj != nil {
+		closeObj(o)
+	}
+	return C.KRABKA_OK
+}
+
 func lookupHandle(p unsafe.Pointer, kind handleKind) (*handle, error) {
 	if p == nil {
 		return nil, invalidHandle(kind, "NULL")

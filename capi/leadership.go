@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"math"
 	"time"
 	"unsafe"
@@ -20,11 +21,32 @@ type leadershipObj struct {
 }
 
 func leadershipOf(p unsafe.Pointer) (*leadershipObj, error) {
-	o, err := lookup(p, kindLeadership)
+	return object[*leadershipObj](p, kindLeadership)
+}
+
+// leadershipOut and leadershipField are objectOut and field for a
+// krabka_leadership_t.
+func leadershipOut[O any](leadership *C.kc_cleadership_t, out *O) (*leadershipObj, C.krabka_err_t) {
+	return objectOut[*leadershipObj](unsafe.Pointer(leadership), kindLeadership, out)
+}
+
+func leadershipField[O any](leadership *C.kc_cleadership_t, out *O, get func(*core.Leadership) O) C.krabka_err_t {
+	return field(unsafe.Pointer(leadership), kindLeadership, out, func(l *leadershipObj) O { return get(l.l) })
+}
+
+// leadershipCall looks up the leadership and runs call on it within
+// timeoutMs (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms).
+func leadershipCall(leadership *C.krabka_leadership_t, timeoutMs C.int64_t, call func(*core.Leadership, context.Context) error) error {
+	l, err := leadershipOf(unsafe.Pointer(leadership))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return o.(*leadershipObj), nil
+	ctx, cancel, err := callContext(timeoutMs, l.requestTimeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return call(l.l, ctx)
 }
 
 // stateCodes maps core's leadership states onto the header's enum.
@@ -39,40 +61,25 @@ var stateCodes = map[core.LeadershipState]C.krabka_leadership_state_t{
 //export krabka_leadership_token
 func krabka_leadership_token(leadership *C.kc_cleadership_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
-	if err != nil {
-		return err.(*cError).code
-	}
-	if out == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	*out = cToken(l.l.Token())
-	return C.KRABKA_OK
+	return leadershipField(leadership, out, func(l *core.Leadership) C.krabka_token_t { return cToken(l.Token()) })
 }
 
 //export krabka_leadership_lease
 func krabka_leadership_lease(leadership *C.kc_cleadership_t, out *C.krabka_lease_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
-	if err != nil {
-		return err.(*cError).code
+	l, code := leadershipOut(leadership, out)
+	if code == C.KRABKA_OK {
+		cLease(out, l.l.Lease())
 	}
-	if out == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	cLease(out, l.l.Lease())
-	return C.KRABKA_OK
+	return code
 }
 
 //export krabka_leadership_state
 func krabka_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leadership_state_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
-	if err != nil {
-		return err.(*cError).code
-	}
-	if out == nil {
-		return C.KRABKA_ERR_INVALID_ARG
+	l, code := leadershipOut(leadership, out)
+	if code != C.KRABKA_OK {
+		return code
 	}
 	s, ok := stateCodes[l.l.State()]
 	if !ok {
@@ -85,33 +92,13 @@ func krabka_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leade
 //export krabka_leadership_renew_due
 func krabka_leadership_renew_due(leadership *C.kc_cleadership_t, due *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
-	if err != nil {
-		return err.(*cError).code
-	}
-	if due == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	*due = 0
-	if l.l.RenewDue() {
-		*due = 1
-	}
-	return C.KRABKA_OK
+	return leadershipField(leadership, due, func(l *core.Leadership) C.int { return cBool(l.RenewDue()) })
 }
 
 //export krabka_leadership_renew
 func krabka_leadership_renew(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	ctx, cancel, err := callContext(timeout_ms, l.requestTimeout)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	defer cancel()
-	return finish(l.l.Renew(ctx), errstr, errstr_size)
+	return finish(leadershipCall(leadership, timeout_ms, (*core.Leadership).Renew), errstr, errstr_size)
 }
 
 // goMessages copies the C messages into Go memory.
@@ -194,25 +181,11 @@ func krabka_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc
 //export krabka_leadership_resign
 func krabka_leadership_resign(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	ctx, cancel, err := callContext(timeout_ms, l.requestTimeout)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	defer cancel()
-	return finish(l.l.Resign(ctx), errstr, errstr_size)
+	return finish(leadershipCall(leadership, timeout_ms, (*core.Leadership).Resign), errstr, errstr_size)
 }
 
 //export krabka_leadership_destroy
 func krabka_leadership_destroy(leadership *C.krabka_leadership_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	o, err := release(unsafe.Pointer(leadership), kindLeadership)
-	if err != nil {
-		return err.(*cError).code
-	}
-	o.(*leadershipObj).l.Close()
-	return C.KRABKA_OK
+	return destroy(unsafe.Pointer(leadership), kindLeadership, func(o any) { o.(*leadershipObj).l.Close() })
 }

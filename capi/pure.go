@@ -56,9 +56,7 @@ func krabka_token_format(token C.krabka_token_t, buf *C.char, buf_size C.size_t)
 	if buf == nil {
 		return C.KRABKA_ERR_INVALID_ARG
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(s)+1)
-	copy(dst, s)
-	dst[len(s)] = 0
+	putString(buf, s)
 	return C.KRABKA_OK
 }
 
@@ -227,99 +225,88 @@ func cLease(out *C.krabka_lease_t, l core.Lease) {
 	out.deadline = C.int64_t(l.Deadline)
 }
 
+// encode is a krabka_*_encode: it checks the input (what names it), converts
+// it with conv and writes enc's bytes with output.
+func encode[I, V any](in *I, what string, conv func(*I) (V, error), enc func(V) []byte, buf *C.uint8_t, size C.size_t, outLen *C.size_t) error {
+	if in == nil {
+		return invalidArg("krabka: %s is NULL", what)
+	}
+	v, err := conv(in)
+	if err != nil {
+		return err
+	}
+	return output(enc(v), buf, size, outLen)
+}
+
+// decode is a krabka_*_decode: it copies the data in, checks out, decodes
+// with dec and writes the value with put.
+func decode[V, O any](data *C.kc_cuint8_t, n C.size_t, out *O, dec func([]byte) (V, error), put func(*O, V)) error {
+	b, err := cBytesU8(data, n, "data")
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return invalidArg("krabka: out is NULL")
+	}
+	v, err := dec(b)
+	if err != nil {
+		return err
+	}
+	put(out, v)
+	return nil
+}
+
+func cKey(out *C.krabka_key_t, k core.Key) {
+	out.kind = C.int32_t(k.Kind)
+	out.role_len = putName(&out.role, k.Role.String())
+	out.member_len = putName(&out.member, k.Member.String())
+}
+
+func goRegistration(v *C.kc_cregistration_t) (core.Registration, error) {
+	m, err := goMember(&v.member, v.member_len)
+	if err != nil {
+		return core.Registration{}, err
+	}
+	return core.Registration{Member: m, RegisteredAt: int64(v.registered_at)}, nil
+}
+
+func cRegistration(out *C.krabka_registration_t, v core.Registration) {
+	out.member_len = putName(&out.member, v.Member.String())
+	out.registered_at = C.int64_t(v.RegisteredAt)
+}
+
 //export krabka_key_encode
 func krabka_key_encode(key *C.kc_ckey_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	if key == nil {
-		return fail(invalidArg("krabka: key is NULL"), errstr, errstr_size)
-	}
-	k, err := goKey(key)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	return finish(output(core.EncodeKey(k), buf, buf_size, out_len), errstr, errstr_size)
+	return finish(encode(key, "key", goKey, core.EncodeKey, buf, buf_size, out_len), errstr, errstr_size)
 }
 
 //export krabka_key_decode
 func krabka_key_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_key_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	b, err := cBytesU8(data, n, "data")
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	if out == nil {
-		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
-	}
-	k, err := core.DecodeKey(b)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	out.kind = C.int32_t(k.Kind)
-	out.role_len = putName(&out.role, k.Role.String())
-	out.member_len = putName(&out.member, k.Member.String())
-	return C.KRABKA_OK
+	return finish(decode(data, n, out, core.DecodeKey, cKey), errstr, errstr_size)
 }
 
 //export krabka_registration_encode
 func krabka_registration_encode(value *C.kc_cregistration_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	if value == nil {
-		return fail(invalidArg("krabka: value is NULL"), errstr, errstr_size)
-	}
-	m, err := goMember(&value.member, value.member_len)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	enc := core.EncodeRegistration(core.Registration{Member: m, RegisteredAt: int64(value.registered_at)})
-	return finish(output(enc, buf, buf_size, out_len), errstr, errstr_size)
+	return finish(encode(value, "value", goRegistration, core.EncodeRegistration, buf, buf_size, out_len), errstr, errstr_size)
 }
 
 //export krabka_registration_decode
 func krabka_registration_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_registration_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	b, err := cBytesU8(data, n, "data")
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	if out == nil {
-		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
-	}
-	v, err := core.DecodeRegistration(b)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	out.member_len = putName(&out.member, v.Member.String())
-	out.registered_at = C.int64_t(v.RegisteredAt)
-	return C.KRABKA_OK
+	return finish(decode(data, n, out, core.DecodeRegistration, cRegistration), errstr, errstr_size)
 }
 
 //export krabka_lease_encode
 func krabka_lease_encode(value *C.kc_clease_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	if value == nil {
-		return fail(invalidArg("krabka: value is NULL"), errstr, errstr_size)
-	}
-	l, err := goLease(value)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	return finish(output(core.EncodeLease(l), buf, buf_size, out_len), errstr, errstr_size)
+	return finish(encode(value, "value", goLease, core.EncodeLease, buf, buf_size, out_len), errstr, errstr_size)
 }
 
 //export krabka_lease_decode
 func krabka_lease_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_lease_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	b, err := cBytesU8(data, n, "data")
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	if out == nil {
-		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
-	}
-	l, err := core.DecodeLease(b)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	cLease(out, l)
-	return C.KRABKA_OK
+	return finish(decode(data, n, out, core.DecodeLease, cLease), errstr, errstr_size)
 }

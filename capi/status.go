@@ -11,23 +11,21 @@ import (
 	"github.com/krabka/krabka-coord/core"
 )
 
-func statusOf(p unsafe.Pointer) (*core.Status, C.krabka_err_t) {
-	o, err := lookup(p, kindStatus)
-	if err != nil {
-		return nil, err.(*cError).code
-	}
-	return o.(*core.Status), C.KRABKA_OK
+// statusOut and statusField are objectOut and field for a krabka_status_t.
+func statusOut[O any](status *C.kc_cstatus_t, out *O) (*core.Status, C.krabka_err_t) {
+	return objectOut[*core.Status](unsafe.Pointer(status), kindStatus, out)
+}
+
+func statusField[O any](status *C.kc_cstatus_t, out *O, get func(*core.Status) O) C.krabka_err_t {
+	return field(unsafe.Pointer(status), kindStatus, out, get)
 }
 
 //export krabka_status_holder
 func krabka_status_holder(status *C.kc_cstatus_t, has_holder *C.int, buf *C.char, buf_size C.size_t, n *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
+	s, code := statusOut(status, has_holder)
 	if code != C.KRABKA_OK {
 		return code
-	}
-	if has_holder == nil {
-		return C.KRABKA_ERR_INVALID_ARG
 	}
 	if !s.HasHolder {
 		*has_holder = 0
@@ -47,51 +45,30 @@ func krabka_status_holder(status *C.kc_cstatus_t, has_holder *C.int, buf *C.char
 	if buf == nil || uint64(buf_size) < uint64(len(name))+1 {
 		return C.KRABKA_ERR_BUFFER_TOO_SMALL
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(name)+1)
-	copy(dst, name)
-	dst[len(name)] = 0
+	putString(buf, name)
 	return C.KRABKA_OK
 }
 
 //export krabka_status_token
 func krabka_status_token(status *C.kc_cstatus_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
-	if code != C.KRABKA_OK {
-		return code
-	}
-	if out == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	*out = cToken(s.Token)
-	return C.KRABKA_OK
+	return statusField(status, out, func(s *core.Status) C.krabka_token_t { return cToken(s.Token) })
 }
 
 //export krabka_status_current
 func krabka_status_current(status *C.kc_cstatus_t, current *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
-	if code != C.KRABKA_OK {
-		return code
-	}
-	if current == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	*current = 0
-	if s.Current {
-		*current = 1
-	}
-	return C.KRABKA_OK
+	return statusField(status, current, func(s *core.Status) C.int { return cBool(s.Current) })
 }
 
 //export krabka_status_lease
 func krabka_status_lease(status *C.kc_cstatus_t, has_lease *C.int, out *C.krabka_lease_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
+	s, code := statusOut(status, has_lease)
 	if code != C.KRABKA_OK {
 		return code
 	}
-	if has_lease == nil || out == nil {
+	if out == nil {
 		return C.KRABKA_ERR_INVALID_ARG
 	}
 	if s.Lease == nil {
@@ -106,53 +83,29 @@ func krabka_status_lease(status *C.kc_cstatus_t, has_lease *C.int, out *C.krabka
 //export krabka_status_partition
 func krabka_status_partition(status *C.kc_cstatus_t, out *C.int32_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
-	if code != C.KRABKA_OK {
-		return code
-	}
-	if out == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	*out = C.int32_t(s.Partition)
-	return C.KRABKA_OK
+	return statusField(status, out, func(s *core.Status) C.int32_t { return C.int32_t(s.Partition) })
 }
 
 //export krabka_status_skipped
 func krabka_status_skipped(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
-	if code != C.KRABKA_OK {
-		return code
-	}
-	if out == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	*out = C.int64_t(s.Skipped)
-	return C.KRABKA_OK
+	return statusField(status, out, func(s *core.Status) C.int64_t { return C.int64_t(s.Skipped) })
 }
 
 //export krabka_status_roster_count
 func krabka_status_roster_count(status *C.kc_cstatus_t, count *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
-	if code != C.KRABKA_OK {
-		return code
-	}
-	if count == nil {
-		return C.KRABKA_ERR_INVALID_ARG
-	}
-	*count = C.size_t(len(s.Roster))
-	return C.KRABKA_OK
+	return statusField(status, count, func(s *core.Status) C.size_t { return C.size_t(len(s.Roster)) })
 }
 
 //export krabka_status_roster_entry
 func krabka_status_roster_entry(status *C.kc_cstatus_t, index C.size_t, out *C.krabka_roster_entry_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	s, code := statusOf(unsafe.Pointer(status))
+	s, code := statusOut(status, out)
 	if code != C.KRABKA_OK {
 		return code
 	}
-	if out == nil || uint64(index) >= uint64(len(s.Roster)) {
+	if uint64(index) >= uint64(len(s.Roster)) {
 		return C.KRABKA_ERR_INVALID_ARG
 	}
 	e := s.Roster[index]
@@ -166,8 +119,5 @@ func krabka_status_roster_entry(status *C.kc_cstatus_t, index C.size_t, out *C.k
 //export krabka_status_destroy
 func krabka_status_destroy(status *C.krabka_status_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	if _, err := release(unsafe.Pointer(status), kindStatus); err != nil {
-		return err.(*cError).code
-	}
-	return C.KRABKA_OK
+	return destroy(unsafe.Pointer(status), kindStatus, nil)
 }

@@ -130,6 +130,22 @@ func cBytesU8(ptr *C.kc_cuint8_t, n C.size_t, what string) ([]byte, error) {
 	return cBytes((*C.char)(unsafe.Pointer(ptr)), n, what)
 }
 
+// putString writes s and a NUL into buf, which the caller has checked holds
+// len(s)+1 bytes.
+func putString(buf *C.char, s string) {
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(s)+1)
+	copy(dst, s)
+	dst[len(s)] = 0
+}
+
+// cBool is a Go bool as a C int (0 or 1).
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // putName writes b with a NUL into a KRABKA_NAME_BUF array and returns its
 // length. Names from core are at most 249 bytes.
 func putName(dst *[C.KRABKA_NAME_BUF]C.char, s string) C.uint32_t {

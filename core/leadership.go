@@ -259,7 +259,9 @@ func (l *Leadership) RenewDue() bool {
 	return l.state == Active && l.c.cfg.Lease.RenewDueAt(l.lease, l.c.clock.NowMs())
 }
 
-// State returns the state. Never blocks.
+// State returns the state. Never blocks. Active means only that the
+// leadership has not been seen to end; it is no proof of leadership. The
+// proof is a guarded write that succeeded (the broker accepted the token).
 func (l *Leadership) State() LeadershipState {
 	l.mu.Lock()
 	defer l.mu.Unlock()

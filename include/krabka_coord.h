@@ -391,7 +391,10 @@ krabka_err_t krabka_leadership_token(const krabka_leadership_t *leadership,
 /** The lease this leadership last wrote (copied into *out). Never blocks. */
 krabka_err_t krabka_leadership_lease(const krabka_leadership_t *leadership,
                                      krabka_lease_t *out);
-/** The state of this leadership. Never blocks. */
+/** The state of this leadership. Never blocks. ACTIVE means only that the
+ *  library has not seen the leadership end; it is no proof of leadership.
+ *  The proof is a guarded write that succeeded (the broker accepted this
+ *  token), so dispatch only what krabka_leadership_produce committed. */
 krabka_err_t krabka_leadership_state(const krabka_leadership_t *leadership,
                                      krabka_leadership_state_t *out);
 /** *due = 1 when the renew interval has passed since the lease was granted
