@@ -102,6 +102,9 @@ elif [[ -z "$PORT_BASE" ]]; then
     "$root_default/3n") PORT_BASE=29392;;
     *) PORT_BASE=$(( 23000 + ($(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 100) * 20 ));;
   esac
+  # KRABKA_KAFKA_PORT_OFFSET shifts every default port, so that two checkouts
+  # (each with its own KRABKA_KAFKA_ROOT) can run their suites side by side.
+  PORT_BASE=$(( PORT_BASE + ${KRABKA_KAFKA_PORT_OFFSET:-0} ))
 fi
 [[ "$PORT_BASE" =~ ^[0-9]+$ ]] || die "--port must be a number"
 
