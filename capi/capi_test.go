@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // Every category word of the conformance vocabulary maps onto the code of
@@ -47,18 +48,18 @@ func TestEveryCategoryMapsOntoTheCodeOfTheSameName(t *testing.T) {
 // Every client sentinel, wrapped as core wraps it, maps onto its code.
 func TestClientErrorsMapOntoTheirCodes(t *testing.T) {
 	for name, err := range map[string]error{
-		"FENCED": core.ErrFenced, "LEASE_EXPIRED": core.ErrLeaseExpired, "NOT_LEADER": core.ErrNotLeader,
-		"CLOSED": core.ErrClosed, "TIMEOUT": core.ErrTimeout, "AUTHORIZATION": core.ErrAuthorization,
-		"UNSUPPORTED": core.ErrUnsupported, "TRANSPORT": core.ErrTransport,
-		"UNKNOWN_CONFIG": core.ErrUnknownConfig, "INVALID_CONFIG": core.ErrInvalidConfig,
+		"FENCED": coord.ErrFenced, "LEASE_EXPIRED": coord.ErrLeaseExpired, "NOT_LEADER": coord.ErrNotLeader,
+		"CLOSED": coord.ErrClosed, "TIMEOUT": coord.ErrTimeout, "AUTHORIZATION": coord.ErrAuthorization,
+		"UNSUPPORTED": coord.ErrUnsupported, "TRANSPORT": coord.ErrTransport,
+		"UNKNOWN_CONFIG": coord.ErrUnknownConfig, "INVALID_CONFIG": coord.ErrInvalidConfig,
 	} {
-		wrapped := core.WrapError(err, errors.New("cause"), "role %s", "r")
+		wrapped := coord.WrapError(err, errors.New("cause"), "role %s", "r")
 		if got := errTable[codeOf(wrapped)].name; got != name {
 			t.Errorf("%v maps onto %s, want %s", wrapped, got, name)
 		}
 	}
 	// A fence caused by a transport error is still FENCED: the loss signal wins.
-	both := core.WrapError(core.ErrFenced, core.WrapError(core.ErrTransport, nil, "io"), "")
+	both := coord.WrapError(coord.ErrFenced, coord.WrapError(coord.ErrTransport, nil, "io"), "")
 	if got := errTable[codeOf(both)].name; got != "FENCED" {
 		t.Errorf("fenced over transport maps onto %s", got)
 	}

@@ -11,12 +11,13 @@ import (
 	"unsafe"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
 )
 
 // clientObj is the object behind a krabka_client_t.
 type clientObj struct {
-	c *core.Client
+	c *coord.Client
 	// requestTimeout is what KRABKA_TIMEOUT_DEFAULT means for renew,
 	// produce, resign and describe (request.timeout.ms).
 	requestTimeout time.Duration
@@ -71,7 +72,7 @@ func krabka_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
 	return destroy(unsafe.Pointer(client), kindClient, func(o any) { o.(*clientObj).c.Close() })
 }
 
-func newLeadershipHandle(c *clientObj, l *core.Leadership) *C.krabka_leadership_t {
+func newLeadershipHandle(c *clientObj, l *coord.Leadership) *C.krabka_leadership_t {
 	return (*C.krabka_leadership_t)(newHandle(kindLeadership, &leadershipObj{l: l, requestTimeout: c.requestTimeout}))
 }
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // confObj is the object behind a krabka_conf_t. The header says conf_set is
@@ -17,7 +17,7 @@ import (
 // violation harmless anyway.
 type confObj struct {
 	mu  sync.Mutex
-	cfg core.Config
+	cfg coord.Config
 }
 
 func confOf(p unsafe.Pointer) (*confObj, error) { return object[*confObj](p, kindConf) }
@@ -29,7 +29,7 @@ func krabka_conf_new() (out *C.krabka_conf_t) {
 			out = nil
 		}
 	}()
-	return (*C.krabka_conf_t)(newHandle(kindConf, &confObj{cfg: core.DefaultConfig()}))
+	return (*C.krabka_conf_t)(newHandle(kindConf, &confObj{cfg: coord.DefaultConfig()}))
 }
 
 //export krabka_conf_set

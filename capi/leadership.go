@@ -11,12 +11,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // leadershipObj is the object behind a krabka_leadership_t.
 type leadershipObj struct {
-	l              *core.Leadership
+	l              *coord.Leadership
 	requestTimeout time.Duration
 }
 
@@ -30,13 +30,13 @@ func leadershipOut[O any](leadership *C.kc_cleadership_t, out *O) (*leadershipOb
 	return objectOut[*leadershipObj](unsafe.Pointer(leadership), kindLeadership, out)
 }
 
-func leadershipField[O any](leadership *C.kc_cleadership_t, out *O, get func(*core.Leadership) O) C.krabka_err_t {
+func leadershipField[O any](leadership *C.kc_cleadership_t, out *O, get func(*coord.Leadership) O) C.krabka_err_t {
 	return field(unsafe.Pointer(leadership), kindLeadership, out, func(l *leadershipObj) O { return get(l.l) })
 }
 
 // leadershipCall looks up the leadership and runs call on it within
 // timeoutMs (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms).
-func leadershipCall(leadership *C.krabka_leadership_t, timeoutMs C.int64_t, call func(*core.Leadership, context.Context) error) error {
+func leadershipCall(leadership *C.krabka_leadership_t, timeoutMs C.int64_t, call func(*coord.Leadership, context.Context) error) error {
 	l, err := leadershipOf(unsafe.Pointer(leadership))
 	if err != nil {
 		return err
@@ -50,18 +50,18 @@ func leadershipCall(leadership *C.krabka_leadership_t, timeoutMs C.int64_t, call
 }
 
 // stateCodes maps core's leadership states onto the header's enum.
-var stateCodes = map[core.LeadershipState]C.krabka_leadership_state_t{
-	core.Active:   C.KRABKA_LEADERSHIP_ACTIVE,
-	core.Fenced:   C.KRABKA_LEADERSHIP_FENCED,
-	core.Expired:  C.KRABKA_LEADERSHIP_EXPIRED,
-	core.Resigned: C.KRABKA_LEADERSHIP_RESIGNED,
-	core.Closed:   C.KRABKA_LEADERSHIP_CLOSED,
+var stateCodes = map[coord.LeadershipState]C.krabka_leadership_state_t{
+	coord.Active:   C.KRABKA_LEADERSHIP_ACTIVE,
+	coord.Fenced:   C.KRABKA_LEADERSHIP_FENCED,
+	coord.Expired:  C.KRABKA_LEADERSHIP_EXPIRED,
+	coord.Resigned: C.KRABKA_LEADERSHIP_RESIGNED,
+	coord.Closed:   C.KRABKA_LEADERSHIP_CLOSED,
 }
 
 //export krabka_leadership_token
 func krabka_leadership_token(leadership *C.kc_cleadership_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return leadershipField(leadership, out, func(l *core.Leadership) C.krabka_token_t { return cToken(l.Token()) })
+	return leadershipField(leadership, out, func(l *coord.Leadership) C.krabka_token_t { return cToken(l.Token()) })
 }
 
 //export krabka_leadership_lease
@@ -92,17 +92,17 @@ func krabka_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leade
 //export krabka_leadership_renew_due
 func krabka_leadership_renew_due(leadership *C.kc_cleadership_t, due *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return leadershipField(leadership, due, func(l *core.Leadership) C.int { return cBool(l.RenewDue()) })
+	return leadershipField(leadership, due, func(l *coord.Leadership) C.int { return cBool(l.RenewDue()) })
 }
 
 //export krabka_leadership_renew
 func krabka_leadership_renew(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	return finish(leadershipCall(leadership, timeout_ms, (*core.Leadership).Renew), errstr, errstr_size)
+	return finish(leadershipCall(leadership, timeout_ms, (*coord.Leadership).Renew), errstr, errstr_size)
 }
 
 // goMessages copies the C messages into Go memory.
-func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]core.Message, error) {
+func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]coord.Message, error) {
 	if count == 0 {
 		return nil, nil
 	}
@@ -113,7 +113,7 @@ func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]core.Message, error) {
 		return nil, invalidArg("krabka: count %d is out of range", uint64(count))
 	}
 	cm := unsafe.Slice(msgs, int(count))
-	out := make([]core.Message, len(cm))
+	out := make([]coord.Message, len(cm))
 	for i := range cm {
 		m := &cm[i]
 		if m.topic == nil {
@@ -122,7 +122,7 @@ func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]core.Message, error) {
 		if m.partition < -1 {
 			return nil, invalidArg("krabka: messages[%d].partition %d is out of range", i, int32(m.partition))
 		}
-		out[i] = core.Message{Topic: C.GoString(m.topic), Partition: int32(m.partition)}
+		out[i] = coord.Message{Topic: C.GoString(m.topic), Partition: int32(m.partition)}
 		if m.key != nil {
 			b, err := cBytesU8(m.key, m.key_len, "key")
 			if err != nil {
@@ -181,7 +181,7 @@ func krabka_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc
 //export krabka_leadership_resign
 func krabka_leadership_resign(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	return finish(leadershipCall(leadership, timeout_ms, (*core.Leadership).Resign), errstr, errstr_size)
+	return finish(leadershipCall(leadership, timeout_ms, (*coord.Leadership).Resign), errstr, errstr_size)
 }
 
 //export krabka_leadership_destroy

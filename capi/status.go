@@ -8,15 +8,15 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // statusOut and statusField are objectOut and field for a krabka_status_t.
-func statusOut[O any](status *C.kc_cstatus_t, out *O) (*core.Status, C.krabka_err_t) {
-	return objectOut[*core.Status](unsafe.Pointer(status), kindStatus, out)
+func statusOut[O any](status *C.kc_cstatus_t, out *O) (*coord.Status, C.krabka_err_t) {
+	return objectOut[*coord.Status](unsafe.Pointer(status), kindStatus, out)
 }
 
-func statusField[O any](status *C.kc_cstatus_t, out *O, get func(*core.Status) O) C.krabka_err_t {
+func statusField[O any](status *C.kc_cstatus_t, out *O, get func(*coord.Status) O) C.krabka_err_t {
 	return field(unsafe.Pointer(status), kindStatus, out, get)
 }
 
@@ -52,13 +52,13 @@ func krabka_status_holder(status *C.kc_cstatus_t, has_holder *C.int, buf *C.char
 //export krabka_status_token
 func krabka_status_token(status *C.kc_cstatus_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return statusField(status, out, func(s *core.Status) C.krabka_token_t { return cToken(s.Token) })
+	return statusField(status, out, func(s *coord.Status) C.krabka_token_t { return cToken(s.Token) })
 }
 
 //export krabka_status_current
 func krabka_status_current(status *C.kc_cstatus_t, current *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return statusField(status, current, func(s *core.Status) C.int { return cBool(s.Current) })
+	return statusField(status, current, func(s *coord.Status) C.int { return cBool(s.Current) })
 }
 
 //export krabka_status_lease
@@ -83,19 +83,19 @@ func krabka_status_lease(status *C.kc_cstatus_t, has_lease *C.int, out *C.krabka
 //export krabka_status_partition
 func krabka_status_partition(status *C.kc_cstatus_t, out *C.int32_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return statusField(status, out, func(s *core.Status) C.int32_t { return C.int32_t(s.Partition) })
+	return statusField(status, out, func(s *coord.Status) C.int32_t { return C.int32_t(s.Partition) })
 }
 
 //export krabka_status_skipped
 func krabka_status_skipped(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return statusField(status, out, func(s *core.Status) C.int64_t { return C.int64_t(s.Skipped) })
+	return statusField(status, out, func(s *coord.Status) C.int64_t { return C.int64_t(s.Skipped) })
 }
 
 //export krabka_status_roster_count
 func krabka_status_roster_count(status *C.kc_cstatus_t, count *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return statusField(status, count, func(s *core.Status) C.size_t { return C.size_t(len(s.Roster)) })
+	return statusField(status, count, func(s *coord.Status) C.size_t { return C.size_t(len(s.Roster)) })
 }
 
 //export krabka_status_roster_entry

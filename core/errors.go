@@ -114,3 +114,7 @@ func CategoryOf(err error) (Category, bool) {
 func newErr(p Part, c Category, field, detail string) *Error {
 	return &Error{Part: p, Category: c, Field: field, Detail: detail}
 }
+
+// NewError returns the typed data error of part p with category c (for
+// layers above core that validate names and values the same way).
+func NewError(p Part, c Category, field, detail string) *Error { return newErr(p, c, field, detail) }

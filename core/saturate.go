@@ -40,3 +40,10 @@ func satMul(a, b int64) int64 {
 	}
 	return p
 }
+
+// SatAdd returns a+b clamped to the int64 range: the arithmetic every instant
+// of the lease clock uses (exported for the stateful client, core/coord).
+func SatAdd(a, b int64) int64 { return satAdd(a, b) }
+
+// SatSub returns a-b clamped to the int64 range.
+func SatSub(a, b int64) int64 { return satSub(a, b) }

@@ -20,7 +20,7 @@ CLIENT_TEST_ARGS ?=
 
 client-test:
 	$(GO) vet ./core/...
-	$(GO) test -count=1 -timeout 5m ./core/ ./core/memtransport/
+	$(GO) test -count=1 -timeout 5m ./core/coord/ ./core/memtransport/
 	$(GO) test -count=1 -timeout $(CLIENT_TEST_TIMEOUT) $(CLIENT_TEST_ARGS) ./core/kafka/...
 
 client-bench:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
 
@@ -70,7 +71,7 @@ func benchOps(t *testing.T, c *kafkatest.Cluster, n int) {
 	report("renew", ren)
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if _, err := l.Produce(ctxFor(t, 10*time.Second), core.Message{Topic: topic, Partition: -1, Key: []byte(strconv.Itoa(i)), Value: []byte("cmd")}); err != nil {
+		if _, err := l.Produce(ctxFor(t, 10*time.Second), coord.Message{Topic: topic, Partition: -1, Key: []byte(strconv.Itoa(i)), Value: []byte("cmd")}); err != nil {
 			t.Fatal(err)
 		}
 		prod = append(prod, time.Since(start))
@@ -108,7 +109,7 @@ func benchFailover(t *testing.T, c *kafkatest.Cluster, n int) {
 		if got.err != nil {
 			t.Fatal(got.err)
 		}
-		if _, err := got.l.Produce(ctxFor(t, 10*time.Second), core.Message{Topic: topic, Partition: 0, Key: []byte("k"), Value: []byte("first")}); err != nil {
+		if _, err := got.l.Produce(ctxFor(t, 10*time.Second), coord.Message{Topic: topic, Partition: 0, Key: []byte("k"), Value: []byte("first")}); err != nil {
 			t.Fatal(err)
 		}
 		over = append(over, time.Duration(time.Now().UnixMilli()-deadline)*time.Millisecond)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
@@ -31,7 +32,7 @@ func TestUncontendedAcquireKeepsOneToken(t *testing.T) {
 			if err := l.Renew(ctxFor(t, 5*time.Second)); err != nil {
 				t.Fatalf("renew %d: %v", i, err)
 			}
-			res, err := l.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte{byte('a' + i)}})
+			res, err := l.Produce(ctxFor(t, 5*time.Second), coord.Message{Topic: topic, Partition: -1, Key: []byte("k"), Value: []byte{byte('a' + i)}})
 			if err != nil || len(res) != 1 || res[0].Offset < 0 {
 				t.Fatalf("produce %d: %v %v", i, res, err)
 			}
@@ -52,7 +53,7 @@ func TestUncontendedAcquireKeepsOneToken(t *testing.T) {
 		if got := values(read()); len(got) != 3 || got[0] != "a" || got[2] != "c" {
 			t.Fatalf("guarded writes read back: %q", got)
 		}
-		if l.State() != core.Active || l.Err() != nil {
+		if l.State() != coord.Active || l.Err() != nil {
 			t.Fatalf("state %s err %v", l.State(), l.Err())
 		}
 	})
@@ -73,8 +74,8 @@ func TestSecondMemberWaits(t *testing.T) {
 			t.Fatalf("retry at %v before the holder's grant", at)
 		}
 		_, err = cb.Acquire(ctxFor(t, 2500*time.Millisecond), role, core.MustMemberID("b"))
-		wantErr(t, err, core.ErrTimeout, "bounded acquire of the standby")
-		if a.State() != core.Active {
+		wantErr(t, err, coord.ErrTimeout, "bounded acquire of the standby")
+		if a.State() != coord.Active {
 			t.Fatalf("holder state %s: %v", a.State(), a.Err())
 		}
 		st, err := cb.Describe(ctxFor(t, 5*time.Second), role)
@@ -110,13 +111,13 @@ func TestStandbyTakesOverAtDeadline(t *testing.T) {
 		if got.l.Lease().GrantedAt < deadline {
 			t.Fatalf("new lease granted at %d before the deadline %d", got.l.Lease().GrantedAt, deadline)
 		}
-		if a.State() != core.Active {
+		if a.State() != coord.Active {
 			t.Fatalf("the deposed holder ended locally without a failed renewal: %s %v", a.State(), a.Err())
 		}
-		wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrFenced, "late renew of the deposed holder")
-		_, err := a.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: "x", Partition: 0})
-		wantErr(t, err, core.ErrFenced, "produce of the deposed holder")
-		if a.State() != core.Fenced {
+		wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), coord.ErrFenced, "late renew of the deposed holder")
+		_, err := a.Produce(ctxFor(t, 5*time.Second), coord.Message{Topic: "x", Partition: 0})
+		wantErr(t, err, coord.ErrFenced, "produce of the deposed holder")
+		if a.State() != coord.Fenced {
 			t.Fatalf("deposed holder state %s", a.State())
 		}
 		if !got.l.Token().Supersedes(a.Token()) {
@@ -137,27 +138,27 @@ func TestDeposedHolderIsFenced(t *testing.T) {
 		for i, firstProduce := range []bool{true, false} {
 			role := core.MustRole(uniq("it-fenced-"))
 			a := acquire(t, ca, role, "a")
-			if _, err := a.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: topic, Partition: 0, Key: []byte("a1"), Value: []byte("a-before")}); err != nil {
+			if _, err := a.Produce(ctxFor(t, 5*time.Second), coord.Message{Topic: topic, Partition: 0, Key: []byte("a1"), Value: []byte("a-before")}); err != nil {
 				t.Fatal(err)
 			}
 			b := acquire(t, cb, role, "b") // a's lease is over on b's clock
-			if a.State() != core.Active {
+			if a.State() != coord.Active {
 				t.Fatalf("a is %s before writing", a.State())
 			}
-			msg := core.Message{Topic: topic, Partition: 0, Key: []byte("a2"), Value: []byte("a-after")}
+			msg := coord.Message{Topic: topic, Partition: 0, Key: []byte("a2"), Value: []byte("a-after")}
 			if firstProduce {
 				_, err := a.Produce(ctxFor(t, 5*time.Second), msg)
-				wantErr(t, err, core.ErrFenced, "produce of the deposed holder")
-				wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrFenced, "renew after the fence")
+				wantErr(t, err, coord.ErrFenced, "produce of the deposed holder")
+				wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), coord.ErrFenced, "renew after the fence")
 			} else {
-				wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrFenced, "renew of the deposed holder")
+				wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), coord.ErrFenced, "renew of the deposed holder")
 				_, err := a.Produce(ctxFor(t, 5*time.Second), msg)
-				wantErr(t, err, core.ErrFenced, "produce after the fence")
+				wantErr(t, err, coord.ErrFenced, "produce after the fence")
 			}
-			if a.State() != core.Fenced || !errors.Is(a.Err(), core.ErrFenced) {
+			if a.State() != coord.Fenced || !errors.Is(a.Err(), coord.ErrFenced) {
 				t.Fatalf("case %d: a is %s (%v)", i, a.State(), a.Err())
 			}
-			if _, err := b.Produce(ctxFor(t, 5*time.Second), core.Message{Topic: topic, Partition: 0, Key: []byte("b"), Value: []byte("b")}); err != nil {
+			if _, err := b.Produce(ctxFor(t, 5*time.Second), coord.Message{Topic: topic, Partition: 0, Key: []byte("b"), Value: []byte("b")}); err != nil {
 				t.Fatal(err)
 			}
 			b.Close()
@@ -191,7 +192,7 @@ func TestResignHandsOverAtOnceWithoutFailback(t *testing.T) {
 		if err := a.Resign(ctxFor(t, 5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if a.State() != core.Resigned || !errors.Is(a.Err(), core.ErrNotLeader) {
+		if a.State() != coord.Resigned || !errors.Is(a.Err(), coord.ErrNotLeader) {
 			t.Fatalf("a: %s %v", a.State(), a.Err())
 		}
 		got := <-ch
@@ -217,7 +218,7 @@ func TestResignHandsOverAtOnceWithoutFailback(t *testing.T) {
 		if st.Holder.String() != "b" || !st.Current || len(st.Roster) != 2 || st.Roster[0].Rank != 0 {
 			t.Fatalf("describe after failback attempt: %+v", st)
 		}
-		if got.l.State() != core.Active {
+		if got.l.State() != coord.Active {
 			t.Fatalf("b lost the role: %v", got.l.Err())
 		}
 	})
@@ -282,7 +283,7 @@ func TestCurrentTurnsFalseWhenChallengerMints(t *testing.T) {
 		if st.Current || st.Token != p.Token() || st.Holder.String() != "a" || st.Lease.Token != a.Token() {
 			t.Fatalf("describe after mint: current=%v token=%s (minted %s) lease=%+v", st.Current, st.Token, p.Token(), st.Lease)
 		}
-		wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), core.ErrFenced, "renew after the challenger minted")
+		wantErr(t, a.Renew(ctxFor(t, 5*time.Second)), coord.ErrFenced, "renew after the challenger minted")
 	})
 }
 
@@ -324,7 +325,7 @@ func TestUnreachableClusterFailsFast(t *testing.T) {
 	cl := newClient(t, "127.0.0.1:1", "request.timeout.ms", "1500")
 	start := time.Now()
 	_, err := cl.Acquire(context.Background(), core.MustRole("r"), core.MustMemberID("m"))
-	if !errors.Is(err, core.ErrTransport) && !errors.Is(err, core.ErrTimeout) {
+	if !errors.Is(err, coord.ErrTransport) && !errors.Is(err, coord.ErrTimeout) {
 		t.Fatalf("got %v", err)
 	}
 	if d := time.Since(start); d > 4*time.Second {
@@ -336,7 +337,7 @@ func TestUnreachableClusterFailsFast(t *testing.T) {
 	if time.Since(start) > 50*time.Millisecond {
 		t.Fatal("a bad name touched the network")
 	}
-	if _, err := kafka.NewClient(core.DefaultConfig()); !errors.Is(err, core.ErrInvalidConfig) {
+	if _, err := kafka.NewClient(coord.DefaultConfig()); !errors.Is(err, coord.ErrInvalidConfig) {
 		t.Fatalf("no bootstrap: %v", err)
 	}
 }
@@ -348,9 +349,9 @@ func TestFailedGuardedWriteKeepsTheToken(t *testing.T) {
 		cl := newClient(t, c.Bootstrap)
 		role := core.MustRole(uniq("it-failwrite-"))
 		l := acquire(t, cl, role, "a")
-		_, err := l.Produce(ctxFor(t, 10*time.Second), core.Message{Topic: uniq("it-missing-"), Partition: 0, Key: []byte("k")})
-		wantErr(t, err, core.ErrTransport, "guarded write to a missing topic")
-		if l.State() != core.Active {
+		_, err := l.Produce(ctxFor(t, 10*time.Second), coord.Message{Topic: uniq("it-missing-"), Partition: 0, Key: []byte("k")})
+		wantErr(t, err, coord.ErrTransport, "guarded write to a missing topic")
+		if l.State() != coord.Active {
 			t.Fatalf("state %s", l.State())
 		}
 		if err := l.Renew(ctxFor(t, 5*time.Second)); err != nil {

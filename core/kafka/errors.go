@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 func topicACL(topic, op string) string {
@@ -34,41 +34,41 @@ func classify(err error, what, acl string) error {
 }
 
 // classifyTxn is classify for a transactional step when txn is true: a
-// fence then maps to core.ErrFenced, the only loss signal.
+// fence then maps to coord.ErrFenced, the only loss signal.
 func classifyTxn(err error, what, acl string, txn bool) error {
 	if err == nil {
 		return nil
 	}
-	if core.ClientErrorKind(err) != nil {
+	if coord.ClientErrorKind(err) != nil {
 		return err
 	}
 	switch {
 	case txn && isFence(err):
-		return core.WrapError(core.ErrFenced, err, "%s", what)
+		return coord.WrapError(coord.ErrFenced, err, "%s", what)
 	case errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
-		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks %s", what, orDefault(acl, "an ACL on the TransactionalId"))
+		return coord.WrapError(coord.ErrAuthorization, err, "%s: the principal lacks %s", what, orDefault(acl, "an ACL on the TransactionalId"))
 	case errors.Is(err, kerr.TopicAuthorizationFailed):
-		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks %s", what, orDefault(acl, "an ACL on the topic"))
+		return coord.WrapError(coord.ErrAuthorization, err, "%s: the principal lacks %s", what, orDefault(acl, "an ACL on the topic"))
 	case errors.Is(err, kerr.ClusterAuthorizationFailed):
-		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks an ACL on the Cluster (IDEMPOTENT_WRITE, or WRITE on a topic)", what)
+		return coord.WrapError(coord.ErrAuthorization, err, "%s: the principal lacks an ACL on the Cluster (IDEMPOTENT_WRITE, or WRITE on a topic)", what)
 	case errors.Is(err, kerr.GroupAuthorizationFailed):
-		return core.WrapError(core.ErrAuthorization, err, "%s: the principal lacks an ACL on a group", what)
+		return coord.WrapError(coord.ErrAuthorization, err, "%s: the principal lacks an ACL on a group", what)
 	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState),
 		errors.Is(err, kerr.UnsupportedSaslMechanism):
-		return core.WrapError(core.ErrAuthorization, err, "%s: SASL authentication failed", what)
+		return coord.WrapError(coord.ErrAuthorization, err, "%s: SASL authentication failed", what)
 	case errors.Is(err, kerr.UnsupportedVersion), brokerTooOld(err),
 		errors.Is(err, kerr.UnsupportedForMessageFormat), txn && errors.Is(err, kerr.InvalidRequest):
-		return core.WrapError(core.ErrUnsupported, err, "%s: the cluster does not support the transactional protocol this needs", what)
+		return coord.WrapError(coord.ErrUnsupported, err, "%s: the cluster does not support the transactional protocol this needs", what)
 	case errors.Is(err, context.DeadlineExceeded):
-		return core.WrapError(core.ErrTimeout, err, "%s", what)
+		return coord.WrapError(coord.ErrTimeout, err, "%s", what)
 	case errors.Is(err, kgo.ErrClientClosed):
-		return core.WrapError(core.ErrClosed, err, "%s", what)
+		return coord.WrapError(coord.ErrClosed, err, "%s", what)
 	}
 	var ue *kgo.ErrFirstReadEOF
 	if errors.As(err, &ue) {
-		return core.WrapError(core.ErrTransport, err, "%s (the broker closed the connection: wrong security.protocol or SASL settings?)", what)
+		return coord.WrapError(coord.ErrTransport, err, "%s (the broker closed the connection: wrong security.protocol or SASL settings?)", what)
 	}
-	return core.WrapError(core.ErrTransport, err, "%s", what)
+	return coord.WrapError(coord.ErrTransport, err, "%s", what)
 }
 
 func orDefault(s, d string) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // The fence mapping is exact: 47 and 90 on a transactional step are the
@@ -22,24 +23,24 @@ func TestClassifyMapsBrokerErrors(t *testing.T) {
 		txn  bool
 		want error
 	}{
-		{wrap(kerr.InvalidProducerEpoch), true, core.ErrFenced},
-		{wrap(kerr.ProducerFenced), true, core.ErrFenced},
-		{wrap(kerr.InvalidProducerEpoch), false, core.ErrTransport},
-		{wrap(kerr.ProducerFenced), false, core.ErrTransport},
-		{wrap(kerr.InvalidProducerIDMapping), true, core.ErrTransport},
-		{wrap(kerr.TransactionalIDAuthorizationFailed), true, core.ErrAuthorization},
-		{wrap(kerr.TopicAuthorizationFailed), false, core.ErrAuthorization},
-		{wrap(kerr.ClusterAuthorizationFailed), false, core.ErrAuthorization},
-		{wrap(kerr.SaslAuthenticationFailed), false, core.ErrAuthorization},
-		{wrap(kerr.UnsupportedVersion), true, core.ErrUnsupported},
-		{errors.New("broker is too old; the broker has already indicated it will not know how to handle the request"), true, core.ErrUnsupported},
-		{wrap(context.DeadlineExceeded), false, core.ErrTimeout},
-		{wrap(kerr.NotLeaderForPartition), false, core.ErrTransport},
-		{errors.New("dial tcp 127.0.0.1:1: connection refused"), false, core.ErrTransport},
+		{wrap(kerr.InvalidProducerEpoch), true, coord.ErrFenced},
+		{wrap(kerr.ProducerFenced), true, coord.ErrFenced},
+		{wrap(kerr.InvalidProducerEpoch), false, coord.ErrTransport},
+		{wrap(kerr.ProducerFenced), false, coord.ErrTransport},
+		{wrap(kerr.InvalidProducerIDMapping), true, coord.ErrTransport},
+		{wrap(kerr.TransactionalIDAuthorizationFailed), true, coord.ErrAuthorization},
+		{wrap(kerr.TopicAuthorizationFailed), false, coord.ErrAuthorization},
+		{wrap(kerr.ClusterAuthorizationFailed), false, coord.ErrAuthorization},
+		{wrap(kerr.SaslAuthenticationFailed), false, coord.ErrAuthorization},
+		{wrap(kerr.UnsupportedVersion), true, coord.ErrUnsupported},
+		{errors.New("broker is too old; the broker has already indicated it will not know how to handle the request"), true, coord.ErrUnsupported},
+		{wrap(context.DeadlineExceeded), false, coord.ErrTimeout},
+		{wrap(kerr.NotLeaderForPartition), false, coord.ErrTransport},
+		{errors.New("dial tcp 127.0.0.1:1: connection refused"), false, coord.ErrTransport},
 	}
 	for _, c := range cases {
 		got := classifyTxn(c.err, "step", "WRITE on TransactionalId \"r\"", c.txn)
-		if core.ClientErrorKind(got) != c.want {
+		if coord.ClientErrorKind(got) != c.want {
 			t.Errorf("%v (txn=%v): got %v, want %v", c.err, c.txn, got, c.want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
@@ -46,9 +47,9 @@ func eachTV(t *testing.T, fn func(t *testing.T, c *kafkatest.Cluster)) {
 	}
 }
 
-func testConfig(t testing.TB, bootstrap string, kv ...string) core.Config {
+func testConfig(t testing.TB, bootstrap string, kv ...string) coord.Config {
 	t.Helper()
-	cfg := core.DefaultConfig()
+	cfg := coord.DefaultConfig()
 	set := map[string]string{
 		"bootstrap.servers":           bootstrap,
 		"client.id":                   "krabka-it",
@@ -72,7 +73,7 @@ func testConfig(t testing.TB, bootstrap string, kv ...string) core.Config {
 	return cfg
 }
 
-func newClient(t testing.TB, bootstrap string, kv ...string) *core.Client {
+func newClient(t testing.TB, bootstrap string, kv ...string) *coord.Client {
 	t.Helper()
 	c, err := kafka.NewClient(testConfig(t, bootstrap, kv...))
 	if err != nil {
@@ -88,7 +89,7 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-func acquire(t testing.TB, c *core.Client, role core.Role, member string) *core.Leadership {
+func acquire(t testing.TB, c *coord.Client, role core.Role, member string) *coord.Leadership {
 	t.Helper()
 	l, err := c.Acquire(ctxFor(t, 30*time.Second), role, core.MustMemberID(member))
 	if err != nil {
@@ -98,12 +99,12 @@ func acquire(t testing.TB, c *core.Client, role core.Role, member string) *core.
 }
 
 type acquired struct {
-	l   *core.Leadership
+	l   *coord.Leadership
 	err error
 	at  int64 // wall ms when Acquire returned
 }
 
-func acquireAsync(ctx context.Context, c *core.Client, role core.Role, member string) <-chan acquired {
+func acquireAsync(ctx context.Context, c *coord.Client, role core.Role, member string) <-chan acquired {
 	ch := make(chan acquired, 1)
 	go func() {
 		l, err := c.Acquire(ctx, role, core.MustMemberID(member))
@@ -121,14 +122,14 @@ func (s skewedClock) Sleep(ctx context.Context, d time.Duration) error {
 	return core.SystemClock.Sleep(ctx, d)
 }
 
-func newSkewedClient(t testing.TB, bootstrap string, skew time.Duration) *core.Client {
+func newSkewedClient(t testing.TB, bootstrap string, skew time.Duration) *coord.Client {
 	t.Helper()
 	cfg := testConfig(t, bootstrap)
 	tr, err := kafka.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := core.NewClient(cfg, tr, skewedClock{skew})
+	c, err := coord.NewClient(cfg, tr, skewedClock{skew})
 	if err != nil {
 		t.Fatal(err)
 	}

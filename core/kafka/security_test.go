@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
 
-func saslClient(t *testing.T, c *kafkatest.Cluster, user, password string) *core.Client {
+func saslClient(t *testing.T, c *kafkatest.Cluster, user, password string) *coord.Client {
 	return newClient(t, c.SASLBootstrap,
 		"security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "SCRAM-SHA-256",
 		"sasl.username", user, "sasl.password", password, "krabka.role.prefix", "alice.")
@@ -35,12 +36,12 @@ func TestSASLAliceTakesRoleMalloryIsRefused(t *testing.T) {
 	mallory := saslClient(t, c, "mallory", "mallory-secret")
 	start := time.Now()
 	_, err = mallory.Acquire(ctxFor(t, 20*time.Second), role, core.MustMemberID("mallory-1"))
-	if !errors.Is(err, core.ErrAuthorization) || errors.Is(err, core.ErrFenced) {
+	if !errors.Is(err, coord.ErrAuthorization) || errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("mallory acquire: %v", err)
 	}
 	t.Logf("mallory acquire: %v (%v)", err, time.Since(start))
 	_, err = mallory.Describe(ctxFor(t, 20*time.Second), role)
-	if !errors.Is(err, core.ErrAuthorization) {
+	if !errors.Is(err, coord.ErrAuthorization) {
 		t.Fatalf("mallory describe: %v", err)
 	}
 	t.Logf("mallory describe: %v", err)
@@ -52,11 +53,11 @@ func TestSASLAliceTakesRoleMalloryIsRefused(t *testing.T) {
 	}
 	defer tr.Close()
 	_, err = tr.Mint(ctxFor(t, 20*time.Second), alice.TransactionalID(role), 10*time.Second)
-	if !errors.Is(err, core.ErrAuthorization) {
+	if !errors.Is(err, coord.ErrAuthorization) {
 		t.Fatalf("mallory mint: %v", err)
 	}
 	t.Logf("mallory mint: %v", err)
-	if l.State() != core.Active {
+	if l.State() != coord.Active {
 		t.Fatalf("alice lost the role: %v", l.Err())
 	}
 	if err := l.Renew(ctxFor(t, 5*time.Second)); err != nil {
@@ -85,7 +86,7 @@ func TestCutOffHolderExpiresAndStandbyTakesOver(t *testing.T) {
 		}
 		ch := acquireAsync(ctxFor(t, 20*time.Second), cb, role, "b")
 		time.Sleep(700 * time.Millisecond) // a renews at least once through the proxy
-		if a.State() != core.Active {
+		if a.State() != coord.Active {
 			t.Fatalf("a before the cut: %v", a.Err())
 		}
 		px.Sever()
@@ -96,7 +97,7 @@ func TestCutOffHolderExpiresAndStandbyTakesOver(t *testing.T) {
 		}
 		ended := time.Now().UnixMilli()
 		deadline := a.Lease().Deadline
-		if a.State() != core.Expired || !errors.Is(a.Err(), core.ErrLeaseExpired) {
+		if a.State() != coord.Expired || !errors.Is(a.Err(), coord.ErrLeaseExpired) {
 			t.Fatalf("cut-off holder: %s %v", a.State(), a.Err())
 		}
 		// By its deadline: the watcher ends it at the deadline itself; 500 ms
@@ -105,8 +106,8 @@ func TestCutOffHolderExpiresAndStandbyTakesOver(t *testing.T) {
 		if ended > deadline+500 {
 			t.Fatalf("ended at %d, %d ms after its deadline %d", ended, ended-deadline, deadline)
 		}
-		_, err = a.Produce(ctxFor(t, time.Second), core.Message{Topic: "t", Partition: 0, Key: []byte("k")})
-		wantErr(t, err, core.ErrLeaseExpired, "produce of the cut-off holder")
+		_, err = a.Produce(ctxFor(t, time.Second), coord.Message{Topic: "t", Partition: 0, Key: []byte("k")})
+		wantErr(t, err, coord.ErrLeaseExpired, "produce of the cut-off holder")
 		got := <-ch
 		if got.err != nil {
 			t.Fatal(got.err)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
@@ -110,7 +111,7 @@ func TestBlackHoledClusterDoesNotHang(t *testing.T) {
 	} {
 		start := time.Now()
 		err := call()
-		if !errors.Is(err, core.ErrTimeout) && !errors.Is(err, core.ErrTransport) {
+		if !errors.Is(err, coord.ErrTimeout) && !errors.Is(err, coord.ErrTransport) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if d := time.Since(start); d > 3*time.Second {
@@ -171,7 +172,7 @@ func TestFirstCallsOnAFreshClusterWaitForTheCoordinator(t *testing.T) {
 		t.Fatalf("describe of a role never taken: %+v", st)
 	}
 	l := acquire(t, cl, role, "a")
-	if l.Token() == core.NoEpoch || l.State() != core.Active {
+	if l.Token() == core.NoEpoch || l.State() != coord.Active {
 		t.Fatalf("acquire on a fresh cluster: %s", l)
 	}
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // MaxEndTxnVersion is the highest EndTxn request version this package sends
@@ -72,14 +73,14 @@ func Versions() *kversion.Versions {
 	return v
 }
 
-// NewClient returns a core.Client on the Kafka transport and the system
+// NewClient returns a coord.Client on the Kafka transport and the system
 // clock. It validates cfg and does not connect (the first call does).
-func NewClient(cfg core.Config, options ...Option) (*core.Client, error) {
+func NewClient(cfg coord.Config, options ...Option) (*coord.Client, error) {
 	t, err := New(cfg, options...)
 	if err != nil {
 		return nil, err
 	}
-	c, err := core.NewClient(cfg, t, core.SystemClock)
+	c, err := coord.NewClient(cfg, t, core.SystemClock)
 	if err != nil {
 		t.Close()
 		return nil, err
@@ -87,9 +88,9 @@ func NewClient(cfg core.Config, options ...Option) (*core.Client, error) {
 	return c, nil
 }
 
-// Transport implements core.Transport on franz-go.
+// Transport implements coord.Transport on franz-go.
 type Transport struct {
-	cfg  core.Config
+	cfg  coord.Config
 	opts []kgo.Opt // connection options shared by every kgo client
 
 	admin *kgo.Client // metadata, offsets, fetches, DescribeTransactions, CreateTopics
@@ -108,7 +109,7 @@ type Transport struct {
 	prods      map[string]*txnProducer // newest producer per transactional id
 }
 
-var _ core.Transport = (*Transport)(nil)
+var _ coord.Transport = (*Transport)(nil)
 
 // Option adjusts a Transport.
 type Option func(*options)
@@ -124,7 +125,7 @@ func WithDialer(dial func(ctx context.Context, network, host string) (net.Conn, 
 }
 
 // New builds the transport from cfg (validated). No connection is made.
-func New(cfg core.Config, opt ...Option) (*Transport, error) {
+func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func New(cfg core.Config, opt ...Option) (*Transport, error) {
 	}
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, core.WrapError(core.ErrInvalidConfig, err, "building the admin client")
+		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building the admin client")
 	}
 	return &Transport{
 		cfg: cfg, opts: opts, admin: admin, adm: kadm.NewClient(admin),
@@ -149,7 +150,7 @@ func New(cfg core.Config, opt ...Option) (*Transport, error) {
 	}, nil
 }
 
-func connOpts(cfg core.Config) ([]kgo.Opt, error) {
+func connOpts(cfg coord.Config) ([]kgo.Opt, error) {
 	rt := cfg.RequestTimeout
 	dial := rt
 	if dial > 10*time.Second {
@@ -177,11 +178,11 @@ func connOpts(cfg core.Config) ([]kgo.Opt, error) {
 		if cfg.SSLCALocation != "" {
 			pem, err := os.ReadFile(cfg.SSLCALocation)
 			if err != nil {
-				return nil, core.WrapError(core.ErrInvalidConfig, err, "ssl.ca.location")
+				return nil, coord.WrapError(coord.ErrInvalidConfig, err, "ssl.ca.location")
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, core.WrapError(core.ErrInvalidConfig, nil, "ssl.ca.location=%q: no PEM certificate in the file", cfg.SSLCALocation)
+				return nil, coord.WrapError(coord.ErrInvalidConfig, nil, "ssl.ca.location=%q: no PEM certificate in the file", cfg.SSLCALocation)
 			}
 			tc.RootCAs = pool
 		}
@@ -197,7 +198,7 @@ func connOpts(cfg core.Config) ([]kgo.Opt, error) {
 		case "SCRAM-SHA-512":
 			opts = append(opts, kgo.SASL(scram.Auth{User: cfg.SASLUsername, Pass: cfg.SASLPassword}.AsSha512Mechanism()))
 		default:
-			return nil, core.WrapError(core.ErrInvalidConfig, nil, "sasl.mechanism=%q", cfg.SASLMechanism)
+			return nil, coord.WrapError(coord.ErrInvalidConfig, nil, "sasl.mechanism=%q", cfg.SASLMechanism)
 		}
 	}
 	return opts, nil
@@ -216,12 +217,12 @@ func (t *Transport) checkOpen() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return core.WrapError(core.ErrClosed, nil, "transport closed")
+		return coord.WrapError(coord.ErrClosed, nil, "transport closed")
 	}
 	return nil
 }
 
-// Partitions implements core.Transport.
+// Partitions implements coord.Transport.
 func (t *Transport) Partitions(ctx context.Context) (int32, error) {
 	if err := t.checkOpen(); err != nil {
 		return 0, err
@@ -259,7 +260,7 @@ func (t *Transport) loadMetadata(ctx context.Context) (int32, error) {
 	}
 	td, ok := md.Topics[t.cfg.Topic]
 	if !ok {
-		return 0, core.WrapError(core.ErrTransport, kerr.UnknownTopicOrPartition, "metadata lists no topic %s", t.cfg.Topic)
+		return 0, coord.WrapError(coord.ErrTransport, kerr.UnknownTopicOrPartition, "metadata lists no topic %s", t.cfg.Topic)
 	}
 	if td.Err != nil {
 		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
@@ -322,10 +323,10 @@ func (t *Transport) meta(ctx context.Context, p int32) (leader int32, id [16]byt
 		id = t.topicID
 		t.mu.Unlock()
 		if !ok {
-			return 0, id, core.WrapError(core.ErrTransport, nil, "partition %d of %s does not exist", p, t.cfg.Topic)
+			return 0, id, coord.WrapError(coord.ErrTransport, nil, "partition %d of %s does not exist", p, t.cfg.Topic)
 		}
 		if leader < 0 {
-			return 0, id, core.WrapError(core.ErrTransport, kerr.LeaderNotAvailable, "partition %d of %s", p, t.cfg.Topic)
+			return 0, id, coord.WrapError(coord.ErrTransport, kerr.LeaderNotAvailable, "partition %d of %s", p, t.cfg.Topic)
 		}
 	}
 	return leader, id, nil
@@ -337,7 +338,7 @@ func (t *Transport) forgetLeaders() {
 	t.mu.Unlock()
 }
 
-// Read implements core.Transport.
+// Read implements coord.Transport.
 func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord, error) {
 	if err := t.checkOpen(); err != nil {
 		return nil, err
@@ -434,7 +435,7 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 			}
 		}
 		if got == nil {
-			return nil, core.WrapError(core.ErrTransport, nil, "fetch response without partition %d", partition)
+			return nil, coord.WrapError(coord.ErrTransport, nil, "fetch response without partition %d", partition)
 		}
 		if e := kerr.ErrorForCode(got.ErrorCode); e != nil {
 			switch {
@@ -444,7 +445,7 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 					return nil, err
 				}
 				if start <= offset {
-					return nil, core.WrapError(core.ErrTransport, e, "fetch at %d of partition %d", offset, partition)
+					return nil, coord.WrapError(coord.ErrTransport, e, "fetch at %d of partition %d", offset, partition)
 				}
 				offset = start
 				continue
@@ -465,7 +466,7 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 			Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
 		}, got, kgo.DefaultDecompressor(), nil)
 		if fp.Err != nil {
-			return nil, core.WrapError(core.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
+			return nil, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
 		}
 		// The broker returns stable data only (below its current LSO, which
 		// may be past the one listed above): keep all of it, or the records
@@ -507,7 +508,7 @@ func (t *Transport) listEndOnce(ctx context.Context, p int32) (int64, error) {
 // retryable sleeps briefly when err may pass and ctx has time left;
 // otherwise it returns err classified.
 func (t *Transport) retryable(ctx context.Context, err error, what string) error {
-	if k := core.ClientErrorKind(err); k != nil && k != core.ErrTransport {
+	if k := coord.ClientErrorKind(err); k != nil && k != coord.ErrTransport {
 		return err
 	}
 	if serr := sleepCtx(ctx, 50*time.Millisecond); serr != nil {
@@ -532,7 +533,7 @@ func (t *Transport) listOffsetOnce(ctx context.Context, p int32, committed bool)
 	}
 	o, ok := lo.Lookup(t.cfg.Topic, p)
 	if !ok {
-		return 0, core.WrapError(core.ErrTransport, nil, "no offset listed for partition %d of %s", p, t.cfg.Topic)
+		return 0, coord.WrapError(coord.ErrTransport, nil, "no offset listed for partition %d of %s", p, t.cfg.Topic)
 	}
 	if o.Err != nil {
 		return 0, classify(o.Err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
@@ -557,7 +558,7 @@ func (t *Transport) registrar() (*kgo.Client, error) {
 	return t.reg, t.regErr
 }
 
-// Append implements core.Transport (the registrar producer).
+// Append implements coord.Transport (the registrar producer).
 func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {
 	if err := t.checkOpen(); err != nil {
 		return 0, err
@@ -566,7 +567,7 @@ func (t *Transport) Append(ctx context.Context, partition int32, key, value []by
 	defer cancel()
 	reg, err := t.registrar()
 	if err != nil {
-		return 0, core.WrapError(core.ErrInvalidConfig, err, "building the registrar producer")
+		return 0, coord.WrapError(coord.ErrInvalidConfig, err, "building the registrar producer")
 	}
 	r := &kgo.Record{Topic: t.cfg.Topic, Partition: partition, Key: key, Value: value}
 	res, err := await(ctx, func() (kgo.ProduceResults, error) {
@@ -611,10 +612,10 @@ func (t *Transport) brokerTxnMax(ctx context.Context) time.Duration {
 	return m
 }
 
-// Mint implements core.Transport: a new kgo client for every acquisition,
+// Mint implements coord.Transport: a new kgo client for every acquisition,
 // initialised eagerly (InitProducerId) before any transaction; the previous
 // producer of the same transactional id is closed.
-func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Duration) (core.TxnProducer, error) {
+func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Duration) (coord.TxnProducer, error) {
 	if err := t.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -642,7 +643,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, core.WrapError(core.ErrInvalidConfig, err, "building the transactional producer")
+		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building the transactional producer")
 	}
 	id, epoch, err := cl.ProducerID(ctx)
 	if err != nil {
@@ -654,7 +655,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 		// franz-go answers (-1, -1) without an error when the brokers do
 		// not offer InitProducerId at all: a service without transactions.
 		go cl.Close()
-		return nil, core.WrapError(core.ErrUnsupported, err,
+		return nil, coord.WrapError(coord.ErrUnsupported, err,
 			"InitProducerId for %q gave no producer id: the cluster does not support transactions (InitProducerId), which taking a role needs", txnID)
 	}
 	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
@@ -662,7 +663,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	if t.closed {
 		t.mu.Unlock()
 		p.Close()
-		return nil, core.WrapError(core.ErrClosed, nil, "transport closed")
+		return nil, coord.WrapError(coord.ErrClosed, nil, "transport closed")
 	}
 	prev := t.prods[txnID]
 	t.prods[txnID] = p
@@ -677,7 +678,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 // CONCURRENT_TRANSACTIONS (see Mint).
 const txnBackoff = 2 * time.Millisecond
 
-// CurrentToken implements core.Transport (DescribeTransactions).
+// CurrentToken implements coord.Transport (DescribeTransactions).
 func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.FencingToken, error) {
 	if err := t.checkOpen(); err != nil {
 		return core.NoEpoch, err
@@ -694,7 +695,7 @@ func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.Fencin
 		}
 		dt, ok := dts[txnID]
 		if !ok {
-			return dt, core.WrapError(core.ErrTransport, nil, "DescribeTransactions answered nothing for %q", txnID)
+			return dt, coord.WrapError(coord.ErrTransport, nil, "DescribeTransactions answered nothing for %q", txnID)
 		}
 		return dt, dt.Err
 	})
@@ -710,7 +711,7 @@ func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.Fencin
 	return core.FencingToken{ProducerID: dt.ProducerID, ProducerEpoch: dt.ProducerEpoch}, nil
 }
 
-// Close implements core.Transport.
+// Close implements coord.Transport.
 func (t *Transport) Close() error {
 	t.mu.Lock()
 	if t.closed {

@@ -11,9 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
-// txnProducer is one minted transactional producer (core.TxnProducer).
+// txnProducer is one minted transactional producer (coord.TxnProducer).
 type txnProducer struct {
 	t     *Transport
 	cl    *kgo.Client
@@ -60,24 +61,24 @@ func (p *txnProducer) Close() error {
 	return nil
 }
 
-// Transact implements core.TxnProducer. The kgo calls run in a worker
+// Transact implements coord.TxnProducer. The kgo calls run in a worker
 // goroutine that holds the producer until they return; the caller returns
 // when ctx ends even if the cluster does not answer.
-func (p *txnProducer) Transact(ctx context.Context, msgs []core.Message) ([]core.ProduceResult, error) {
+func (p *txnProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
 	}
 	ch := make(chan struct {
-		res []core.ProduceResult
+		res []coord.ProduceResult
 		err error
 	}, 1)
 	go func() {
 		defer func() { <-p.sem }()
 		res, err := p.transact(ctx, msgs)
 		ch <- struct {
-			res []core.ProduceResult
+			res []coord.ProduceResult
 			err error
 		}{res, err}
 	}()
@@ -90,7 +91,7 @@ func (p *txnProducer) Transact(ctx context.Context, msgs []core.Message) ([]core
 }
 
 func (p *txnProducer) fenced(err error, what string) error {
-	p.broken = core.WrapError(core.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.token)
+	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.token)
 	return p.broken
 }
 
@@ -115,7 +116,7 @@ func (p *txnProducer) abort() error {
 	return nil
 }
 
-func (p *txnProducer) transact(ctx context.Context, msgs []core.Message) ([]core.ProduceResult, error) {
+func (p *txnProducer) transact(ctx context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
 	if p.broken != nil {
 		return nil, p.broken
 	}
@@ -139,7 +140,7 @@ func (p *txnProducer) transact(ctx context.Context, msgs []core.Message) ([]core
 	results := p.cl.ProduceSync(ctx, recs...)
 	if err := results.FirstErr(); err != nil {
 		werr := p.fail(err, "produce")
-		if !errors.Is(werr, core.ErrFenced) {
+		if !errors.Is(werr, coord.ErrFenced) {
 			_ = p.abort()
 		}
 		return nil, werr
@@ -157,15 +158,15 @@ func (p *txnProducer) transact(ctx context.Context, msgs []core.Message) ([]core
 	// with records produced, kgo always sends EndTxn to the coordinator.
 	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		werr := p.fail(err, "EndTxn commit")
-		if !errors.Is(werr, core.ErrFenced) {
+		if !errors.Is(werr, coord.ErrFenced) {
 			_ = p.abort()
 		}
 		return nil, werr
 	}
 	p.open = false
-	out := make([]core.ProduceResult, len(recs))
+	out := make([]coord.ProduceResult, len(recs))
 	for i, r := range recs {
-		out[i] = core.ProduceResult{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+		out[i] = coord.ProduceResult{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	}
 	return out, nil
 }

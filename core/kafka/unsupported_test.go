@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // A Kafka-compatible service without transactions (no InitProducerId,
@@ -41,7 +42,7 @@ func TestClusterWithoutTransactionsIsUnsupported(t *testing.T) {
 			role := core.MustRole(uniq("it-unsupported-"))
 
 			_, err = cl.Describe(ctxFor(t, 10*time.Second), role)
-			if !errors.Is(err, core.ErrUnsupported) {
+			if !errors.Is(err, coord.ErrUnsupported) {
 				t.Fatalf("describe: %v, want ErrUnsupported", err)
 			}
 			if !strings.Contains(err.Error(), "DescribeTransactions") {
@@ -49,7 +50,7 @@ func TestClusterWithoutTransactionsIsUnsupported(t *testing.T) {
 			}
 			_, err = cl.Acquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("a"))
 			if len(tc.removed) > 1 {
-				if !errors.Is(err, core.ErrUnsupported) || errors.Is(err, core.ErrFenced) || !strings.Contains(err.Error(), "transactions") {
+				if !errors.Is(err, coord.ErrUnsupported) || errors.Is(err, coord.ErrFenced) || !strings.Contains(err.Error(), "transactions") {
 					t.Fatalf("acquire: %v, want ErrUnsupported naming transactions", err)
 				}
 			} else if err != nil {

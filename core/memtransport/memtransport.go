@@ -1,4 +1,4 @@
-// Package memtransport is an in-memory core.Transport for fast unit tests of
+// Package memtransport is an in-memory coord.Transport for fast unit tests of
 // the client logic: one Cluster holds the coordination topic's partitions and
 // a transaction coordinator; every client gets its own Transport view of it.
 //
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // Fault selects how a Transport answers while a fault is set.
@@ -26,7 +27,7 @@ type Fault int
 const (
 	// Healthy: calls work.
 	Healthy Fault = iota
-	// Refuse: every call fails at once with core.ErrTransport.
+	// Refuse: every call fails at once with coord.ErrTransport.
 	Refuse
 	// BlackHole: every call blocks until its context ends.
 	BlackHole
@@ -79,7 +80,7 @@ func (c *Cluster) appendLocked(topic string, p int32, key, value []byte) (int64,
 		}
 	}
 	if int(p) >= len(l) {
-		return 0, core.WrapError(core.ErrTransport, nil, "partition %d of %s does not exist", p, topic)
+		return 0, coord.WrapError(coord.ErrTransport, nil, "partition %d of %s does not exist", p, topic)
 	}
 	off := int64(len(l[p]))
 	l[p] = append(l[p], record{offset: off, key: clone(key), value: clone(value), visible: !c.hideReads})
@@ -162,7 +163,7 @@ func (c *Cluster) Transport(topic string) *Transport {
 	return &Transport{c: c, topic: topic}
 }
 
-// Transport is one client's view of a Cluster (core.Transport).
+// Transport is one client's view of a Cluster (coord.Transport).
 type Transport struct {
 	c     *Cluster
 	topic string
@@ -172,7 +173,7 @@ type Transport struct {
 	closed bool
 }
 
-var _ core.Transport = (*Transport)(nil)
+var _ coord.Transport = (*Transport)(nil)
 
 // SetFault makes this view answer per f from now on.
 func (t *Transport) SetFault(f Fault) { t.mu.Lock(); t.fault = f; t.mu.Unlock() }
@@ -182,22 +183,22 @@ func (t *Transport) check(ctx context.Context) error {
 	f, closed := t.fault, t.closed
 	t.mu.Unlock()
 	if closed {
-		return core.WrapError(core.ErrClosed, nil, "memtransport closed")
+		return coord.WrapError(coord.ErrClosed, nil, "memtransport closed")
 	}
 	switch f {
 	case Refuse:
-		return core.WrapError(core.ErrTransport, nil, "memtransport: connection refused")
+		return coord.WrapError(coord.ErrTransport, nil, "memtransport: connection refused")
 	case BlackHole:
 		<-ctx.Done()
-		return core.WrapError(core.ErrTimeout, ctx.Err(), "memtransport: no answer")
+		return coord.WrapError(coord.ErrTimeout, ctx.Err(), "memtransport: no answer")
 	}
 	if err := ctx.Err(); err != nil {
-		return core.WrapError(core.ErrTimeout, err, "memtransport")
+		return coord.WrapError(coord.ErrTimeout, err, "memtransport")
 	}
 	return nil
 }
 
-// Partitions implements core.Transport.
+// Partitions implements coord.Transport.
 func (t *Transport) Partitions(ctx context.Context) (int32, error) {
 	if err := t.check(ctx); err != nil {
 		return 0, err
@@ -205,7 +206,7 @@ func (t *Transport) Partitions(ctx context.Context) (int32, error) {
 	return t.c.partitions, nil
 }
 
-// Read implements core.Transport.
+// Read implements coord.Transport.
 func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord, error) {
 	if err := t.check(ctx); err != nil {
 		return nil, err
@@ -213,7 +214,7 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 	return t.c.Records(t.topic, partition), nil
 }
 
-// Append implements core.Transport.
+// Append implements coord.Transport.
 func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {
 	if err := t.check(ctx); err != nil {
 		return 0, err
@@ -224,9 +225,9 @@ func (t *Transport) Append(ctx context.Context, partition int32, key, value []by
 	return t.c.appendLocked(t.topic, partition, key, value)
 }
 
-// Mint implements core.Transport: InitProducerId bumps the epoch (a new
+// Mint implements coord.Transport: InitProducerId bumps the epoch (a new
 // producer id after 32767), fencing every earlier producer of the id.
-func (t *Transport) Mint(ctx context.Context, txnID string, _ time.Duration) (core.TxnProducer, error) {
+func (t *Transport) Mint(ctx context.Context, txnID string, _ time.Duration) (coord.TxnProducer, error) {
 	if err := t.check(ctx); err != nil {
 		return nil, err
 	}
@@ -249,7 +250,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, _ time.Duration) (co
 	return &producer{t: t, txnID: txnID, token: s.token}, nil
 }
 
-// CurrentToken implements core.Transport.
+// CurrentToken implements coord.Transport.
 func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.FencingToken, error) {
 	if err := t.check(ctx); err != nil {
 		return core.NoEpoch, err
@@ -257,7 +258,7 @@ func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.Fencin
 	return t.c.Token(txnID), nil
 }
 
-// Close implements core.Transport.
+// Close implements coord.Transport.
 func (t *Transport) Close() error { t.mu.Lock(); t.closed = true; t.mu.Unlock(); return nil }
 
 type producer struct {
@@ -273,7 +274,7 @@ func (p *producer) Token() core.FencingToken { return p.token }
 func (p *producer) Close() error { p.mu.Lock(); p.closed = true; p.mu.Unlock(); return nil }
 
 // Transact writes msgs atomically if the token is still the coordinator's.
-func (p *producer) Transact(ctx context.Context, msgs []core.Message) ([]core.ProduceResult, error) {
+func (p *producer) Transact(ctx context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
 	if err := p.t.check(ctx); err != nil {
 		return nil, err
 	}
@@ -281,15 +282,15 @@ func (p *producer) Transact(ctx context.Context, msgs []core.Message) ([]core.Pr
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
-		return nil, core.WrapError(core.ErrTransport, nil, "producer closed")
+		return nil, coord.WrapError(coord.ErrTransport, nil, "producer closed")
 	}
 	c := p.t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur := c.txns[p.txnID].token; cur != p.token {
-		return nil, core.WrapError(core.ErrFenced, nil, "PRODUCER_FENCED: %s superseded by %s", p.token, cur)
+		return nil, coord.WrapError(coord.ErrFenced, nil, "PRODUCER_FENCED: %s superseded by %s", p.token, cur)
 	}
-	out := make([]core.ProduceResult, 0, len(msgs))
+	out := make([]coord.ProduceResult, 0, len(msgs))
 	for _, m := range msgs {
 		l := c.log(m.Topic, c.partitions)
 		part := m.Partition
@@ -303,7 +304,7 @@ func (p *producer) Transact(ctx context.Context, msgs []core.Message) ([]core.Pr
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, core.ProduceResult{Topic: m.Topic, Partition: part, Offset: off})
+		out = append(out, coord.ProduceResult{Topic: m.Topic, Partition: part, Offset: off})
 	}
 	return out, nil
 }

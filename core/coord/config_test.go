@@ -1,4 +1,4 @@
-package core_test
+package coord_test
 
 import (
 	"errors"
@@ -9,18 +9,19 @@ import (
 	"testing"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CONFIGURATION.md from core.ConfigKeys")
+var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CONFIGURATION.md from coord.ConfigKeys")
 
 func TestConfigDefaults(t *testing.T) {
-	c := core.DefaultConfig()
-	if c.Lease != core.DefaultLeaseConfig() || c.Topic != core.DefaultTopic || c.TopicPartitions != 16 ||
+	c := coord.DefaultConfig()
+	if c.Lease != core.DefaultLeaseConfig() || c.Topic != coord.DefaultTopic || c.TopicPartitions != 16 ||
 		c.TopicReplication != -1 || c.SecurityProtocol != "PLAINTEXT" || c.RequestTimeout.Milliseconds() != 30000 ||
 		c.PollInterval.Milliseconds() != 1000 || c.BackgroundRenew || c.ClientID != "krabka-coord" {
 		t.Fatalf("%+v", c)
 	}
-	for _, k := range core.ConfigKeys() {
+	for _, k := range coord.ConfigKeys() {
 		got, err := c.Get(k.Name)
 		if err != nil || got != k.Default {
 			t.Errorf("%s: get %q (%v), table default %q", k.Name, got, err, k.Default)
@@ -29,7 +30,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigSetGetRoundTrip(t *testing.T) {
-	c := core.DefaultConfig()
+	c := coord.DefaultConfig()
 	cases := map[string]string{
 		"bootstrap.servers": "a:1,b:2", "client.id": "x", "security.protocol": "SASL_SSL",
 		"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "ssl.ca.location": "/ca.pem",
@@ -55,18 +56,18 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 	if got, _ := c.Get("sasl.password"); got != "[redacted]" || c.SASLPassword != "hunter2" {
 		t.Fatalf("password reads back %q", got)
 	}
-	if len(core.ConfigKeys()) != len(cases)+1 {
-		t.Fatalf("table has %d keys, test covers %d", len(core.ConfigKeys()), len(cases)+1)
+	if len(coord.ConfigKeys()) != len(cases)+1 {
+		t.Fatalf("table has %d keys, test covers %d", len(coord.ConfigKeys()), len(cases)+1)
 	}
 }
 
 func TestConfigErrorsNameTheKey(t *testing.T) {
-	c := core.DefaultConfig()
+	c := coord.DefaultConfig()
 	err := c.Set("no.such.key", "1")
-	if !errors.Is(err, core.ErrUnknownConfig) || !strings.Contains(err.Error(), "no.such.key") {
+	if !errors.Is(err, coord.ErrUnknownConfig) || !strings.Contains(err.Error(), "no.such.key") {
 		t.Fatalf("unknown: %v", err)
 	}
-	if _, err := c.Get("nope"); !errors.Is(err, core.ErrUnknownConfig) {
+	if _, err := c.Get("nope"); !errors.Is(err, coord.ErrUnknownConfig) {
 		t.Fatal(err)
 	}
 	bad := [][2]string{
@@ -78,19 +79,19 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 	}
 	for _, kv := range bad {
 		err := c.Set(kv[0], kv[1])
-		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), kv[0]) {
+		if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), kv[0]) {
 			t.Errorf("%s=%q: %v", kv[0], kv[1], err)
 		}
 	}
-	_, err = core.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "krabka.lease.ms": "1000", "krabka.renew.interval.ms": "1000"})
-	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.renew.interval.ms") {
+	_, err = coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "krabka.lease.ms": "1000", "krabka.renew.interval.ms": "1000"})
+	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.renew.interval.ms") {
 		t.Fatalf("renew >= lease: %v", err)
 	}
-	_, err = core.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT"})
-	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "sasl.username") {
+	_, err = coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT"})
+	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "sasl.username") {
 		t.Fatalf("sasl without user: %v", err)
 	}
-	if _, err := core.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1"}); err != nil {
+	if _, err := coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -99,12 +100,12 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 func configurationDoc() string {
 	var b strings.Builder
 	b.WriteString("# Configuration\n\n")
-	b.WriteString("<!-- Generated from core.ConfigKeys by `go test ./core -run TestConfigurationDocIsCurrent -update-docs`. Do not edit. -->\n\n")
-	b.WriteString("Every client (Go `core.Config.Set`, C `krabka_conf_set`, Python and Node dictionaries) takes these\n")
+	b.WriteString("<!-- Generated from coord.ConfigKeys by `go test ./core -run TestConfigurationDocIsCurrent -update-docs`. Do not edit. -->\n\n")
+	b.WriteString("Every client (Go `coord.Config.Set`, C `krabka_conf_set`, Python and Node dictionaries) takes these\n")
 	b.WriteString("properties. An unknown name is `UNKNOWN_CONFIG`; a value that does not parse or is out of range is\n")
 	b.WriteString("`INVALID_CONFIG`, and the message names the key. `sasl.password` reads back as `[redacted]`.\n\n")
 	b.WriteString("| Key | Type | Default | Meaning |\n|---|---|---|---|\n")
-	for _, k := range core.ConfigKeys() {
+	for _, k := range coord.ConfigKeys() {
 		def := "`" + k.Default + "`"
 		if k.Default == "" {
 			def = "(empty)"
@@ -127,6 +128,6 @@ func TestConfigurationDocIsCurrent(t *testing.T) {
 	}
 	got, err := os.ReadFile(path)
 	if err != nil || string(got) != want {
-		t.Fatalf("%s is out of date with core.ConfigKeys: run `go test ./core -run TestConfigurationDocIsCurrent -update-docs` (%v)", path, err)
+		t.Fatalf("%s is out of date with coord.ConfigKeys: run `go test ./core -run TestConfigurationDocIsCurrent -update-docs` (%v)", path, err)
 	}
 }

@@ -1,6 +1,8 @@
-package core
+package coord
 
 import (
+	"github.com/krabka/krabka-coord/core"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -37,7 +39,7 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Lease: krabka.lease.ms, krabka.renew.interval.ms,
 	// krabka.challenge.stagger.ms.
-	Lease LeaseConfig
+	Lease core.LeaseConfig
 	// PollInterval: krabka.poll.interval.ms, the longest sleep of one WAIT
 	// step of Acquire (default 1 s).
 	PollInterval time.Duration
@@ -355,8 +357,8 @@ func (c Config) Validate() error {
 	}
 	if err := c.Lease.Validate(); err != nil {
 		key := "krabka.lease.ms"
-		var ce *Error
-		if e, ok := err.(*Error); ok {
+		var ce *core.Error
+		if e, ok := err.(*core.Error); ok {
 			ce = e
 		}
 		if ce != nil {

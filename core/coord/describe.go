@@ -1,6 +1,8 @@
-package core
+package coord
 
 import (
+	"github.com/krabka/krabka-coord/core"
+
 	"context"
 	"sort"
 	"sync"
@@ -9,26 +11,26 @@ import (
 // Status is the answer of Describe: what the coordinator and the log say
 // about a role. It holds no epoch and joins no group.
 type Status struct {
-	Role      Role
+	Role      core.Role
 	Partition int32
-	Holder    MemberID // the member the last lease names
+	Holder    core.MemberID // the member the last lease names
 	HasHolder bool
 	// Token is the coordinator's current token for the role (NoEpoch: the
 	// role was never taken).
-	Token FencingToken
+	Token core.FencingToken
 	// Current: a lease exists and its token is Token. False means nobody
 	// holds the role, or a challenger minted a newer epoch and has not yet
 	// written its lease; either way the broker already rejects the lease
 	// author's writes.
 	Current bool
-	Lease   *Lease
+	Lease   *core.Lease
 	Roster  []RosterRank // in succession order
 	Skipped int          // undecodable records skipped by the fold
 }
 
 // RosterRank is one registered member with its rank (spec 5.7).
 type RosterRank struct {
-	Member       MemberID
+	Member       core.MemberID
 	Offset       int64
 	RegisteredAt int64
 	Rank         int
@@ -37,7 +39,7 @@ type RosterRank struct {
 // Describe is the third-party check: it asks the transaction coordinator
 // for the role's current token (DescribeTransactions) and folds the role's
 // partition, concurrently. Blocks until both answered or ctx ends.
-func (c *Client) Describe(ctx context.Context, role Role) (*Status, error) {
+func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) {
 	if err := checkNames(role, nil); err != nil {
 		return nil, err
 	}
@@ -52,7 +54,7 @@ func (c *Client) Describe(ctx context.Context, role Role) (*Status, error) {
 	}
 	var (
 		wg     sync.WaitGroup
-		tok    FencingToken
+		tok    core.FencingToken
 		tokErr error
 	)
 	wg.Add(1)

@@ -1,4 +1,4 @@
-package core_test
+package coord_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/memtransport"
 )
 
@@ -22,8 +23,8 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, cluster: memtransport.NewCluster(16), clock: core.NewManualClock(t0)}
 }
 
-func (e *env) config(kv ...string) core.Config {
-	cfg := core.DefaultConfig()
+func (e *env) config(kv ...string) coord.Config {
+	cfg := coord.DefaultConfig()
 	if err := cfg.Set("bootstrap.servers", "mem:9092"); err != nil {
 		e.t.Fatal(err)
 	}
@@ -35,10 +36,10 @@ func (e *env) config(kv ...string) core.Config {
 	return cfg
 }
 
-func (e *env) client(kv ...string) (*core.Client, *memtransport.Transport) {
+func (e *env) client(kv ...string) (*coord.Client, *memtransport.Transport) {
 	cfg := e.config(kv...)
 	tr := e.cluster.Transport(cfg.Topic)
-	c, err := core.NewClient(cfg, tr, e.clock)
+	c, err := coord.NewClient(cfg, tr, e.clock)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -71,11 +72,11 @@ var (
 func bg() context.Context { return context.Background() }
 
 type result struct {
-	l   *core.Leadership
+	l   *coord.Leadership
 	err error
 }
 
-func acquireAsync(c *core.Client, ctx context.Context, m core.MemberID) <-chan result {
+func acquireAsync(c *coord.Client, ctx context.Context, m core.MemberID) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		l, err := c.Acquire(ctx, role, m)
@@ -140,19 +141,19 @@ func TestStandbyWaitsUntilDeadlineThenChallenges(t *testing.T) {
 	}
 	// The old holder never tried to renew, so the deadline alone did not end
 	// it: its next write goes to the cluster, which fences it.
-	if a.State() != core.Active {
+	if a.State() != coord.Active {
 		t.Fatalf("old holder ended locally without a failed renewal: %s %v", a.State(), a.Err())
 	}
 	if !a.RenewDue() {
 		t.Fatal("a renewal is due past the deadline")
 	}
-	if _, err := a.Produce(bg(), core.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, core.ErrFenced) {
+	if _, err := a.Produce(bg(), coord.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("produce of the deposed holder: %v", err)
 	}
-	if a.State() != core.Fenced || !errors.Is(a.Err(), core.ErrFenced) {
+	if a.State() != coord.Fenced || !errors.Is(a.Err(), coord.ErrFenced) {
 		t.Fatalf("old holder %s %v", a.State(), a.Err())
 	}
-	if err := a.Renew(bg()); !errors.Is(err, core.ErrFenced) {
+	if err := a.Renew(bg()); !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("renew after the fence: %v", err)
 	}
 }
@@ -168,7 +169,7 @@ func TestLateRenewalWithoutChallengerKeepsTheRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(45 * time.Second) // well past the 30 s deadline
-	if l.State() != core.Active {
+	if l.State() != coord.Active {
 		t.Fatalf("ended without a failed renewal: %s %v", l.State(), l.Err())
 	}
 	if err := l.Renew(bg()); err != nil {
@@ -177,7 +178,7 @@ func TestLateRenewalWithoutChallengerKeepsTheRole(t *testing.T) {
 	if got := l.Lease(); got.GrantedAt != e.clock.NowMs() || got.Token != l.Token() {
 		t.Fatalf("lease after the late renewal %+v", got)
 	}
-	if _, err := l.Produce(bg(), core.Message{Topic: "cmds", Partition: 0}); err != nil {
+	if _, err := l.Produce(bg(), coord.Message{Topic: "cmds", Partition: 0}); err != nil {
 		t.Fatalf("produce after the late renewal: %v", err)
 	}
 }
@@ -225,11 +226,11 @@ func TestHoldSeenByFreshAcquireMintsAndFencesEarlierIncarnation(t *testing.T) {
 	if !nu.Token().Supersedes(old.Token()) {
 		t.Fatal("no new epoch")
 	}
-	_, err = old.Produce(bg(), core.Message{Topic: "cmds", Partition: 0, Value: []byte("x")})
-	if !errors.Is(err, core.ErrFenced) || old.State() != core.Fenced {
+	_, err = old.Produce(bg(), coord.Message{Topic: "cmds", Partition: 0, Value: []byte("x")})
+	if !errors.Is(err, coord.ErrFenced) || old.State() != coord.Fenced {
 		t.Fatalf("old incarnation: %v %s", err, old.State())
 	}
-	if err := old.Renew(bg()); !errors.Is(err, core.ErrFenced) {
+	if err := old.Renew(bg()); !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("renew after fence: %v", err)
 	}
 	select {
@@ -237,7 +238,7 @@ func TestHoldSeenByFreshAcquireMintsAndFencesEarlierIncarnation(t *testing.T) {
 	default:
 		t.Fatal("Done not closed")
 	}
-	if _, err := nu.Produce(bg(), core.Message{Topic: "cmds", Partition: -1, Key: []byte("k"), Value: []byte("y")}); err != nil {
+	if _, err := nu.Produce(bg(), coord.Message{Topic: "cmds", Partition: -1, Key: []byte("k"), Value: []byte("y")}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -288,7 +289,7 @@ func TestCutOffLeaderEndsExpiredByItsDeadline(t *testing.T) {
 	l, _ := c.Acquire(bg(), role, ma)
 	tr.SetFault(memtransport.Refuse)
 	e.clock.Advance(10 * time.Second)
-	if err := l.Renew(bg()); !errors.Is(err, core.ErrTransport) || l.State() != core.Active {
+	if err := l.Renew(bg()); !errors.Is(err, coord.ErrTransport) || l.State() != coord.Active {
 		t.Fatalf("renew while refused: %v %s", err, l.State())
 	}
 	e.clock.Advance(20 * time.Second) // exactly the deadline
@@ -297,10 +298,10 @@ func TestCutOffLeaderEndsExpiredByItsDeadline(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("not ended at the deadline")
 	}
-	if l.State() != core.Expired {
+	if l.State() != coord.Expired {
 		t.Fatalf("state %s", l.State())
 	}
-	if _, err := l.Produce(bg(), core.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, core.ErrLeaseExpired) {
+	if _, err := l.Produce(bg(), coord.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, coord.ErrLeaseExpired) {
 		t.Fatalf("produce after the deadline: %v", err)
 	}
 }
@@ -316,7 +317,7 @@ func TestRenewNeverRunsPastTheDeadline(t *testing.T) {
 	e.clock.Advance(30 * time.Second)
 	select {
 	case err := <-done:
-		if !errors.Is(err, core.ErrLeaseExpired) {
+		if !errors.Is(err, coord.ErrLeaseExpired) {
 			t.Fatalf("renew: %v", err)
 		}
 	case <-time.After(2 * time.Second):
@@ -329,7 +330,7 @@ func TestBackgroundRenewal(t *testing.T) {
 	c, _ := e.client("krabka.renew.background", "true")
 	l, _ := c.Acquire(bg(), role, ma)
 	e.advanceUntil(time.Second, 60*time.Second, func() bool { return l.Lease().GrantedAt >= t0+30000 })
-	if l.State() != core.Active {
+	if l.State() != coord.Active {
 		t.Fatalf("state %s: %v", l.State(), l.Err())
 	}
 }
@@ -346,7 +347,7 @@ func TestResignLetsStandbyChallengeAtOnce(t *testing.T) {
 	if err := a.Resign(bg()); err != nil {
 		t.Fatal(err)
 	}
-	if a.State() != core.Resigned || !errors.Is(a.Err(), core.ErrNotLeader) {
+	if a.State() != coord.Resigned || !errors.Is(a.Err(), coord.ErrNotLeader) {
 		t.Fatalf("%s %v", a.State(), a.Err())
 	}
 	b, _, err := cb.TryAcquire(bg(), role, mb)
@@ -371,7 +372,7 @@ func TestCurrentFalseOnceChallengerMints(t *testing.T) {
 	if st.Current || st.Token != p.Token() || st.Holder != ma {
 		t.Fatalf("%+v", st)
 	}
-	if err := l.Renew(bg()); !errors.Is(err, core.ErrFenced) {
+	if err := l.Renew(bg()); !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("renew: %v", err)
 	}
 }
@@ -379,7 +380,7 @@ func TestCurrentFalseOnceChallengerMints(t *testing.T) {
 func TestPoisonedRecordIsSkippedAndCounted(t *testing.T) {
 	e := newEnv(t)
 	p, _ := core.RolePartition(role, 16)
-	e.cluster.AppendRaw(core.DefaultTopic, p, core.EncodeKey(core.RegistrationKey(role, mc)), []byte{0, 9})
+	e.cluster.AppendRaw(coord.DefaultTopic, p, core.EncodeKey(core.RegistrationKey(role, mc)), []byte{0, 9})
 	c, _ := e.client()
 	if _, err := c.Acquire(bg(), role, ma); err != nil {
 		t.Fatal(err)
@@ -400,20 +401,20 @@ func TestCloseCancelsBlockedCallsAndEndsLeaderships(t *testing.T) {
 	cb.Close()
 	select {
 	case r := <-ch:
-		if !errors.Is(r.err, core.ErrClosed) {
+		if !errors.Is(r.err, coord.ErrClosed) {
 			t.Fatalf("blocked acquire: %v", r.err)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("close did not cancel the blocked acquire")
 	}
 	ca.Close()
-	if a.State() != core.Closed || !errors.Is(a.Err(), core.ErrClosed) {
+	if a.State() != coord.Closed || !errors.Is(a.Err(), coord.ErrClosed) {
 		t.Fatalf("%s %v", a.State(), a.Err())
 	}
-	if err := a.Renew(bg()); !errors.Is(err, core.ErrClosed) {
+	if err := a.Renew(bg()); !errors.Is(err, coord.ErrClosed) {
 		t.Fatalf("renew after close: %v", err)
 	}
-	if _, err := ca.Describe(bg(), role); !errors.Is(err, core.ErrClosed) {
+	if _, err := ca.Describe(bg(), role); !errors.Is(err, coord.ErrClosed) {
 		t.Fatalf("describe after close: %v", err)
 	}
 	if err := ca.Close(); err != nil {
@@ -431,13 +432,13 @@ func TestTimeoutMatchesErrTimeoutAndDeadlineExceeded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg(), 20*time.Millisecond)
 	defer cancel()
 	_, err := cb.Acquire(ctx, role, mb) // waits on the manual clock
-	if !errors.Is(err, core.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, coord.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%v", err)
 	}
 	trb.SetFault(memtransport.BlackHole)
 	ctx2, cancel2 := context.WithTimeout(bg(), 20*time.Millisecond)
 	defer cancel2()
-	if _, err := cb.Describe(ctx2, role); !errors.Is(err, core.ErrTimeout) {
+	if _, err := cb.Describe(ctx2, role); !errors.Is(err, coord.ErrTimeout) {
 		t.Fatalf("describe: %v", err)
 	}
 }
@@ -455,14 +456,14 @@ func TestBadInputFailsBeforeAnyCall(t *testing.T) {
 	if _, err := c.Describe(bg(), core.Role{}); !errors.Is(err, core.ErrEmptyRole) {
 		t.Fatal(err)
 	}
-	if _, err := core.NewClient(core.DefaultConfig(), tr, e.clock); !errors.Is(err, core.ErrInvalidConfig) {
+	if _, err := coord.NewClient(coord.DefaultConfig(), tr, e.clock); !errors.Is(err, coord.ErrInvalidConfig) {
 		t.Fatalf("no bootstrap: %v", err)
 	}
 	tr.SetFault(memtransport.Healthy)
 	l, _ := c.Acquire(bg(), role, ma)
 	tr.SetFault(memtransport.BlackHole)
-	for _, m := range []core.Message{{Topic: "", Partition: 0}, {Topic: "bad topic", Partition: 0}, {Topic: "t", Partition: -2}} {
-		if _, err := l.Produce(bg(), m); !errors.Is(err, core.ErrInvalidArgument) {
+	for _, m := range []coord.Message{{Topic: "", Partition: 0}, {Topic: "bad topic", Partition: 0}, {Topic: "t", Partition: -2}} {
+		if _, err := l.Produce(bg(), m); !errors.Is(err, coord.ErrInvalidArgument) {
 			t.Fatalf("%+v: %v", m, err)
 		}
 	}
@@ -473,7 +474,7 @@ func TestLeadershipCloseReleasesWithoutResigning(t *testing.T) {
 	c, _ := e.client()
 	l, _ := c.Acquire(bg(), role, ma)
 	l.Close()
-	if l.State() != core.Closed || !errors.Is(l.Err(), core.ErrNotLeader) {
+	if l.State() != coord.Closed || !errors.Is(l.Err(), coord.ErrNotLeader) {
 		t.Fatalf("%s %v", l.State(), l.Err())
 	}
 	st, _ := c.Describe(bg(), role)

@@ -1,6 +1,8 @@
-package core
+package coord
 
 import (
+	"github.com/krabka/krabka-coord/core"
+
 	"context"
 	"errors"
 	"fmt"
@@ -85,16 +87,16 @@ type ProduceResult struct {
 // fail (the counterpart of ZooKeeper's quiesce on session loss).
 type Leadership struct {
 	c         *Client
-	role      Role
-	member    MemberID
+	role      core.Role
+	member    core.MemberID
 	partition int32
 	prod      TxnProducer
-	token     FencingToken
+	token     core.FencingToken
 
 	op chan struct{} // one-slot semaphore serialising transport calls
 
 	mu    sync.Mutex
-	lease Lease
+	lease core.Lease
 	state LeadershipState
 	err   error
 	done  chan struct{}
@@ -109,7 +111,7 @@ type Leadership struct {
 	prodOnce sync.Once
 }
 
-func newLeadership(c *Client, role Role, member MemberID, p int32, prod TxnProducer, lease Lease) *Leadership {
+func newLeadership(c *Client, role core.Role, member core.MemberID, p int32, prod TxnProducer, lease core.Lease) *Leadership {
 	bg, cancel := context.WithCancel(context.Background())
 	return &Leadership{
 		c: c, role: role, member: member, partition: p, prod: prod, token: prod.Token(),
@@ -160,7 +162,7 @@ func (l *Leadership) watchDeadline() {
 				return
 			}
 		}
-		if err := l.c.clock.Sleep(l.bg, time.Duration(satSub(deadline, now))*time.Millisecond); err != nil {
+		if err := l.c.clock.Sleep(l.bg, time.Duration(core.SatSub(deadline, now))*time.Millisecond); err != nil {
 			return
 		}
 	}
@@ -231,19 +233,19 @@ func (l *Leadership) end(s LeadershipState, err error) {
 func (l *Leadership) closeProducer() { l.prodOnce.Do(func() { l.prod.Close() }) }
 
 // Role returns the role.
-func (l *Leadership) Role() Role { return l.role }
+func (l *Leadership) Role() core.Role { return l.role }
 
 // Member returns the member id.
-func (l *Leadership) Member() MemberID { return l.member }
+func (l *Leadership) Member() core.MemberID { return l.member }
 
 // Partition returns the role's partition of the coordination topic.
 func (l *Leadership) Partition() int32 { return l.partition }
 
 // Token returns the fencing token this leadership holds. It never changes.
-func (l *Leadership) Token() FencingToken { return l.token }
+func (l *Leadership) Token() core.FencingToken { return l.token }
 
 // Lease returns the lease this leadership last wrote. Never blocks.
-func (l *Leadership) Lease() Lease {
+func (l *Leadership) Lease() core.Lease {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lease
@@ -284,12 +286,12 @@ func (l *Leadership) Err() error {
 // starts before the deadline is also bounded by the deadline (a renewal
 // that has not succeeded by then ends the leadership as Expired). release
 // must be called.
-func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, func(), Lease, error) {
+func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, func(), core.Lease, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := l.Err(); err != nil {
-		return nil, nil, Lease{}, err
+		return nil, nil, core.Lease{}, err
 	}
 	cctx, cancelCall := l.c.callCtx(ctx)
 	stopBg := context.AfterFunc(l.bg, cancelCall)
@@ -298,7 +300,7 @@ func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, 
 	case l.op <- struct{}{}:
 	case <-cctx.Done():
 		release()
-		return nil, nil, Lease{}, l.failure(ctx, cctx.Err(), renewal)
+		return nil, nil, core.Lease{}, l.failure(ctx, cctx.Err(), renewal)
 	}
 	rel := func() { <-l.op; release() }
 	l.mu.Lock()
@@ -306,7 +308,7 @@ func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, 
 	l.mu.Unlock()
 	if state != Active {
 		rel()
-		return nil, nil, Lease{}, err
+		return nil, nil, core.Lease{}, err
 	}
 	now := l.c.clock.NowMs()
 	if now >= lease.Deadline {
@@ -316,7 +318,7 @@ func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, 
 		if failing {
 			rel()
 			l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed while renewals were failing", l.role, lease.Deadline))
-			return nil, nil, Lease{}, l.Err()
+			return nil, nil, core.Lease{}, l.Err()
 		}
 		// Late, but nobody knows better than the broker: try the write.
 		return cctx, rel, lease, nil
@@ -374,7 +376,7 @@ func (l *Leadership) Renew(ctx context.Context) error {
 	}
 	defer release()
 	lease := l.c.cfg.Lease.Grant(l.member, l.token, l.c.clock.NowMs())
-	res, err := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, EncodeLease(lease))})
+	res, err := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, core.EncodeLease(lease))})
 	if err == nil && (len(res) != 1 || res[0].Offset < 0) {
 		err = WrapError(ErrTransport, nil, "renewal of %s returned no produce result", l.role)
 	}

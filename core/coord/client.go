@@ -1,6 +1,8 @@
-package core
+package coord
 
 import (
+	"github.com/krabka/krabka-coord/core"
+
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +16,7 @@ import (
 type Client struct {
 	cfg   Config
 	t     Transport
-	clock Clock
+	clock core.Clock
 
 	root   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -22,14 +24,14 @@ type Client struct {
 
 	mu          sync.Mutex
 	closed      bool
-	partitions  int32                    // 0 until read from the cluster
-	leaderships map[*Leadership]struct{} // not yet ended
-	byRole      map[Role]*Leadership     // the newest leadership of each role
+	partitions  int32                     // 0 until read from the cluster
+	leaderships map[*Leadership]struct{}  // not yet ended
+	byRole      map[core.Role]*Leadership // the newest leadership of each role
 }
 
 // NewClient returns a client over t. The configuration is validated; nothing
 // touches the network. clock nil means SystemClock. Closing the client closes t.
-func NewClient(cfg Config, t Transport, clock Clock) (*Client, error) {
+func NewClient(cfg Config, t Transport, clock core.Clock) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -37,13 +39,13 @@ func NewClient(cfg Config, t Transport, clock Clock) (*Client, error) {
 		return nil, WrapError(ErrInvalidConfig, nil, "no transport")
 	}
 	if clock == nil {
-		clock = SystemClock
+		clock = core.SystemClock
 	}
 	root, cancel := context.WithCancel(context.Background())
 	return &Client{
 		cfg: cfg, t: t, clock: clock, root: root, cancel: cancel,
 		leaderships: map[*Leadership]struct{}{},
-		byRole:      map[Role]*Leadership{},
+		byRole:      map[core.Role]*Leadership{},
 	}, nil
 }
 
@@ -52,7 +54,7 @@ func (c *Client) Config() Config { return c.cfg }
 
 // TransactionalID returns the transactional.id that stands for role:
 // krabka.role.prefix followed by the role name.
-func (c *Client) TransactionalID(role Role) string { return c.cfg.RolePrefix + role.String() }
+func (c *Client) TransactionalID(role core.Role) string { return c.cfg.RolePrefix + role.String() }
 
 // callCtx returns a context that ends with ctx or with the client.
 func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -95,18 +97,18 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
-func checkNames(role Role, member *MemberID) error {
+func checkNames(role core.Role, member *core.MemberID) error {
 	if role.IsZero() {
-		return newErr(PartRole, CatEmptyRole, "role", "the zero Role; build one with NewRole")
+		return core.NewError(core.PartRole, core.CatEmptyRole, "role", "the zero Role; build one with NewRole")
 	}
 	if member != nil && member.IsZero() {
-		return newErr(PartMember, CatEmptyMember, "member", "the zero MemberID; build one with NewMemberID")
+		return core.NewError(core.PartMember, core.CatEmptyMember, "member", "the zero MemberID; build one with NewMemberID")
 	}
 	return nil
 }
 
 // partition returns the role's partition, reading the partition count once.
-func (c *Client) partition(ctx context.Context, role Role) (int32, error) {
+func (c *Client) partition(ctx context.Context, role core.Role) (int32, error) {
 	c.mu.Lock()
 	n := c.partitions
 	c.mu.Unlock()
@@ -120,15 +122,15 @@ func (c *Client) partition(ctx context.Context, role Role) (int32, error) {
 		c.partitions = n
 		c.mu.Unlock()
 	}
-	return RolePartition(role, n)
+	return core.RolePartition(role, n)
 }
 
-func (c *Client) readState(ctx context.Context, role Role, p int32) (State, error) {
+func (c *Client) readState(ctx context.Context, role core.Role, p int32) (core.State, error) {
 	recs, err := c.t.Read(ctx, p)
 	if err != nil {
-		return State{}, err
+		return core.State{}, err
 	}
-	return FoldRaw(role, recs), nil
+	return core.FoldRaw(role, recs), nil
 }
 
 // sleep sleeps d on the client's clock; it fails when ctx ends.
@@ -149,7 +151,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 // Blocks until the role is won, ctx ends (ErrTimeout on a deadline) or the
 // client is closed (ErrClosed). Errors of the cluster (ErrAuthorization,
 // ErrUnsupported, ErrTransport) end the call; the caller may retry.
-func (c *Client) Acquire(ctx context.Context, role Role, member MemberID) (*Leadership, error) {
+func (c *Client) Acquire(ctx context.Context, role core.Role, member core.MemberID) (*Leadership, error) {
 	l, _, err := c.acquire(ctx, role, member, false)
 	return l, err
 }
@@ -158,7 +160,7 @@ func (c *Client) Acquire(ctx context.Context, role Role, member MemberID) (*Lead
 // lease. It registers the member if needed. When the role is not won it
 // returns a nil Leadership, a nil error and the instant the answer can
 // change. Blocks for the round trips of one pass.
-func (c *Client) TryAcquire(ctx context.Context, role Role, member MemberID) (*Leadership, time.Time, error) {
+func (c *Client) TryAcquire(ctx context.Context, role core.Role, member core.MemberID) (*Leadership, time.Time, error) {
 	l, at, err := c.acquire(ctx, role, member, true)
 	if err != nil || l != nil {
 		return l, time.Time{}, err
@@ -166,7 +168,7 @@ func (c *Client) TryAcquire(ctx context.Context, role Role, member MemberID) (*L
 	return nil, time.UnixMilli(at), nil
 }
 
-func (c *Client) acquire(ctx context.Context, role Role, member MemberID, try bool) (*Leadership, int64, error) {
+func (c *Client) acquire(ctx context.Context, role core.Role, member core.MemberID, try bool) (*Leadership, int64, error) {
 	if err := checkNames(role, &member); err != nil {
 		return nil, 0, err
 	}
@@ -187,36 +189,36 @@ func (c *Client) acquire(ctx context.Context, role Role, member MemberID, try bo
 			return nil, 0, c.fail(cctx, err)
 		}
 		now := c.clock.NowMs()
-		d := Evaluate(st, member, now, c.cfg.Lease)
+		d := core.Evaluate(st, member, now, c.cfg.Lease)
 		switch d.Kind {
-		case NotRegistered:
+		case core.NotRegistered:
 			if registered {
 				// A lagging read: never push the member to the tail twice.
 				if try {
-					return nil, satAdd(now, poll.Milliseconds()), nil
+					return nil, core.SatAdd(now, poll.Milliseconds()), nil
 				}
 				if err := c.sleep(cctx, poll); err != nil {
 					return nil, 0, c.fail(cctx, err)
 				}
 				continue
 			}
-			reg := Registration{Member: member, RegisteredAt: now}
-			if _, err := c.t.Append(cctx, p, EncodeKey(RegistrationKey(role, member)), EncodeRegistration(reg)); err != nil {
+			reg := core.Registration{Member: member, RegisteredAt: now}
+			if _, err := c.t.Append(cctx, p, core.EncodeKey(core.RegistrationKey(role, member)), core.EncodeRegistration(reg)); err != nil {
 				return nil, 0, c.fail(cctx, err)
 			}
 			registered = true
-		case Wait:
+		case core.Wait:
 			if try {
 				return nil, d.WaitUntil, nil
 			}
-			wait := time.Duration(satSub(d.WaitUntil, now)) * time.Millisecond
+			wait := time.Duration(core.SatSub(d.WaitUntil, now)) * time.Millisecond
 			if wait > poll {
 				wait = poll
 			}
 			if err := c.sleep(cctx, wait); err != nil {
 				return nil, 0, c.fail(cctx, err)
 			}
-		case Hold, Challenge:
+		case core.Hold, core.Challenge:
 			l, err := c.challenge(cctx, role, member, p)
 			if err == nil {
 				return l, 0, nil
@@ -230,7 +232,7 @@ func (c *Client) acquire(ctx context.Context, role Role, member MemberID, try bo
 				back = s
 			}
 			if try {
-				return nil, satAdd(c.clock.NowMs(), back.Milliseconds()), nil
+				return nil, core.SatAdd(c.clock.NowMs(), back.Milliseconds()), nil
 			}
 			if err := c.sleep(cctx, back); err != nil {
 				return nil, 0, c.fail(cctx, err)
@@ -240,12 +242,12 @@ func (c *Client) acquire(ctx context.Context, role Role, member MemberID, try bo
 }
 
 // leaseMessage is the lease record of role (value nil: a tombstone).
-func (c *Client) leaseMessage(role Role, p int32, value []byte) Message {
-	return Message{Topic: c.cfg.Topic, Partition: p, Key: EncodeKey(LeaseKey(role)), Value: value}
+func (c *Client) leaseMessage(role core.Role, p int32, value []byte) Message {
+	return Message{Topic: c.cfg.Topic, Partition: p, Key: core.EncodeKey(core.LeaseKey(role)), Value: value}
 }
 
 // challenge mints a new epoch for role and writes member's lease under it.
-func (c *Client) challenge(ctx context.Context, role Role, member MemberID, p int32) (*Leadership, error) {
+func (c *Client) challenge(ctx context.Context, role core.Role, member core.MemberID, p int32) (*Leadership, error) {
 	txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
 	prod, err := c.t.Mint(ctx, c.TransactionalID(role), txnTimeout)
 	if err != nil {
@@ -253,7 +255,7 @@ func (c *Client) challenge(ctx context.Context, role Role, member MemberID, p in
 	}
 	tok := prod.Token()
 	lease := c.cfg.Lease.Grant(member, tok, c.clock.NowMs())
-	res, err := prod.Transact(ctx, []Message{c.leaseMessage(role, p, EncodeLease(lease))})
+	res, err := prod.Transact(ctx, []Message{c.leaseMessage(role, p, core.EncodeLease(lease))})
 	if err == nil && (len(res) != 1 || res[0].Partition != p || res[0].Offset < 0) {
 		err = WrapError(ErrTransport, nil, "lease write of %s returned no produce result for partition %d", role, p)
 	}

@@ -1,6 +1,8 @@
-package core
+package coord
 
 import (
+	"github.com/krabka/krabka-coord/core"
+
 	"context"
 	"time"
 )
@@ -23,7 +25,7 @@ type Transport interface {
 	// coordination topic (read_committed, from the log start to the last
 	// stable offset at the time of the call), in offset order. Records of
 	// aborted transactions and control records are left out.
-	Read(ctx context.Context, partition int32) ([]RawRecord, error)
+	Read(ctx context.Context, partition int32) ([]core.RawRecord, error)
 
 	// Append writes one record outside any transaction (the registrar
 	// producer; acks=all) to the given partition of the coordination topic
@@ -40,7 +42,7 @@ type Transport interface {
 	// CurrentToken asks the transaction coordinator for the current token of
 	// transactionalID (DescribeTransactions); NoEpoch when the id was never
 	// used (TRANSACTIONAL_ID_NOT_FOUND).
-	CurrentToken(ctx context.Context, transactionalID string) (FencingToken, error)
+	CurrentToken(ctx context.Context, transactionalID string) (core.FencingToken, error)
 
 	// Close releases every connection. Producers minted earlier stop working.
 	Close() error
@@ -51,7 +53,7 @@ type Transport interface {
 // serialises its calls).
 type TxnProducer interface {
 	// Token is the (producer id, epoch) this producer was minted with.
-	Token() FencingToken
+	Token() core.FencingToken
 	// Transact writes msgs in one transaction and commits it, returning
 	// where each message landed. It succeeds only if every message's produce
 	// result was a success and the commit was acknowledged; otherwise the
