@@ -100,7 +100,7 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 func configurationDoc() string {
 	var b strings.Builder
 	b.WriteString("# Configuration\n\n")
-	b.WriteString("<!-- Generated from coord.ConfigKeys by `go test ./core -run TestConfigurationDocIsCurrent -update-docs`. Do not edit. -->\n\n")
+	b.WriteString("<!-- Generated from coord.ConfigKeys by `go test ./core/coord -run TestConfigurationDocIsCurrent -update-docs`. Do not edit. -->\n\n")
 	b.WriteString("Every client (Go `coord.Config.Set`, C `krabka_conf_set`, Python and Node dictionaries) takes these\n")
 	b.WriteString("properties. An unknown name is `UNKNOWN_CONFIG`; a value that does not parse or is out of range is\n")
 	b.WriteString("`INVALID_CONFIG`, and the message names the key. `sasl.password` reads back as `[redacted]`.\n\n")
@@ -119,7 +119,7 @@ func configurationDoc() string {
 }
 
 func TestConfigurationDocIsCurrent(t *testing.T) {
-	const path = "../docs/CONFIGURATION.md"
+	const path = "../../docs/CONFIGURATION.md"
 	want := configurationDoc()
 	if *updateDocs {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
@@ -128,6 +128,6 @@ func TestConfigurationDocIsCurrent(t *testing.T) {
 	}
 	got, err := os.ReadFile(path)
 	if err != nil || string(got) != want {
-		t.Fatalf("%s is out of date with coord.ConfigKeys: run `go test ./core -run TestConfigurationDocIsCurrent -update-docs` (%v)", path, err)
+		t.Fatalf("%s is out of date with coord.ConfigKeys: run `go test ./core/coord -run TestConfigurationDocIsCurrent -update-docs` (%v)", path, err)
 	}
 }
