@@ -33,6 +33,13 @@ type Config struct {
 	// SSLCALocation: ssl.ca.location, a PEM file of CA certificates
 	// (default: the system roots).
 	SSLCALocation string
+	// SSLCertificateLocation, SSLKeyLocation: ssl.certificate.location and
+	// ssl.key.location, the PEM client certificate (chain) and its private
+	// key for mutual TLS; both or neither.
+	SSLCertificateLocation, SSLKeyLocation string
+	// SSLKeyPassword: ssl.key.password, the password of an encrypted
+	// private key in ssl.key.location.
+	SSLKeyPassword string
 	// RequestTimeout: request.timeout.ms (default 30 s). Bounds every
 	// round trip with the cluster; the default timeout of renew, produce,
 	// resign and describe.
@@ -57,6 +64,11 @@ type Config struct {
 	// BackgroundRenew: krabka.renew.background, renew each leadership in a
 	// background goroutine when due (default false).
 	BackgroundRenew bool
+	// TestClockOffsetMs: krabka.test.clock.offset.ms. TEST ONLY, not in
+	// ConfigKeys nor in the documentation: shifts this client's lease clock
+	// by this many milliseconds (the chaos campaign skews one member's
+	// clock with it). Never set it in production.
+	TestClockOffsetMs int64
 }
 
 // ConfigKey describes one configuration property.
@@ -172,6 +184,20 @@ var configTable = []configEntry{
 	{ConfigKey{"ssl.ca.location", "string", "", "PEM file of CA certificates for SSL and SASL_SSL (empty: the system roots)."},
 		func(c *Config, v string) error { c.SSLCALocation = v; return nil },
 		func(c *Config) string { return c.SSLCALocation }},
+	{ConfigKey{"ssl.certificate.location", "string", "", "PEM file of the client certificate (chain) for mutual TLS; needs ssl.key.location."},
+		func(c *Config, v string) error { c.SSLCertificateLocation = v; return nil },
+		func(c *Config) string { return c.SSLCertificateLocation }},
+	{ConfigKey{"ssl.key.location", "string", "", "PEM file of the client certificate's private key (PKCS#1, PKCS#8 or SEC 1; encrypted with ssl.key.password)."},
+		func(c *Config, v string) error { c.SSLKeyLocation = v; return nil },
+		func(c *Config) string { return c.SSLKeyLocation }},
+	{ConfigKey{"ssl.key.password", "password", "", "Password of an encrypted private key in ssl.key.location. Reads back as \"[redacted]\"."},
+		func(c *Config, v string) error { c.SSLKeyPassword = v; return nil },
+		func(c *Config) string {
+			if c.SSLKeyPassword == "" {
+				return ""
+			}
+			return "[redacted]"
+		}},
 	{ConfigKey{"request.timeout.ms", "int", "30000", "Bound of every round trip with the cluster, and the default timeout of renew, produce, resign and describe (ms, >= 1)."},
 		func(c *Config, v string) error {
 			n, err := parseMs("request.timeout.ms", v, 1)
@@ -262,7 +288,22 @@ var configTable = []configEntry{
 			return nil
 		},
 		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
+	// TEST ONLY (hidden from ConfigKeys and the documentation): see
+	// Config.TestClockOffsetMs.
+	{ConfigKey{testClockOffsetKey, "int", "0", "TEST ONLY: offset of this client's lease clock (ms)."},
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < -86400000 || n > 86400000 {
+				return invalid(testClockOffsetKey, v, "must be an integer number of milliseconds within one day")
+			}
+			c.TestClockOffsetMs = n
+			return nil
+		},
+		func(c *Config) string { return strconv.FormatInt(c.TestClockOffsetMs, 10) }},
 }
+
+// testClockOffsetKey is the test-only clock hook (never documented for users).
+const testClockOffsetKey = "krabka.test.clock.offset.ms"
 
 func findKey(name string) (*configEntry, error) {
 	for i := range configTable {
@@ -276,9 +317,11 @@ func findKey(name string) (*configEntry, error) {
 // ConfigKeys returns the table of every configuration property, in
 // documentation order. docs/CONFIGURATION.md is generated from it.
 func ConfigKeys() []ConfigKey {
-	out := make([]ConfigKey, len(configTable))
-	for i, e := range configTable {
-		out[i] = e.ConfigKey
+	out := make([]ConfigKey, 0, len(configTable))
+	for _, e := range configTable {
+		if e.Name != testClockOffsetKey {
+			out = append(out, e.ConfigKey)
+		}
 	}
 	return out
 }
@@ -343,11 +386,12 @@ func (c Config) Validate() error {
 		return invalid("bootstrap.servers", "", "required")
 	}
 	for _, e := range configTable {
-		if e.Name == "sasl.password" || e.Name == "bootstrap.servers" {
+		if e.Name == "sasl.password" || e.Name == "ssl.key.password" || e.Name == "bootstrap.servers" {
 			continue
 		}
 		// Re-parse every value as text: catches fields filled in directly.
-		if e.Name == "client.id" || e.Name == "sasl.username" || e.Name == "ssl.ca.location" || e.Name == "krabka.role.prefix" {
+		if e.Name == "client.id" || e.Name == "sasl.username" || e.Name == "ssl.ca.location" || e.Name == "krabka.role.prefix" ||
+			e.Name == "ssl.certificate.location" || e.Name == "ssl.key.location" {
 			continue
 		}
 		var probe Config
@@ -379,6 +423,12 @@ func (c Config) Validate() error {
 	}
 	if strings.HasPrefix(c.SecurityProtocol, "SASL_") && c.SASLUsername == "" {
 		return invalid("sasl.username", "", "required with security.protocol="+c.SecurityProtocol)
+	}
+	if (c.SSLCertificateLocation == "") != (c.SSLKeyLocation == "") {
+		if c.SSLKeyLocation == "" {
+			return invalid("ssl.key.location", "", "required with ssl.certificate.location")
+		}
+		return invalid("ssl.certificate.location", "", "required with ssl.key.location")
 	}
 	return nil
 }

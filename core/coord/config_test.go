@@ -37,7 +37,7 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"request.timeout.ms": "1234", "krabka.lease.ms": "9000", "krabka.renew.interval.ms": "3000",
 		"krabka.challenge.stagger.ms": "700", "krabka.poll.interval.ms": "50", "krabka.role.prefix": "env1.",
 		"krabka.topic": "coord_x", "krabka.topic.partitions": "3", "krabka.topic.replication": "2",
-		"krabka.renew.background": "true",
+		"krabka.renew.background": "true", "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {
@@ -56,8 +56,14 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 	if got, _ := c.Get("sasl.password"); got != "[redacted]" || c.SASLPassword != "hunter2" {
 		t.Fatalf("password reads back %q", got)
 	}
-	if len(coord.ConfigKeys()) != len(cases)+1 {
-		t.Fatalf("table has %d keys, test covers %d", len(coord.ConfigKeys()), len(cases)+1)
+	if err := c.Set("ssl.key.password", "pw"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Get("ssl.key.password"); got != "[redacted]" || c.SSLKeyPassword != "pw" {
+		t.Fatalf("key password reads back %q", got)
+	}
+	if len(coord.ConfigKeys()) != len(cases)+2 {
+		t.Fatalf("table has %d keys, test covers %d", len(coord.ConfigKeys()), len(cases)+2)
 	}
 }
 
@@ -90,6 +96,22 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 	_, err = coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT"})
 	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "sasl.username") {
 		t.Fatalf("sasl without user: %v", err)
+	}
+	_, err = coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "ssl.certificate.location": "/c.pem"})
+	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "ssl.key.location") {
+		t.Fatalf("certificate without key: %v", err)
+	}
+	// The test-only clock hook: settable, hidden from the documented table.
+	if err := c.Set("krabka.test.clock.offset.ms", "-4000"); err != nil || c.TestClockOffsetMs != -4000 {
+		t.Fatalf("clock offset: %v %d", err, c.TestClockOffsetMs)
+	}
+	if err := c.Set("krabka.test.clock.offset.ms", "soon"); !errors.Is(err, coord.ErrInvalidConfig) {
+		t.Fatalf("clock offset: %v", err)
+	}
+	for _, k := range coord.ConfigKeys() {
+		if strings.HasPrefix(k.Name, "krabka.test.") {
+			t.Fatalf("test-only key %s is in the documented table", k.Name)
+		}
 	}
 	if _, err := coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1"}); err != nil {
 		t.Fatal(err)

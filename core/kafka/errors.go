@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,11 +65,46 @@ func classifyTxn(err error, what, acl string, txn bool) error {
 	case errors.Is(err, kgo.ErrClientClosed):
 		return coord.WrapError(coord.ErrClosed, err, "%s", what)
 	}
+	if terr := classifyTLS(err, what); terr != nil {
+		return terr
+	}
 	var ue *kgo.ErrFirstReadEOF
 	if errors.As(err, &ue) {
 		return coord.WrapError(coord.ErrTransport, err, "%s (the broker closed the connection: wrong security.protocol or SASL settings?)", what)
 	}
 	return coord.WrapError(coord.ErrTransport, err, "%s", what)
+}
+
+// classifyTLS names what went wrong in a TLS (or TLS-versus-plaintext)
+// connection problem, or returns nil when err is none of those. These fail
+// at the first connection, so they come back at once rather than at a
+// timeout.
+func classifyTLS(err error, what string) error {
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var he x509.HostnameError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &ua):
+		return coord.WrapError(coord.ErrTransport, err, "%s: TLS: the broker's certificate is not signed by a CA in ssl.ca.location (wrong CA?)", what)
+	case errors.As(err, &ci) && ci.Reason == x509.Expired:
+		return coord.WrapError(coord.ErrTransport, err, "%s: TLS: the broker's certificate has expired (or is not yet valid)", what)
+	case errors.As(err, &ci):
+		return coord.WrapError(coord.ErrTransport, err, "%s: TLS: the broker's certificate is not acceptable", what)
+	case errors.As(err, &he):
+		return coord.WrapError(coord.ErrTransport, err, "%s: TLS: the broker's certificate is not for the address in bootstrap.servers or its advertised listener", what)
+	case strings.Contains(msg, "remote error: tls: certificate expired"):
+		return coord.WrapError(coord.ErrTransport, err, "%s: TLS: the broker refused the TLS handshake: the client certificate (ssl.certificate.location) has expired", what)
+	case strings.Contains(msg, "remote error: tls:"):
+		return coord.WrapError(coord.ErrTransport, err, "%s: TLS: the broker refused the TLS handshake: it requires a client certificate signed by a CA it trusts (ssl.certificate.location, ssl.key.location)", what)
+	case strings.Contains(msg, "tls alert record"):
+		return coord.WrapError(coord.ErrTransport, err, "%s: a plaintext client (security.protocol=PLAINTEXT or SASL_PLAINTEXT) on a TLS listener: use SSL or SASL_SSL", what)
+	case strings.Contains(msg, "client is using TLS when the broker is not expecting it"):
+		return coord.WrapError(coord.ErrTransport, err, "%s: security.protocol=SSL or SASL_SSL but the broker closed the connection at once: not a TLS listener?", what)
+	case strings.Contains(msg, "first record does not look like a TLS handshake"):
+		return coord.WrapError(coord.ErrTransport, err, "%s: security.protocol=SSL or SASL_SSL but the broker does not speak TLS on this port: not a TLS listener", what)
+	}
+	return nil
 }
 
 func orDefault(s, d string) string {

@@ -34,12 +34,9 @@ package kafka
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -80,13 +77,27 @@ func NewClient(cfg coord.Config, options ...Option) (*coord.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := coord.NewClient(cfg, t, core.SystemClock)
+	var clock core.Clock = core.SystemClock
+	if cfg.TestClockOffsetMs != 0 {
+		// TEST ONLY (krabka.test.clock.offset.ms): a skewed lease clock.
+		clock = offsetClock{core.SystemClock, cfg.TestClockOffsetMs}
+	}
+	c, err := coord.NewClient(cfg, t, clock)
 	if err != nil {
 		t.Close()
 		return nil, err
 	}
 	return c, nil
 }
+
+// offsetClock is the system clock shifted by a fixed offset: the test-only
+// krabka.test.clock.offset.ms hook, to skew one member's lease clock.
+type offsetClock struct {
+	core.Clock
+	offsetMs int64
+}
+
+func (c offsetClock) NowMs() int64 { return c.Clock.NowMs() + c.offsetMs }
 
 // Transport implements coord.Transport on franz-go.
 type Transport struct {
@@ -174,19 +185,16 @@ func connOpts(cfg coord.Config) ([]kgo.Opt, error) {
 	}
 	switch cfg.SecurityProtocol {
 	case "SSL", "SASL_SSL":
-		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if cfg.SSLCALocation != "" {
-			pem, err := os.ReadFile(cfg.SSLCALocation)
-			if err != nil {
-				return nil, coord.WrapError(coord.ErrInvalidConfig, err, "ssl.ca.location")
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, coord.WrapError(coord.ErrInvalidConfig, nil, "ssl.ca.location=%q: no PEM certificate in the file", cfg.SSLCALocation)
-			}
-			tc.RootCAs = pool
+		tc, err := tlsConfig(cfg)
+		if err != nil {
+			return nil, err
 		}
 		opts = append(opts, kgo.DialTLSConfig(tc))
+	default:
+		if cfg.SSLCertificateLocation != "" {
+			return nil, coord.WrapError(coord.ErrInvalidConfig, nil,
+				"ssl.certificate.location is set but security.protocol=%s does not use TLS (SSL or SASL_SSL)", cfg.SecurityProtocol)
+		}
 	}
 	switch cfg.SecurityProtocol {
 	case "SASL_PLAINTEXT", "SASL_SSL":

@@ -15,11 +15,18 @@
 # Options:
 #   --nodes 1|3         number of nodes (default 1)
 #   --sasl              add a SASL_PLAINTEXT (SCRAM-SHA-256) listener + ACLs
+#   --tls               add TLS listeners from a test CA (certs.sh, in DIR/certs):
+#                       SSL (+3), SASL_SSL with SCRAM-SHA-256 (+4), and MTLS (+5,
+#                       SSL that requires a client certificate from the CA)
+#   --extra-listeners N:ADV  N more PLAINTEXT listeners X1..XN per node (+6..+9),
+#                       X<k> of node i advertised as 127.0.0.1:ADV+10*(i-1)+k-1
+#                       (a fault proxy listens there: tests/kafka/faultproxy)
 #   --txn-version 1|2   transaction.version feature (default 2)
 #   --name NAME         cluster name (default from options: tv2, tv1, sasl, 3n, ...);
 #                       a standard name alone implies its options (--name 3n = --nodes 3)
 #   --dir DIR           state dir (default /tmp/krabka-kafka/NAME)
-#   --port BASE         node i uses BASE+10*(i-1) (PLAINTEXT), +1 (CONTROLLER), +2 (SASL)
+#   --port BASE         node i uses BASE+10*(i-1) (PLAINTEXT), +1 (CONTROLLER), +2 (SASL),
+#                       +3 (SSL), +4 (SASL_SSL), +5 (MTLS), +6.. (extra listeners)
 #   --owner PID         stop the cluster by itself once process PID is gone
 #   --timeout SECS      readiness bound (default 180, env KRABKA_KAFKA_READY_TIMEOUT)
 # The options given to `start` are saved in DIR/cluster.conf; later verbs on
@@ -42,11 +49,13 @@ if [[ "$verb" == kill-node || "$verb" == start-node ]]; then
   shift
 fi
 
-o_nodes="" o_sasl="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout="${KRABKA_KAFKA_READY_TIMEOUT:-180}"
+o_nodes="" o_sasl="" o_tls="" o_extra="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout="${KRABKA_KAFKA_READY_TIMEOUT:-180}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) o_nodes="$2"; shift 2;;
     --sasl) o_sasl=1; shift;;
+    --tls) o_tls=1; shift;;
+    --extra-listeners) o_extra="$2"; shift 2;;
     --txn-version) o_tv="$2"; shift 2;;
     --name) o_name="$2"; shift 2;;
     --dir) o_dir="$2"; shift 2;;
@@ -61,6 +70,7 @@ done
 default_name() {
   local parts=()
   [[ "${1:-0}" == 1 ]] && parts+=(sasl)
+  [[ "${1:-0}" != 1 && "${4:-0}" == 1 ]] && parts+=(tls)
   [[ "${2:-1}" == 3 ]] && parts+=(3n)
   [[ "${3:-2}" == 1 ]] && parts+=(tv1)
   [[ ${#parts[@]} -eq 0 ]] && parts=(tv2)
@@ -68,27 +78,36 @@ default_name() {
 }
 # A standard name given without options implies them: sasl, 3n, tv1, tv2 and
 # their dash-joined combinations (e.g. sasl-3n-tv1).
-if [[ -n "$o_name" && -z "$o_nodes$o_sasl$o_tv" && "$o_name" =~ ^(sasl|3n|tv1|tv2)(-(3n|tv1))*$ ]]; then
-  case "-$o_name-" in *-sasl-*) o_sasl=1;; esac
+# The standard "sasl" cluster carries the TLS listeners too; "tls" is TLS alone.
+if [[ -n "$o_name" && -z "$o_nodes$o_sasl$o_tls$o_tv" && "$o_name" =~ ^(sasl|tls|3n|tv1|tv2)(-(3n|tv1))*$ ]]; then
+  case "-$o_name-" in *-sasl-*) o_sasl=1; o_tls=1;; esac
+  case "-$o_name-" in *-tls-*) o_tls=1;; esac
   case "-$o_name-" in *-3n-*) o_nodes=3;; esac
   case "-$o_name-" in *-tv1-*) o_tv=1;; esac
 fi
-name="${o_name:-$(default_name "${o_sasl:-0}" "${o_nodes:-1}" "${o_tv:-2}")}"
+name="${o_name:-$(default_name "${o_sasl:-0}" "${o_nodes:-1}" "${o_tv:-2}" "${o_tls:-0}")}"
 dir="${o_dir:-$root_default/$name}"
 conf="$dir/cluster.conf"
 
 # Saved options (written by start) fill in what the command line left out.
-NODES="" SASL="" TXN_VERSION="" PORT_BASE="" NAME=""
+NODES="" SASL="" TLS="" EXTRA="" TXN_VERSION="" PORT_BASE="" NAME=""
 if [[ "$verb" != start && -f "$conf" ]]; then
   # shellcheck disable=SC1090
   source "$conf"
 fi
 NODES="${o_nodes:-${NODES:-1}}"
 SASL="${o_sasl:-${SASL:-0}}"
+TLS="${o_tls:-${TLS:-0}}"
+EXTRA="${o_extra:-${EXTRA:-}}"
 TXN_VERSION="${o_tv:-${TXN_VERSION:-2}}"
 NAME="${o_name:-${NAME:-$name}}"
 [[ "$NODES" == 1 || "$NODES" == 3 ]] || die "--nodes must be 1 or 3"
 [[ "$TXN_VERSION" == 1 || "$TXN_VERSION" == 2 ]] || die "--txn-version must be 1 or 2"
+EXTRA_N=0 EXTRA_ADV=0
+if [[ -n "$EXTRA" ]]; then
+  [[ "$EXTRA" =~ ^([1-4]):([0-9]+)$ ]] || die "--extra-listeners must be N:ADVERTISED_BASE with N from 1 to 4, not $EXTRA"
+  EXTRA_N="${BASH_REMATCH[1]}" EXTRA_ADV="${BASH_REMATCH[2]}"
+fi
 
 # Default ports: fixed for the suite's four clusters, hashed from the dir
 # otherwise. All below Linux's ephemeral range (32768-60999): a listener port
@@ -111,6 +130,20 @@ fi
 pport() { echo $(( PORT_BASE + 10 * ($1 - 1) )); }
 cport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 1 )); }
 sport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 2 )); }
+tport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 3 )); }   # SSL
+stport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 4 )); }  # SASL_SSL
+mport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 5 )); }   # MTLS (SSL, client certificate required)
+xport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 5 + $2 )); }       # extra listener k of node i
+xadv() { echo $(( EXTRA_ADV + 10 * ($1 - 1) + $2 - 1 )); }        # where it is advertised
+node_ports() {
+  local i="$1" k
+  pport "$i"; cport "$i"
+  [[ "$SASL" == 1 ]] && sport "$i"
+  [[ "$TLS" == 1 ]] && { tport "$i"; stport "$i"; mport "$i"; }
+  for ((k = 1; k <= EXTRA_N; k++)); do xport "$i" "$k"; done
+  return 0
+}
+list_of() { local f="$1" i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$("$f" "$i")"); done; local IFS=,; echo "${out[*]}"; }
 bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(pport "$i")"); done; local IFS=,; echo "${out[*]}"; }
 sasl_bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(sport "$i")"); done; local IFS=,; echo "${out[*]}"; }
 
@@ -147,10 +180,21 @@ write_node_config() {
   rf="$NODES"; isr=1; [[ "$NODES" == 3 ]] && isr=2
   listeners="PLAINTEXT://127.0.0.1:$(pport "$i"),CONTROLLER://127.0.0.1:$(cport "$i")"
   adv="PLAINTEXT://127.0.0.1:$(pport "$i")"
+  local protomap="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT" k
   if [[ "$SASL" == 1 ]]; then
     listeners+=",SASL_PLAINTEXT://127.0.0.1:$(sport "$i")"
     adv+=",SASL_PLAINTEXT://127.0.0.1:$(sport "$i")"
   fi
+  if [[ "$TLS" == 1 ]]; then
+    listeners+=",SSL://127.0.0.1:$(tport "$i"),SASL_SSL://127.0.0.1:$(stport "$i"),MTLS://127.0.0.1:$(mport "$i")"
+    adv+=",SSL://127.0.0.1:$(tport "$i"),SASL_SSL://127.0.0.1:$(stport "$i"),MTLS://127.0.0.1:$(mport "$i")"
+    protomap+=",SSL:SSL,SASL_SSL:SASL_SSL,MTLS:SSL"
+  fi
+  for ((k = 1; k <= EXTRA_N; k++)); do
+    listeners+=",X$k://127.0.0.1:$(xport "$i" "$k")"
+    adv+=",X$k://127.0.0.1:$(xadv "$i" "$k")"
+    protomap+=",X$k:PLAINTEXT"
+  done
   mkdir -p "$nd/data"
   cat > "$nd/server.properties" <<EOP
 # generated by tests/kafka/cluster.sh
@@ -161,7 +205,7 @@ listeners=$listeners
 advertised.listeners=$adv
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+listener.security.protocol.map=$protomap
 log.dirs=$nd/data
 num.partitions=1
 default.replication.factor=$rf
@@ -182,13 +226,30 @@ background.threads=4
 log.cleaner.threads=1
 log.cleaner.dedupe.buffer.size=4194304
 EOP
-  if [[ "$SASL" == 1 ]]; then
+  if [[ "$SASL" == 1 || "$TLS" == 1 ]]; then
     cat >> "$nd/server.properties" <<'EOP'
 sasl.enabled.mechanisms=SCRAM-SHA-256
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+EOP
+  fi
+  if [[ "$SASL" == 1 ]]; then
+    # The client certificate's principal (MTLS listener) is a super user too.
+    cat >> "$nd/server.properties" <<'EOP'
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
-super.users=User:admin;User:ANONYMOUS
+super.users=User:admin;User:ANONYMOUS;User:CN=krabka-client
 allow.everyone.if.no.acl.found=false
+EOP
+  fi
+  if [[ "$TLS" == 1 ]]; then
+    cat >> "$nd/server.properties" <<EOP
+ssl.keystore.type=PEM
+ssl.keystore.location=$dir/certs/broker-keystore.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$dir/certs/ca.pem
+ssl.client.auth=none
+listener.name.mtls.ssl.client.auth=required
+ssl.endpoint.identification.algorithm=
 EOP
   fi
   cat > "$nd/log4j2.properties" <<EOP
@@ -208,7 +269,7 @@ java_cp() { echo "$LIB/*"; }
 format_node() {
   local i="$1" args=()
   args+=(--feature "transaction.version=$TXN_VERSION")
-  if [[ "$SASL" == 1 ]]; then
+  if [[ "$SASL" == 1 || "$TLS" == 1 ]]; then
     args+=(--add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'
            --add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
            --add-scram 'SCRAM-SHA-256=[name=mallory,password=mallory-secret]')
@@ -220,7 +281,7 @@ format_node() {
 
 launch_node() {
   local i="$1"; local nd="$dir/node-$1" p
-  for p in "$(pport "$i")" "$(cport "$i")" $([[ "$SASL" == 1 ]] && sport "$i"); do
+  for p in $(node_ports "$i"); do
     port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
   done
   # setsid: own session, so a terminal ^C goes to the caller, which then runs `stop`.
@@ -295,15 +356,16 @@ do_start() {
   exec 8>"$dir/.lock"; flock -w 300 8 || die "another cluster.sh holds $dir/.lock"
   if [[ -f "$conf" ]]; then
     # An existing cluster in this dir: its saved options win if it runs.
-    local sn="$NODES" ss="$SASL" st="$TXN_VERSION" sp="$PORT_BASE"
+    local sn="$NODES" ss="$SASL" st="$TXN_VERSION" sp="$PORT_BASE" stl="$TLS" sx="$EXTRA"
     # shellcheck disable=SC1090
     source "$conf"
     local up; up="$(running_nodes)"
     if [[ "$up" -gt 0 ]]; then
       # Only options given explicitly must match the running cluster.
       if [[ ( -n "$o_nodes" && "$sn" != "$NODES" ) || ( -n "$o_sasl" && "$ss" != "$SASL" ) ||
-            ( -n "$o_tv" && "$st" != "$TXN_VERSION" ) || ( -n "$o_port" && "$sp" != "$PORT_BASE" ) ]]; then
-        die "a different cluster (nodes=$NODES sasl=$SASL txn-version=$TXN_VERSION port=$PORT_BASE) runs in $dir; stop it first"
+            ( -n "$o_tv" && "$st" != "$TXN_VERSION" ) || ( -n "$o_port" && "$sp" != "$PORT_BASE" ) ||
+            ( -n "$o_tls" && "$stl" != "$TLS" ) || ( -n "$o_extra" && "$sx" != "$EXTRA" ) ]]; then
+        die "a different cluster (nodes=$NODES sasl=$SASL tls=$TLS extra=$EXTRA txn-version=$TXN_VERSION port=$PORT_BASE) runs in $dir; stop it first"
       fi
       if [[ "$up" -lt "$NODES" ]]; then
         local i; for ((i = 1; i <= NODES; i++)); do node_pid "$i" >/dev/null || launch_node "$i"; done
@@ -314,7 +376,7 @@ do_start() {
       start_watchdog
       bootstrap; return 0
     fi
-    NODES="$sn" SASL="$ss" TXN_VERSION="$st" PORT_BASE="$sp"
+    NODES="$sn" SASL="$ss" TXN_VERSION="$st" PORT_BASE="$sp" TLS="$stl" EXTRA="$sx"
   fi
   # Fresh cluster: wipe old state, keep nothing.
   local i
@@ -323,7 +385,7 @@ do_start() {
   local t0; t0=$(date +%s%3N)
   for ((i = 1; i <= NODES; i++)); do
     local p
-    for p in "$(pport "$i")" "$(cport "$i")" $([[ "$SASL" == 1 ]] && sport "$i"); do
+    for p in $(node_ports "$i"); do
       port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
     done
   done
@@ -333,11 +395,14 @@ do_start() {
 NAME=$NAME
 NODES=$NODES
 SASL=$SASL
+TLS=$TLS
+EXTRA=$EXTRA
 TXN_VERSION=$TXN_VERSION
 PORT_BASE=$PORT_BASE
 CLUSTER_ID=$CLUSTER_ID
 LIB='$LIB'
 EOC
+  if [[ "$TLS" == 1 ]]; then "$here/certs.sh" "$dir/certs" || die "making the test certificates failed"; fi
   for ((i = 1; i <= NODES; i++)); do write_node_config "$i"; done
   # From here on, a failed or interrupted start ends its helpers and stops
   # the nodes it launched.
@@ -357,7 +422,7 @@ EOC
   grep -q "^transaction.version=$TXN_VERSION\$" "$dir/features" \
     || die "cluster $NAME came up without transaction.version=$TXN_VERSION (features: $(tr '\n' ' ' < "$dir/features"))"
   trap - EXIT INT TERM
-  log "$NAME ready in $(cat "$dir/ready-seconds")s (nodes=$NODES sasl=$SASL txn-version=$TXN_VERSION dir=$dir)"
+  log "$NAME ready in $(cat "$dir/ready-seconds")s (nodes=$NODES sasl=$SASL tls=$TLS extra=$EXTRA txn-version=$TXN_VERSION dir=$dir)"
   bootstrap
 }
 
@@ -395,11 +460,20 @@ do_status() {
   done
   echo "$NAME: $up/$NODES nodes running; bootstrap $(bootstrap)"
   [[ "$SASL" == 1 ]] && echo "$NAME: sasl bootstrap $(sasl_bootstrap)"
+  [[ "$TLS" == 1 ]] && echo "$NAME: ssl $(list_of tport) sasl_ssl $(list_of stport) mtls $(list_of mport)"
   [[ "$up" == "$NODES" ]] || exit 3
 }
 
 do_env() {
   local suffix=""
+  if [[ "$TLS" == 1 ]]; then
+    echo "export KRABKA_TLS_BOOTSTRAP=$(list_of tport)"
+    echo "export KRABKA_TLS_SASL_BOOTSTRAP=$(list_of stport)"
+    echo "export KRABKA_TLS_MTLS_BOOTSTRAP=$(list_of mport)"
+    echo "export KRABKA_TLS_PLAIN_BOOTSTRAP=$(bootstrap)"
+    echo "export KRABKA_TLS_CERTS=$dir/certs"
+    [[ "$SASL" == 1 ]] || return 0
+  fi
   if [[ "$SASL" == 1 ]]; then
     echo "export KRABKA_SASL_BOOTSTRAP=$(sasl_bootstrap)"
     echo "export KRABKA_SASL_PLAIN_BOOTSTRAP=$(bootstrap)"

@@ -12,7 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cs="$here/cluster.sh"
 [[ $# -gt 0 ]] || { echo "usage: with-clusters.sh CMD [ARGS...]" >&2; exit 2; }
 
-sets=("--txn-version 2" "--txn-version 1" "--sasl")
+sets=("--txn-version 2" "--txn-version 1" "--sasl --tls")
 [[ "${KRABKA_WITH_3N:-}" == 1 ]] && sets+=("--nodes 3")
 
 stopped=0

@@ -17,6 +17,9 @@
 //	KRABKA_BOOTSTRAP_TV1     1 node, PLAINTEXT, transaction.version=1
 //	KRABKA_SASL_BOOTSTRAP    1 node, SASL_PLAINTEXT (SCRAM-SHA-256) listener, tv2, ACLs
 //	KRABKA_SASL_PLAIN_BOOTSTRAP  the PLAINTEXT listener of that SASL cluster (ANONYMOUS is super user)
+//	KRABKA_TLS_BOOTSTRAP, KRABKA_TLS_SASL_BOOTSTRAP, KRABKA_TLS_MTLS_BOOTSTRAP, KRABKA_TLS_CERTS
+//	                         the TLS listeners of that SASL cluster (SSL, SASL_SSL, SSL with a
+//	                         required client certificate) and the test PKI (tests/kafka/certs.sh)
 //	KRABKA_BOOTSTRAP_3N      3 nodes, PLAINTEXT, tv2, RF 3, min.insync.replicas=2
 //	KRABKA_BOOTSTRAP_3N_DIR  its cluster.sh dir (needed by KillNode/StartNode)
 //	(KRABKA_BOOTSTRAP_DIR, KRABKA_BOOTSTRAP_TV1_DIR, KRABKA_SASL_DIR likewise)
@@ -68,10 +71,14 @@ type Cluster struct {
 	Name          string
 	Bootstrap     string // PLAINTEXT listener(s), comma separated; on a SASL cluster: super user ANONYMOUS
 	SASLBootstrap string // SASL_PLAINTEXT listener(s); empty without SASL
-	Dir           string // cluster.sh state dir (empty if given by env without *_DIR)
-	Nodes         int
-	TxnVersion    int
-	FromEnv       bool // true when the environment named it (not started by this binary)
+	// The SASL cluster's TLS listeners (cluster.sh --tls) and its test PKI
+	// (the files of tests/kafka/certs.sh): SSL, SASL_SSL (SCRAM-SHA-256),
+	// and SSL requiring a client certificate signed by CertDir/ca.pem.
+	TLSBootstrap, SASLSSLBootstrap, MTLSBootstrap, CertDir string
+	Dir                                                    string // cluster.sh state dir (empty if given by env without *_DIR)
+	Nodes                                                  int
+	TxnVersion                                             int
+	FromEnv                                                bool // true when the environment named it (not started by this binary)
 }
 
 type entry struct {
@@ -169,6 +176,8 @@ func get(o Options) (*Cluster, error) {
 			c := &Cluster{Name: o.Name, Nodes: o.Nodes, TxnVersion: o.TxnVersion, Dir: os.Getenv(envD), FromEnv: true}
 			if o.SASL {
 				c.SASLBootstrap = b
+				c.TLSBootstrap, c.SASLSSLBootstrap = os.Getenv("KRABKA_TLS_BOOTSTRAP"), os.Getenv("KRABKA_TLS_SASL_BOOTSTRAP")
+				c.MTLSBootstrap, c.CertDir = os.Getenv("KRABKA_TLS_MTLS_BOOTSTRAP"), os.Getenv("KRABKA_TLS_CERTS")
 				c.Bootstrap = os.Getenv("KRABKA_SASL_PLAIN_BOOTSTRAP")
 				if c.Bootstrap == "" {
 					return nil, fmt.Errorf("%s is set but KRABKA_SASL_PLAIN_BOOTSTRAP is not", envB)
@@ -244,13 +253,13 @@ func run(timeout time.Duration, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// freeBase finds a port base whose ports (3 per node, 10 apart) all listen-free.
+// freeBase finds a port base whose ports (6 per node, 10 apart) all listen-free.
 func freeBase(nodes int) int {
 	for range 50 {
 		base := 25000 + rand.IntN(380)*10 // below the ephemeral range (32768+)
 		ok := true
 		for i := 0; i < nodes && ok; i++ {
-			for d := 0; d < 3 && ok; d++ {
+			for d := 0; d < 6 && ok; d++ {
 				l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+10*i+d))
 				if err != nil {
 					ok = false
@@ -281,7 +290,7 @@ func startScript(o Options) (*Cluster, error) {
 			"--nodes", strconv.Itoa(o.Nodes), "--txn-version", strconv.Itoa(o.TxnVersion),
 			"--port", strconv.Itoa(freeBase(o.Nodes)), "--owner", strconv.Itoa(os.Getpid())}
 		if o.SASL {
-			args = append(args, "--sasl")
+			args = append(args, "--sasl", "--tls")
 		}
 		out, err := run(5*time.Minute, args...)
 		if err != nil {
@@ -304,8 +313,12 @@ func startScript(o Options) (*Cluster, error) {
 				return nil, err
 			}
 			for _, l := range strings.Split(b, "\n") {
-				if v, ok := strings.CutPrefix(l, "export KRABKA_SASL_BOOTSTRAP="); ok {
-					c.SASLBootstrap = v
+				for k, p := range map[string]*string{"KRABKA_SASL_BOOTSTRAP": &c.SASLBootstrap,
+					"KRABKA_TLS_BOOTSTRAP": &c.TLSBootstrap, "KRABKA_TLS_SASL_BOOTSTRAP": &c.SASLSSLBootstrap,
+					"KRABKA_TLS_MTLS_BOOTSTRAP": &c.MTLSBootstrap, "KRABKA_TLS_CERTS": &c.CertDir} {
+					if v, ok := strings.CutPrefix(l, "export "+k+"="); ok {
+						*p = v
+					}
 				}
 			}
 			if c.SASLBootstrap == "" {
