@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -17,6 +18,9 @@ type Client struct {
 	cfg   Config
 	t     Transport
 	clock core.Clock
+
+	logger *slog.Logger // NewLogger(cfg)
+	stats  *clientStats // counters (stats.go)
 
 	root   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -43,7 +47,7 @@ func NewClient(cfg Config, t Transport, clock core.Clock) (*Client, error) {
 	}
 	root, cancel := context.WithCancel(context.Background())
 	return &Client{
-		cfg: cfg, t: t, clock: clock, root: root, cancel: cancel,
+		cfg: cfg, t: t, clock: clock, root: root, cancel: cancel, logger: NewLogger(cfg), stats: newClientStats(),
 		leaderships: map[*Leadership]struct{}{},
 		byRole:      map[core.Role]*Leadership{},
 	}, nil
@@ -130,7 +134,9 @@ func (c *Client) readState(ctx context.Context, role core.Role, p int32) (core.S
 	if err != nil {
 		return core.State{}, err
 	}
-	return core.FoldRaw(role, recs), nil
+	st := core.FoldRaw(role, recs)
+	c.stats.read(role, len(recs), st, c.clock.NowMs())
+	return st, nil
 }
 
 // sleep sleeps d on the client's clock; it fails when ctx ends.
@@ -207,6 +213,7 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 				return nil, 0, c.fail(cctx, err)
 			}
 			registered = true
+			c.log().Debug("krabka: registered", "role", role.String(), "member", member.String(), "partition", p)
 		case core.Wait:
 			if try {
 				return nil, d.WaitUntil, nil
@@ -220,6 +227,7 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 			}
 		case core.Hold, core.Challenge:
 			l, err := c.challenge(cctx, role, member, p)
+			c.stats.role(role).challenge(member, st.Lease, err)
 			if err == nil {
 				return l, 0, nil
 			}
@@ -280,6 +288,7 @@ func (c *Client) challenge(ctx context.Context, role core.Role, member core.Memb
 			"role %s was acquired again by this client with token %s", role, tok))
 	}
 	l.start()
+	c.log().Info("krabka: role won", "role", role.String(), "member", member.String(), "token", tok.String(), "partition", p)
 	return l, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/krabka/krabka-coord/core"
 
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,16 @@ type Config struct {
 	// by this many milliseconds (the chaos campaign skews one member's
 	// clock with it). Never set it in production.
 	TestClockOffsetMs int64
+	// LogLevel: krabka.log.level, the least severe level logged: error,
+	// warn, info or debug (default info).
+	LogLevel slog.Level
+	// Debug: krabka.debug, log at debug level and also pass franz-go's own
+	// log lines (the Kafka protocol client) to the logger (default false).
+	Debug bool
+	// Logger receives the client's log records (Go only; not a property).
+	// nil: slog.Default(). C hosts and the bindings set it through the C
+	// API's log callback or log queue.
+	Logger *slog.Logger
 }
 
 // ConfigKey describes one configuration property.
@@ -288,6 +299,29 @@ var configTable = []configEntry{
 			return nil
 		},
 		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
+	{ConfigKey{"krabka.log.level", "enum", "info", "Least severe level logged: error, warn, info or debug."},
+		func(c *Config, v string) error {
+			l, ok := parseLogLevel(v)
+			if !ok {
+				return invalid("krabka.log.level", v, "must be one of "+strings.Join(LogLevels, ", "))
+			}
+			c.LogLevel = l
+			return nil
+		},
+		func(c *Config) string { return logLevelName(c.LogLevel) }},
+	{ConfigKey{"krabka.debug", "bool", "false", "true: log at debug level, including franz-go's own lines (connections, requests, retries)."},
+		func(c *Config, v string) error {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "true", "1":
+				c.Debug = true
+			case "false", "0":
+				c.Debug = false
+			default:
+				return invalid("krabka.debug", v, "must be true or false")
+			}
+			return nil
+		},
+		func(c *Config) string { return strconv.FormatBool(c.Debug) }},
 	// TEST ONLY (hidden from ConfigKeys and the documentation): see
 	// Config.TestClockOffsetMs.
 	{ConfigKey{testClockOffsetKey, "int", "0", "TEST ONLY: offset of this client's lease clock (ms)."},

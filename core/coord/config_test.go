@@ -38,6 +38,7 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"krabka.challenge.stagger.ms": "700", "krabka.poll.interval.ms": "50", "krabka.role.prefix": "env1.",
 		"krabka.topic": "coord_x", "krabka.topic.partitions": "3", "krabka.topic.replication": "2",
 		"krabka.renew.background": "true", "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem",
+		"krabka.log.level": "debug", "krabka.debug": "true",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {

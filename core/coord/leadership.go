@@ -225,6 +225,8 @@ func (l *Leadership) end(s LeadershipState, err error) {
 	l.state, l.err = s, err
 	close(l.done)
 	l.mu.Unlock()
+	l.c.stats.role(l.role).end(s)
+	l.c.logEnd(l, s, err)
 	l.bgCancel()
 	l.c.forget(l)
 	l.closeProducer()
@@ -380,6 +382,8 @@ func (l *Leadership) Renew(ctx context.Context) error {
 	if err == nil && (len(res) != 1 || res[0].Offset < 0) {
 		err = WrapError(ErrTransport, nil, "renewal of %s returned no produce result", l.role)
 	}
+	l.c.stats.role(l.role).renewal(err)
+	l.c.logRenewal(l, lease.Deadline, err)
 	if err != nil {
 		return l.failure(ctx, err, true)
 	}
@@ -420,10 +424,12 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 		return nil, err
 	}
 	defer release()
+	start := time.Now()
 	res, err := l.prod.Transact(cctx, msgs)
 	if err == nil && len(res) != len(msgs) {
 		err = WrapError(ErrTransport, nil, "guarded write returned %d results for %d messages", len(res), len(msgs))
 	}
+	l.c.stats.role(l.role).write(time.Since(start), err)
 	if err != nil {
 		return nil, l.failure(ctx, err, false)
 	}

@@ -148,6 +148,7 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, logOpts(cfg)...)
 	if o.dial != nil {
 		opts = append(opts, kgo.Dialer(o.dial))
 	}
