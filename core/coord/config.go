@@ -80,6 +80,15 @@ type Config struct {
 	// nil: slog.Default(). C hosts and the bindings set it through the C
 	// API's log callback or log queue.
 	Logger *slog.Logger
+	// GroupMaxMessages: krabka.produce.group.max.messages, the most
+	// messages one group transaction carries (default 1024).
+	GroupMaxMessages int
+	// GroupMaxBytes: krabka.produce.group.max.bytes, the most key, value
+	// and header bytes one group transaction carries (default 1048576).
+	GroupMaxBytes int
+	// GroupLinger: krabka.produce.group.linger.ms, how long a group
+	// transaction may wait for more callers (default 1 ms; see Produce).
+	GroupLinger time.Duration
 }
 
 // ConfigKey describes one configuration property.
@@ -334,6 +343,35 @@ var configTable = []configEntry{
 			return nil
 		},
 		func(c *Config) string { return strconv.FormatInt(c.TestClockOffsetMs, 10) }},
+	{ConfigKey{"krabka.produce.group.max.messages", "int", "1024", "Most messages of concurrent produce calls gathered into one transaction (1..1000000); a call with more goes alone."},
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			if err != nil || n < 1 || n > 1000000 {
+				return invalid("krabka.produce.group.max.messages", v, "must be an integer from 1 to 1000000")
+			}
+			c.GroupMaxMessages = int(n)
+			return nil
+		},
+		func(c *Config) string { return strconv.Itoa(c.GroupMaxMessages) }},
+	{ConfigKey{"krabka.produce.group.max.bytes", "int", "1048576", "Most key, value and header bytes of concurrent produce calls gathered into one transaction (1..1073741824); a call with more goes alone."},
+		func(c *Config, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+			if err != nil || n < 1 || n > 1<<30 {
+				return invalid("krabka.produce.group.max.bytes", v, "must be an integer from 1 to 1073741824")
+			}
+			c.GroupMaxBytes = int(n)
+			return nil
+		},
+		func(c *Config) string { return strconv.Itoa(c.GroupMaxBytes) }},
+	{ConfigKey{"krabka.produce.group.linger.ms", "int", "1", "Longest wait of a group transaction for more produce calls, only while fewer are queued than the previous transaction carried (ms, >= 0; 0 = never wait)."},
+		func(c *Config, v string) error {
+			n, err := parseMs("krabka.produce.group.linger.ms", v, 0)
+			if err == nil {
+				c.GroupLinger = time.Duration(n) * time.Millisecond
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.GroupLinger.Milliseconds(), 10) }},
 }
 
 // testClockOffsetKey is the test-only clock hook (never documented for users).

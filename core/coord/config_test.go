@@ -39,6 +39,8 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"krabka.topic": "coord_x", "krabka.topic.partitions": "3", "krabka.topic.replication": "2",
 		"krabka.renew.background": "true", "ssl.certificate.location": "/c.pem", "ssl.key.location": "/k.pem",
 		"krabka.log.level": "debug", "krabka.debug": "true",
+		"krabka.produce.group.max.messages": "64",
+		"krabka.produce.group.max.bytes": "65536", "krabka.produce.group.linger.ms": "0",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {
@@ -83,6 +85,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"krabka.lease.ms", "-5"}, {"krabka.lease.ms", "1.5"}, {"krabka.renew.interval.ms", "x"},
 		{"krabka.challenge.stagger.ms", "0"}, {"krabka.poll.interval.ms", ""}, {"krabka.topic", "a b"},
 		{"krabka.topic.partitions", "0"}, {"krabka.topic.replication", "0"}, {"krabka.renew.background", "yes"},
+		{"krabka.produce.group.max.messages", "0"}, {"krabka.produce.group.max.bytes", "2147483648"},
+		{"krabka.produce.group.linger.ms", "-1"},
 	}
 	for _, kv := range bad {
 		err := c.Set(kv[0], kv[1])

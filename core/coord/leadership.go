@@ -109,6 +109,8 @@ type Leadership struct {
 	bg       context.Context // ends with the leadership
 	bgCancel context.CancelFunc
 	prodOnce sync.Once
+
+	grp group // concurrent Produce calls waiting for their transaction (group.go)
 }
 
 func newLeadership(c *Client, role core.Role, member core.MemberID, p int32, prod TxnProducer, lease core.Lease) *Leadership {
@@ -117,16 +119,21 @@ func newLeadership(c *Client, role core.Role, member core.MemberID, p int32, pro
 		c: c, role: role, member: member, partition: p, prod: prod, token: prod.Token(),
 		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		bg: bg, bgCancel: cancel,
+		grp: group{kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1)},
 	}
 }
 
-// start launches the deadline watcher and, with krabka.renew.background,
-// the renewer.
+// start launches the deadline watcher, the group committer and, with
+// krabka.renew.background, the renewer.
 func (l *Leadership) start() {
-	l.c.wg.Add(1)
+	l.c.wg.Add(2)
 	go func() {
 		defer l.c.wg.Done()
 		l.watchDeadline()
+	}()
+	go func() {
+		defer l.c.wg.Done()
+		l.commitLoop()
 	}()
 	if l.c.cfg.BackgroundRenew {
 		l.c.wg.Add(1)
@@ -407,6 +414,18 @@ func (l *Leadership) Renew(ctx context.Context) error {
 // is still sent (the broker decides) unless a renewal is failing, in which
 // case the leadership ends as Expired (ErrLeaseExpired). Blocks until ctx
 // ends.
+//
+// Concurrent calls are committed together (group commit, group.go): calls
+// made while a transaction commits are gathered into the next one, within
+// krabka.produce.group.max.messages and krabka.produce.group.max.bytes (a
+// call is never split). Each caller gets its own results, or the error of
+// the transaction that carried its messages: a fence fails every caller of
+// that transaction (and ends the leadership), any other failure (a message
+// too large, say) fails that transaction's callers only. A caller's
+// messages keep their order; between callers the order is the commit
+// order. A caller whose ctx ends before its transaction starts is left out
+// of it; one whose ctx ends during its transaction gets ErrTimeout while
+// the transaction decides (as for any write whose answer did not arrive).
 func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceResult, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -419,21 +438,45 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 			return nil, WrapError(ErrInvalidArgument, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
 		}
 	}
-	cctx, release, _, err := l.begin(ctx, false)
-	if err != nil {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	defer release()
 	start := time.Now()
-	res, err := l.prod.Transact(cctx, msgs)
-	if err == nil && len(res) != len(msgs) {
-		err = WrapError(ErrTransport, nil, "guarded write returned %d results for %d messages", len(res), len(msgs))
-	}
+	res, err := l.produceGrouped(ctx, msgs)
 	l.c.stats.role(l.role).write(time.Since(start), err)
-	if err != nil {
-		return nil, l.failure(ctx, err, false)
+	return res, err
+}
+
+// produceGrouped queues one call for the committer (group.go) and waits for
+// its transaction.
+func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]ProduceResult, error) {
+	cctx, cancel := l.c.callCtx(ctx)
+	defer cancel()
+	call := &produceCall{ctx: cctx, msgs: msgs, bytes: messageBytes(msgs), done: make(chan struct{})}
+	l.enqueue(call)
+	select {
+	case <-call.done:
+		return call.res, call.err
+	case <-l.done:
+		if l.withdraw(call) {
+			return nil, l.Err()
+		}
+		<-call.done // the transaction in flight ends with the leadership
+		return call.res, call.err
+	case <-cctx.Done():
+		if !l.withdraw(call) {
+			// Taken: the transaction may still commit these messages.
+			select {
+			case <-call.done:
+				return call.res, call.err
+			default:
+			}
+		}
+		return nil, l.c.fail(ctx, cctx.Err())
 	}
-	return res, nil
 }
 
 // Resign gives the role up: it writes a lease tombstone under this token (in
