@@ -21,6 +21,9 @@ type clientObj struct {
 	// requestTimeout is what KRABKA_TIMEOUT_DEFAULT means for renew,
 	// produce, resign and describe (request.timeout.ms).
 	requestTimeout time.Duration
+	// stopLog ends the delivery of log lines to the host's callback (nil
+	// without a callback).
+	stopLog func()
 }
 
 func clientOf(p unsafe.Pointer) (*clientObj, error) { return object[*clientObj](p, kindClient) }
@@ -54,22 +57,34 @@ func krabka_client_new(conf *C.kc_cconf_t, out **C.krabka_client_t, errstr *C.ch
 	}
 	c.mu.Lock()
 	cfg := c.cfg // a copy: the caller keeps and destroys conf
+	logs := c.log
 	c.mu.Unlock()
 	if err := cfg.Validate(); err != nil {
 		return fail(err, errstr, errstr_size)
 	}
+	var stopLog func()
+	cfg.Logger, stopLog = logs.logger()
 	cl, err := kafka.NewClient(cfg)
 	if err != nil {
+		if stopLog != nil {
+			stopLog()
+		}
 		return fail(err, errstr, errstr_size)
 	}
-	*out = (*C.krabka_client_t)(newHandle(kindClient, &clientObj{c: cl, requestTimeout: cfg.RequestTimeout}))
+	*out = (*C.krabka_client_t)(newHandle(kindClient, &clientObj{c: cl, requestTimeout: cfg.RequestTimeout, stopLog: stopLog}))
 	return C.KRABKA_OK
 }
 
 //export krabka_client_destroy
 func krabka_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return destroy(unsafe.Pointer(client), kindClient, func(o any) { o.(*clientObj).c.Close() })
+	return destroy(unsafe.Pointer(client), kindClient, func(o any) {
+		c := o.(*clientObj)
+		c.c.Close()
+		if c.stopLog != nil {
+			c.stopLog()
+		}
+	})
 }
 
 func newLeadershipHandle(c *clientObj, l *coord.Leadership) *C.krabka_leadership_t {

@@ -18,6 +18,7 @@ import (
 type confObj struct {
 	mu  sync.Mutex
 	cfg coord.Config
+	log logSetup // krabka_conf_set_log_cb / krabka_conf_set_log_queue (log.go)
 }
 
 func confOf(p unsafe.Pointer) (*confObj, error) { return object[*confObj](p, kindConf) }

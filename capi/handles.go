@@ -41,6 +41,8 @@ const (
 	kindClient
 	kindLeadership
 	kindStatus
+	kindQueue
+	kindWatch
 )
 
 func (k handleKind) String() string {
@@ -53,6 +55,10 @@ func (k handleKind) String() string {
 		return "krabka_leadership_t"
 	case kindStatus:
 		return "krabka_status_t"
+	case kindQueue:
+		return "krabka_queue_t"
+	case kindWatch:
+		return "krabka_watch_t"
 	}
 	return "handle"
 }

@@ -16,4 +16,14 @@ typedef const krabka_key_t kc_ckey_t;
 typedef const krabka_registration_t kc_cregistration_t;
 typedef const krabka_lease_t kc_clease_t;
 typedef const krabka_message_t kc_cmessage_t;
+typedef const krabka_client_t kc_cclient_t;
+
+/* kc_fd.c */
+int kc_eventfd(void);
+void kc_eventfd_signal(int fd);
+int kc_pipe(int *rd, int *wr);
+void kc_pipe_signal(int fd);
+void kc_pipe_drain(int fd);
+void kc_close(int fd);
+void kc_call_log(krabka_log_cb cb, void *opaque, krabka_log_level_t level, const char *line);
 #endif

@@ -18,6 +18,7 @@ import (
 type leadershipObj struct {
 	l              *coord.Leadership
 	requestTimeout time.Duration
+	sig            endSignal // krabka_leadership_event_fd (events.go)
 }
 
 func leadershipOf(p unsafe.Pointer) (*leadershipObj, error) {
@@ -187,5 +188,5 @@ func krabka_leadership_resign(leadership *C.krabka_leadership_t, timeout_ms C.in
 //export krabka_leadership_destroy
 func krabka_leadership_destroy(leadership *C.krabka_leadership_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
-	return destroy(unsafe.Pointer(leadership), kindLeadership, func(o any) { o.(*leadershipObj).l.Close() })
+	return destroy(unsafe.Pointer(leadership), kindLeadership, func(o any) { o.(*leadershipObj).close() })
 }

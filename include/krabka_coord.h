@@ -437,6 +437,164 @@ krabka_err_t krabka_leadership_resign(krabka_leadership_t *leadership,
  *  over at the lease deadline). Blocks briefly while the producer closes. */
 krabka_err_t krabka_leadership_destroy(krabka_leadership_t *leadership);
 
+/** Blocks until the leadership leaves ACTIVE (it was fenced, expired,
+ *  resigned, destroyed, or its client was destroyed) or timeout_ms passes.
+ *  KRABKA_OK: it ended and *state is the final state. KRABKA_ERR_TIMEOUT: it
+ *  is still ACTIVE (*state = KRABKA_LEADERSHIP_ACTIVE). KRABKA_TIMEOUT_DEFAULT
+ *  waits without limit. Any number of threads may wait on one leadership.
+ *  Blocks up to timeout_ms (no network I/O of its own). */
+krabka_err_t krabka_leadership_wait(krabka_leadership_t *leadership,
+                                    int64_t timeout_ms,
+                                    krabka_leadership_state_t *state);
+/** A file descriptor (Linux eventfd) for poll/epoll/select main loops: it
+ *  becomes readable when the leadership leaves ACTIVE (its only state
+ *  change; at once if it already has), then read the state with
+ *  krabka_leadership_state. Ownership: the fd belongs to the leadership;
+ *  never close it yourself: krabka_leadership_destroy closes it (remove it
+ *  from your poll set first). Every call returns the same fd. Reset: read 8
+ *  bytes from it (it is non-blocking); since a leadership ends only once,
+ *  the library never signals it again, so a host usually just stops
+ *  polling it. Never blocks. */
+krabka_err_t krabka_leadership_event_fd(krabka_leadership_t *leadership,
+                                        int *fd);
+/** How the leadership ended: *code is KRABKA_OK while it is ACTIVE, else
+ *  the error its calls now return (FENCED, LEASE_EXPIRED, NOT_LEADER or
+ *  CLOSED) and the reason is copied into the caller's buffer (truncated to
+ *  reason_size - 1 bytes; reason may be NULL). Never blocks. */
+krabka_err_t krabka_leadership_end_error(const krabka_leadership_t *leadership,
+                                         krabka_err_t *code, char *reason,
+                                         size_t reason_size);
+
+/* ------------------------------------------------------------------------ */
+/* Event queues: completions without a waiting thread                        */
+/* ------------------------------------------------------------------------ */
+
+/** An event queue collects the results of the *_async calls (and, if
+ *  configured, log lines) so that a host waits for any number of them with
+ *  one file descriptor and no thread per call: the library's own threads do
+ *  the waiting and post one event per call. librdkafka's queue + io event
+ *  fd is the model; the Python and Node bindings are built on it. */
+typedef struct krabka_queue krabka_queue_t;
+
+typedef enum krabka_event_type {
+    KRABKA_EVENT_NONE = 0,    /**< krabka_queue_poll found nothing */
+    KRABKA_EVENT_ACQUIRE = 1, /**< result of krabka_client_acquire_async */
+    KRABKA_EVENT_ENDED = 2,   /**< krabka_leadership_ended_async: it ended */
+    KRABKA_EVENT_LOG = 3,     /**< a log line (krabka_conf_set_log_queue) */
+    KRABKA_EVENT_WATCH = 4    /**< result of krabka_watch_next_async */
+} krabka_event_type_t;
+
+/** Log levels (syslog numbers, as librdkafka). */
+typedef enum krabka_log_level {
+    KRABKA_LOG_ERROR = 3,
+    KRABKA_LOG_WARNING = 4,
+    KRABKA_LOG_INFO = 6,
+    KRABKA_LOG_DEBUG = 7
+} krabka_log_level_t;
+
+struct krabka_watch_event;
+
+/** One event taken from a queue. Pointers in it are library-owned and
+ *  valid until the next krabka_queue_poll on the same queue or its
+ *  destroy. */
+typedef struct krabka_event {
+    krabka_event_type_t type;
+    uint64_t tag;             /**< the tag given to the *_async call */
+    krabka_err_t err;         /**< KRABKA_OK or why the call failed */
+    const char *errstr;       /**< reason when err != KRABKA_OK, else "" */
+    /** ACQUIRE with err == KRABKA_OK: the new leadership; ownership passes
+     *  to the caller (destroy with krabka_leadership_destroy). */
+    krabka_leadership_t *leadership;
+    /** ENDED: the final state; err says why (FENCED, LEASE_EXPIRED,
+     *  NOT_LEADER, CLOSED) and errstr the reason. */
+    krabka_leadership_state_t state;
+    krabka_log_level_t log_level; /**< LOG */
+    const char *log_line;         /**< LOG: one line without a newline */
+    /** WATCH with err == KRABKA_OK: the event (see krabka_watch_next). */
+    const struct krabka_watch_event *watch_event;
+} krabka_event_t;
+
+/** A new, empty queue. Destroy with krabka_queue_destroy. Never blocks. */
+krabka_err_t krabka_queue_new(krabka_queue_t **out);
+/** A file descriptor (the read end of a non-blocking pipe) that is
+ *  readable exactly while events wait in the queue; poll it, then call
+ *  krabka_queue_poll until it answers KRABKA_EVENT_NONE (which also clears
+ *  the fd). Reading bytes from it is allowed and harmless (an event loop
+ *  such as libuv may do so), closing it is not: it belongs to the queue and
+ *  krabka_queue_destroy closes it. Never blocks. */
+krabka_err_t krabka_queue_fd(krabka_queue_t *queue, int *fd);
+/** Takes the oldest event into *out (copied; its pointers stay valid until
+ *  the next poll or the destroy), or sets out->type = KRABKA_EVENT_NONE when
+ *  the queue is empty. Never blocks. Call it from one thread at a time per
+ *  queue. */
+krabka_err_t krabka_queue_poll(krabka_queue_t *queue, krabka_event_t *out);
+/** Destroys a queue. Events still in it are dropped (leaderships they
+ *  carry are destroyed); calls still pending that were to post to it
+ *  complete without posting (a leadership they win is destroyed). Never
+ *  blocks. */
+krabka_err_t krabka_queue_destroy(krabka_queue_t *queue);
+
+/** acquire without a waiting thread: checks the arguments at once (an
+ *  error is returned here, nothing is posted), then waits on the library's
+ *  own threads and posts exactly one KRABKA_EVENT_ACQUIRE with tag to
+ *  queue. timeout_ms as for krabka_client_acquire. Destroying the client
+ *  makes it post KRABKA_ERR_CLOSED. Never blocks. */
+krabka_err_t krabka_client_acquire_async(krabka_client_t *client,
+                                         const char *role, size_t role_len,
+                                         const char *member,
+                                         size_t member_len,
+                                         int64_t timeout_ms,
+                                         krabka_queue_t *queue, uint64_t tag,
+                                         char *errstr, size_t errstr_size);
+/** Posts exactly one KRABKA_EVENT_ENDED with tag to queue when the
+ *  leadership leaves ACTIVE (at once if it already has; destroying the
+ *  leadership ends it CLOSED). Never blocks. */
+krabka_err_t krabka_leadership_ended_async(krabka_leadership_t *leadership,
+                                           krabka_queue_t *queue,
+                                           uint64_t tag);
+
+/* ------------------------------------------------------------------------ */
+/* Logs and statistics                                                       */
+/* ------------------------------------------------------------------------ */
+
+/** A log callback: level, and one line of text without a newline (valid
+ *  during the call only; copy it to keep it), for example
+ *  "krabka: leadership ended client=host-1 role=controller ... state=FENCED
+ *  reason=...". */
+typedef void (*krabka_log_cb)(void *opaque, krabka_log_level_t level,
+                              const char *line);
+
+/** Sets the log callback of clients made from conf (NULL: none). Threads:
+ *  it is called from a library thread that does nothing else (one per
+ *  client), never from inside another call of the library, in order, one
+ *  line at a time; it may call the library (even krabka_client_destroy).
+ *  If it blocks, lines queue up (at most 10000; older ones are then dropped
+ *  and a line says how many). The level filter is the property
+ *  krabka.log.level (krabka.debug=true: debug, with franz-go's own lines).
+ *  Without a callback or queue, lines go to stderr. Secrets never appear in
+ *  lines. Not safe concurrently with other calls on the same conf. */
+krabka_err_t krabka_conf_set_log_cb(krabka_conf_t *conf, krabka_log_cb cb,
+                                    void *opaque);
+/** Sends the log lines of clients made from conf to queue as
+ *  KRABKA_EVENT_LOG events (tag 0) instead: for hosts and bindings that must
+ *  not be called on foreign threads; drain the queue from your main loop.
+ *  queue NULL: no queue. The queue must outlive those clients (lines posted
+ *  after its destroy are dropped). At most 10000 lines wait; older ones are
+ *  then dropped and a line says how many. Not safe concurrently with other
+ *  calls on the same conf. */
+krabka_err_t krabka_conf_set_log_queue(krabka_conf_t *conf,
+                                       krabka_queue_t *queue);
+
+/** The client's statistics as one JSON object (schema: docs/STATISTICS.md;
+ *  counters and gauges per client and per role). *json is NUL-terminated
+ *  and *len its length without the NUL (len may be NULL); free it with
+ *  krabka_free. Never blocks. */
+krabka_err_t krabka_client_stats_json(krabka_client_t *client, char **json,
+                                      size_t *len);
+/** Frees memory the library allocated for the caller (krabka_free(NULL)
+ *  does nothing). */
+void krabka_free(void *ptr);
+
 /* ------------------------------------------------------------------------ */
 /* Describe results                                                          */
 /* ------------------------------------------------------------------------ */
@@ -483,6 +641,48 @@ krabka_err_t krabka_status_roster_entry(const krabka_status_t *status,
                                         krabka_roster_entry_t *out);
 /** Destroys a describe result. */
 krabka_err_t krabka_status_destroy(krabka_status_t *status);
+
+/* ------------------------------------------------------------------------ */
+/* Watch events                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum krabka_watch_event_kind {
+    /** the lease names another member, or carries another token, than
+     *  before (the first event of a watch when a lease exists) */
+    KRABKA_WATCH_HOLDER_CHANGED = 0,
+    /** same member and token, later deadline (only with
+     *  KRABKA_WATCH_RENEWALS) */
+    KRABKA_WATCH_LEASE_RENEWED = 1,
+    /** the roster (members or order) changed */
+    KRABKA_WATCH_ROSTER_CHANGED = 2,
+    /** the lease expired by the clock, or was cleared, and nobody took the
+     *  role yet */
+    KRABKA_WATCH_ROLE_FREE = 3
+} krabka_watch_event_kind_t;
+
+/** One change of a watched role. The same fields as Go's coord.Event,
+ *  Python's WatchEvent and Node's watch events. */
+typedef struct krabka_watch_event {
+    krabka_watch_event_kind_t kind;
+    uint32_t role_len;
+    char role[KRABKA_NAME_BUF];
+    int has_holder;            /**< a lease exists */
+    uint32_t holder_len;
+    char holder[KRABKA_NAME_BUF]; /**< the member the current lease names */
+    krabka_token_t token;      /**< the current lease's token (NO_EPOCH without) */
+    int has_prev_holder;       /**< HOLDER_CHANGED: there was a lease before */
+    uint32_t prev_holder_len;
+    char prev_holder[KRABKA_NAME_BUF];
+    krabka_token_t prev_token; /**< HOLDER_CHANGED: the previous token (NO_EPOCH if none) */
+    int has_lease;
+    krabka_lease_t lease;      /**< the current lease when has_lease */
+    size_t roster_count;
+    /** the roster after the change, in succession order; library-owned,
+     *  valid as long as the event (see where the event came from) */
+    const krabka_roster_entry_t *roster;
+    int64_t offset;            /**< offset of the record that caused it (-1: ROLE_FREE by the clock) */
+    int64_t at_ms;             /**< when this client observed it (epoch ms) */
+} krabka_watch_event_t;
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,7 @@ TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -94,7 +94,13 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
-capi-test: capi-test-offline capi-live
+capi-test: capi-test-offline capi-live capi-events
+
+# Leadership events, queues, logs and statistics on a real broker.
+capi-events: lib $(CAPI_BUILD)/events
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-events: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running broker" >&2; exit 1; }
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
+	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/events
 
 $(CAPI_BUILD)/bench: tests/c/bench.c include/krabka_coord.h | lib
 	@mkdir -p $(CAPI_BUILD)

@@ -4,6 +4,7 @@
  * kind, made-up handles, and tiny or NULL errstr buffers. Needs no broker
  * (the client is pointed at a closed port and never gets an answer).
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -306,6 +307,92 @@ static void client_and_leadership(void) {
     EXPECT(strstr(errstr, "destroyed") != NULL);
 }
 
+/* Event queues, leadership events, logs and statistics: bad handles answer
+ * INVALID_HANDLE, bad pointers INVALID_ARG; a queue delivers the result of an
+ * acquire_async that cannot reach a broker, and franz-go's debug lines. */
+static void events_and_queues(void) {
+    krabka_queue_t *q = NULL, *lq = NULL;
+    krabka_event_t ev;
+    krabka_leadership_state_t state;
+    krabka_err_t code;
+    int fd = -1;
+    char *json = NULL;
+    size_t len = 0;
+
+    EXPECT_ERR(krabka_queue_new(NULL), E);
+    EXPECT_ERR(krabka_queue_new(&q), KRABKA_OK);
+    EXPECT_ERR(krabka_queue_new(&lq), KRABKA_OK);
+    EXPECT_ERR(krabka_queue_fd(NULL, &fd), H);
+    EXPECT_ERR(krabka_queue_fd(q, NULL), E);
+    EXPECT_ERR(krabka_queue_fd(q, &fd), KRABKA_OK);
+    EXPECT(fd >= 0);
+    EXPECT_ERR(krabka_queue_poll(NULL, &ev), H);
+    EXPECT_ERR(krabka_queue_poll(q, NULL), E);
+    EXPECT_ERR(krabka_queue_poll(q, &ev), KRABKA_OK);
+    EXPECT(ev.type == KRABKA_EVENT_NONE);
+    EXPECT_ERR(krabka_queue_destroy(NULL), H);
+
+    EXPECT_ERR(krabka_leadership_wait(NULL, 10, &state), H);
+    EXPECT_ERR(krabka_leadership_wait((krabka_leadership_t *)q, 10, &state), H);
+    EXPECT_ERR(krabka_leadership_event_fd(NULL, &fd), H);
+    EXPECT_ERR(krabka_leadership_event_fd((krabka_leadership_t *)q, &fd), H);
+    EXPECT_ERR(krabka_leadership_end_error(NULL, &code, NULL, 0), H);
+    EXPECT_ERR(krabka_leadership_ended_async(NULL, q, 1), H);
+    EXPECT_ERR(krabka_client_stats_json(NULL, &json, &len), H);
+    EXPECT_ERR(krabka_client_stats_json((krabka_client_t *)q, &json, &len), H);
+    EXPECT_ERR(krabka_conf_set_log_cb(NULL, NULL, NULL), H);
+    EXPECT_ERR(krabka_conf_set_log_queue(NULL, q), H);
+
+    krabka_conf_t *conf = krabka_conf_new();
+    EXPECT_ERR(krabka_conf_set_log_queue(conf, (krabka_queue_t *)conf), H);
+    EXPECT_ERR(krabka_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_set(conf, "request.timeout.ms", "300", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_set(conf, "krabka.debug", "true", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_set(conf, "sasl.password", "pw-never-logged", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_set_log_queue(conf, lq), KRABKA_OK);
+    krabka_client_t *client = NULL;
+    EXPECT_ERR(krabka_client_new(conf, &client, ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_destroy(conf), KRABKA_OK);
+
+    EXPECT_ERR(krabka_client_acquire_async(NULL, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_client_acquire_async(client, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, NULL, 1, ES), H);
+    EXPECT_ERR(krabka_client_acquire_async(client, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, (krabka_queue_t *)client, 1, ES), H);
+    EXPECT_ERR(krabka_client_acquire_async(client, "", 0, "m", KRABKA_NTS, 10, q, 1, ES), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT_ERR(krabka_client_acquire_async(client, "r", KRABKA_NTS, "m", KRABKA_NTS, -1, q, 1, ES), E);
+    EXPECT_ERR(krabka_client_acquire_async(client, "r", KRABKA_NTS, "m", KRABKA_NTS, 300, q, 42, ES), KRABKA_OK);
+    struct pollfd p = {fd, POLLIN, 0};
+    EXPECT(poll(&p, 1, 30000) == 1);
+    EXPECT_ERR(krabka_queue_poll(q, &ev), KRABKA_OK);
+    EXPECT(ev.type == KRABKA_EVENT_ACQUIRE && ev.tag == 42 && ev.leadership == NULL &&
+           (ev.err == KRABKA_ERR_TIMEOUT || ev.err == KRABKA_ERR_TRANSPORT) && ev.errstr && ev.errstr[0]);
+    EXPECT_ERR(krabka_queue_poll(q, &ev), KRABKA_OK);
+    EXPECT(ev.type == KRABKA_EVENT_NONE && poll(&p, 1, 0) == 0);
+
+    EXPECT_ERR(krabka_client_stats_json(client, NULL, &len), E);
+    EXPECT_ERR(krabka_client_stats_json(client, &json, &len), KRABKA_OK);
+    EXPECT(json != NULL && strlen(json) == len && strstr(json, "\"challenges_lost\":0") != NULL);
+    krabka_free(json);
+    krabka_free(NULL);
+    EXPECT_ERR(krabka_client_destroy(client), KRABKA_OK);
+
+    /* franz-go's lines at debug level went to the log queue, never the password. */
+    int lines = 0, secret = 0;
+    for (;;) {
+        EXPECT_ERR(krabka_queue_poll(lq, &ev), KRABKA_OK);
+        if (ev.type == KRABKA_EVENT_NONE)
+            break;
+        lines += ev.type == KRABKA_EVENT_LOG && strstr(ev.log_line, "franz-go") != NULL;
+        secret += strstr(ev.log_line, "pw-never-logged") != NULL;
+    }
+    EXPECT(lines > 0 && secret == 0);
+
+    EXPECT_ERR(krabka_queue_destroy(q), KRABKA_OK);
+    EXPECT_ERR(krabka_queue_destroy(q), H);
+    EXPECT_ERR(krabka_queue_poll(q, &ev), H);
+    EXPECT_ERR(krabka_queue_fd(q, &fd), H);
+    EXPECT_ERR(krabka_queue_destroy(lq), KRABKA_OK);
+}
+
 /* Handles from several threads at once: each thread makes, uses and destroys
  * its own configurations and checks that its destroyed ones stay invalid
  * while the others churn the registry. */
@@ -347,6 +434,7 @@ int main(void) {
     errstr_buffers();
     configuration();
     client_and_leadership();
+    events_and_queues();
     printf("misuse: %d checks, %d passed, %d failed\n", checks, checks - failures, failures);
     return failures ? 1 : 0;
 }

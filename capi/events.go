@@ -1,0 +1,214 @@
+package main
+
+/*
+#include "kc_types.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"sync"
+	"unsafe"
+
+	"github.com/krabka/krabka-coord/core/coord"
+)
+
+// ---- leadership end: wait, event fd, end error, ended_async ----
+
+// endSignal is the eventfd of a leadership handle (krabka_leadership_event_fd).
+type endSignal struct {
+	mu     sync.Mutex
+	fd     C.int
+	hasFd  bool
+	closed bool
+	stop   chan struct{}
+}
+
+// eventFd returns the leadership's eventfd, creating it and its notifier on
+// first use.
+func (o *leadershipObj) eventFd() (C.int, error) {
+	s := &o.sig
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return -1, invalidHandle(kindLeadership, "destroyed")
+	}
+	if s.hasFd {
+		return s.fd, nil
+	}
+	fd := C.kc_eventfd()
+	if fd < 0 {
+		return -1, &cError{C.KRABKA_ERR_INTERNAL, "krabka: eventfd failed"}
+	}
+	s.fd, s.hasFd, s.stop = fd, true, make(chan struct{})
+	go func() {
+		select {
+		case <-o.l.Done():
+		case <-s.stop:
+			return
+		}
+		s.mu.Lock()
+		if !s.closed {
+			C.kc_eventfd_signal(s.fd)
+		}
+		s.mu.Unlock()
+	}()
+	return fd, nil
+}
+
+// close ends the leadership (without resigning) and closes its eventfd.
+func (o *leadershipObj) close() {
+	o.l.Close()
+	s := &o.sig
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.hasFd {
+		close(s.stop)
+		C.kc_close(s.fd)
+		s.hasFd = false
+	}
+}
+
+func endOf(l *coord.Leadership) (C.krabka_leadership_state_t, C.krabka_err_t, string) {
+	st := stateCodes[l.State()]
+	err := l.Err()
+	if err == nil {
+		return st, C.KRABKA_OK, ""
+	}
+	return st, codeOf(err), err.Error()
+}
+
+//export krabka_leadership_wait
+func krabka_leadership_wait(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, state *C.krabka_leadership_state_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, code := leadershipOut(leadership, state)
+	if code != C.KRABKA_OK {
+		return code
+	}
+	ctx, cancel, err := callContext(timeout_ms, 0)
+	if err != nil {
+		return err.(*cError).code
+	}
+	defer cancel()
+	select {
+	case <-l.l.Done():
+		*state = stateCodes[l.l.State()]
+		return C.KRABKA_OK
+	case <-ctx.Done():
+		*state = C.KRABKA_LEADERSHIP_ACTIVE
+		return C.KRABKA_ERR_TIMEOUT
+	}
+}
+
+//export krabka_leadership_event_fd
+func krabka_leadership_event_fd(leadership *C.krabka_leadership_t, fd *C.int) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, code := leadershipOut(leadership, fd)
+	if code != C.KRABKA_OK {
+		return code
+	}
+	f, err := l.eventFd()
+	if err != nil {
+		return err.(*cError).code
+	}
+	*fd = f
+	return C.KRABKA_OK
+}
+
+//export krabka_leadership_end_error
+func krabka_leadership_end_error(leadership *C.kc_cleadership_t, code *C.krabka_err_t, reason *C.char, reason_size C.size_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, c := leadershipOut(leadership, code)
+	if c != C.KRABKA_OK {
+		return c
+	}
+	_, ec, text := endOf(l.l)
+	*code = ec
+	writeErrstr(reason, reason_size, text)
+	return C.KRABKA_OK
+}
+
+//export krabka_leadership_ended_async
+func krabka_leadership_ended_async(leadership *C.krabka_leadership_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return err.(*cError).code
+	}
+	q, err := queueOf(unsafe.Pointer(queue))
+	if err != nil {
+		return err.(*cError).code
+	}
+	go func() {
+		<-l.l.Done()
+		st, code, text := endOf(l.l)
+		post(q, &qEvent{typ: C.KRABKA_EVENT_ENDED, tag: uint64(tag), state: st, err: code, errstr: text})
+	}()
+	return C.KRABKA_OK
+}
+
+// ---- acquire_async ----
+
+//export krabka_client_acquire_async
+func krabka_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	var dummy *C.krabka_leadership_t
+	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &dummy)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	q, err := queueOf(unsafe.Pointer(queue))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, 0) // default: no limit
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	go func() {
+		defer cancel()
+		ev := &qEvent{typ: C.KRABKA_EVENT_ACQUIRE, tag: uint64(tag)}
+		l, err := c.c.Acquire(ctx, ro, me)
+		if err != nil {
+			ev.err, ev.errstr = codeOf(err), err.Error()
+		} else {
+			ev.leadership = unsafe.Pointer(newLeadershipHandle(c, l))
+		}
+		post(q, ev)
+	}()
+	return C.KRABKA_OK
+}
+
+// ---- statistics ----
+
+//export krabka_client_stats_json
+func krabka_client_stats_json(client *C.krabka_client_t, out **C.char, n *C.size_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	c, code := objectOut[*clientObj](unsafe.Pointer(client), kindClient, out)
+	if code != C.KRABKA_OK {
+		return code
+	}
+	b, err := json.Marshal(c.c.Stats())
+	if err != nil {
+		return C.KRABKA_ERR_INTERNAL
+	}
+	p := (*C.char)(C.malloc(C.size_t(len(b) + 1)))
+	if p == nil {
+		return C.KRABKA_ERR_INTERNAL
+	}
+	putString(p, string(b))
+	*out = p
+	if n != nil {
+		*n = C.size_t(len(b))
+	}
+	return C.KRABKA_OK
+}
+
+//export krabka_free
+func krabka_free(p unsafe.Pointer) {
+	defer swallow()
+	C.free(p)
+}
+
+

@@ -1,0 +1,342 @@
+/*
+ * Leadership events, event queues, logs and statistics through the C API,
+ * on a real broker ($KRABKA_BOOTSTRAP; the topic $KRABKA_C_TOPIC must exist,
+ * `make capi-events` creates it).
+ *
+ *   1. node-a holds the role; krabka_leadership_wait times out while it is
+ *      ACTIVE; its event fd is not readable.
+ *   2. node-b's krabka_client_acquire_async waits on the library's threads;
+ *      the host sees its result through the queue fd in poll(2) once node-a's
+ *      lease has run out, with a newer token.
+ *   3. the host blocks in poll(2) on node-a's event fd; node-a's next guarded
+ *      write is refused: poll wakes, the state is FENCED, end_error says
+ *      FENCED, krabka_leadership_wait returns FENCED, and the
+ *      krabka_leadership_ended_async event arrives with FENCED.
+ *   4. krabka_leadership_wait returns when another thread resigns.
+ *   5. destroying a client while an acquire_async waits posts CLOSED.
+ *   6. node-a's log callback received the fenced end (warning) and the role
+ *      won (info); a log queue at debug level receives the registration.
+ *   7. the statistics JSON of both clients carries the counters that moved.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "krabka_coord.h"
+
+static int failures, checks;
+static char errstr[512];
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        checks++;                                                                 \
+        if (!(cond)) {                                                            \
+            failures++;                                                           \
+            printf("FAIL line %d: %s: ", __LINE__, #cond);                        \
+            printf(__VA_ARGS__);                                                  \
+            printf("\n");                                                         \
+        }                                                                         \
+    } while (0)
+
+#define OK(call)                                                                  \
+    do {                                                                          \
+        errstr[0] = '\0';                                                         \
+        krabka_err_t e_ = (call);                                                 \
+        CHECK(e_ == KRABKA_OK, "%s: %s", krabka_err2name(e_), errstr);            \
+        if (e_ != KRABKA_OK) {                                                    \
+            printf("events: stopping after a failed step\n");                     \
+            exit(1);                                                              \
+        }                                                                         \
+    } while (0)
+
+#define ES errstr, sizeof errstr
+
+static const char *bootstrap, *topic;
+static char role[128], role2[128];
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Lines received by the log callback (called on a library thread). */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[1 << 16];
+static size_t log_used;
+static int log_calls;
+
+static void on_log(void *opaque, krabka_log_level_t level, const char *line) {
+    pthread_mutex_lock(&log_mu);
+    log_calls += opaque == (void *)&log_calls;
+    int n = snprintf(log_text + log_used, sizeof log_text - log_used, "%d %s\n", (int)level, line);
+    if (n > 0 && log_used + (size_t)n < sizeof log_text)
+        log_used += (size_t)n;
+    pthread_mutex_unlock(&log_mu);
+}
+
+static krabka_conf_t *new_conf(const char *id) {
+    krabka_conf_t *conf = krabka_conf_new();
+    OK(krabka_conf_set(conf, "bootstrap.servers", bootstrap, ES));
+    OK(krabka_conf_set(conf, "client.id", id, ES));
+    OK(krabka_conf_set(conf, "krabka.lease.ms", "6000", ES));
+    OK(krabka_conf_set(conf, "krabka.renew.interval.ms", "2000", ES));
+    OK(krabka_conf_set(conf, "krabka.challenge.stagger.ms", "500", ES));
+    OK(krabka_conf_set(conf, "krabka.poll.interval.ms", "200", ES));
+    OK(krabka_conf_set(conf, "request.timeout.ms", "15000", ES));
+    return conf;
+}
+
+static krabka_client_t *client_from(krabka_conf_t *conf) {
+    krabka_client_t *c = NULL;
+    OK(krabka_client_new(conf, &c, ES));
+    OK(krabka_conf_destroy(conf));
+    return c;
+}
+
+static krabka_token_t token_of(const krabka_leadership_t *l) {
+    krabka_token_t t = {-2, -2};
+    OK(krabka_leadership_token(l, &t));
+    return t;
+}
+
+static krabka_leadership_state_t state_of(const krabka_leadership_t *l) {
+    krabka_leadership_state_t s = (krabka_leadership_state_t)-1;
+    OK(krabka_leadership_state(l, &s));
+    return s;
+}
+
+static krabka_err_t dispatch(krabka_leadership_t *l, char *es, size_t es_size) {
+    krabka_message_t m = {topic, KRABKA_PARTITION_ANY, NULL, 0, (const uint8_t *)"cmd", 3};
+    return krabka_leadership_produce(l, &m, 1, 10000, NULL, es, es_size);
+}
+
+/* Waits in poll(2) on the queue's fd for the next event (at most 60 s). */
+static krabka_event_t next_event(krabka_queue_t *q) {
+    krabka_event_t ev;
+    int fd = -1;
+    OK(krabka_queue_fd(q, &fd));
+    for (int i = 0; i < 600; i++) {
+        OK(krabka_queue_poll(q, &ev));
+        if (ev.type != KRABKA_EVENT_NONE)
+            return ev;
+        struct pollfd p = {fd, POLLIN, 0};
+        poll(&p, 1, 100);
+    }
+    memset(&ev, 0, sizeof ev);
+    return ev;
+}
+
+static int readable(int fd) {
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+struct writer {
+    krabka_leadership_t *l;
+    krabka_err_t err;
+    char errstr[512];
+};
+
+static void *late_write(void *arg) {
+    struct writer *w = arg;
+    sleep_ms(200);
+    w->err = dispatch(w->l, w->errstr, sizeof w->errstr);
+    return NULL;
+}
+
+static void *late_resign(void *arg) {
+    struct writer *w = arg;
+    sleep_ms(200);
+    w->err = krabka_leadership_resign(w->l, 10000, w->errstr, sizeof w->errstr);
+    return NULL;
+}
+
+/* The JSON has balanced braces and brackets outside strings. */
+static int json_balanced(const char *s) {
+    int depth = 0, in_str = 0;
+    for (; *s; s++) {
+        if (in_str) {
+            if (*s == '\\' && s[1])
+                s++;
+            else if (*s == '"')
+                in_str = 0;
+        } else if (*s == '"') {
+            in_str = 1;
+        } else if (*s == '{' || *s == '[') {
+            depth++;
+        } else if (*s == '}' || *s == ']') {
+            if (--depth < 0)
+                return 0;
+        }
+    }
+    return depth == 0 && !in_str;
+}
+
+int main(void) {
+    bootstrap = getenv("KRABKA_BOOTSTRAP");
+    topic = getenv("KRABKA_C_TOPIC");
+    if (!bootstrap || !*bootstrap || !topic || !*topic) {
+        fprintf(stderr, "events: set KRABKA_BOOTSTRAP and KRABKA_C_TOPIC; `make capi-events` does both\n");
+        return 2;
+    }
+    snprintf(role, sizeof role, "capi-events-%" PRId64, now_ms());
+    snprintf(role2, sizeof role2, "capi-events-2-%" PRId64, now_ms());
+
+    krabka_conf_t *confa = new_conf("events-a");
+    OK(krabka_conf_set_log_cb(confa, on_log, &log_calls));
+    krabka_client_t *ca = client_from(confa), *cb = client_from(new_conf("events-b"));
+    krabka_queue_t *q = NULL;
+    OK(krabka_queue_new(&q));
+    int qfd = -1, fa = -1, fa2 = -1;
+    OK(krabka_queue_fd(q, &qfd));
+    CHECK(!readable(qfd), "empty queue's fd is readable");
+
+    /* 1. */
+    krabka_leadership_t *la = NULL;
+    OK(krabka_client_acquire(ca, role, KRABKA_NTS, "node-a", KRABKA_NTS, 30000, &la, ES));
+    krabka_token_t ta = token_of(la);
+    krabka_leadership_state_t st = (krabka_leadership_state_t)-1;
+    CHECK(krabka_leadership_wait(la, 100, &st) == KRABKA_ERR_TIMEOUT && st == KRABKA_LEADERSHIP_ACTIVE,
+          "wait on an active leadership: state %d", st);
+    OK(krabka_leadership_event_fd(la, &fa));
+    OK(krabka_leadership_event_fd(la, &fa2));
+    CHECK(fa >= 0 && fa == fa2, "event fd %d then %d", fa, fa2);
+    CHECK(!readable(fa), "event fd readable while ACTIVE");
+    krabka_err_t code = KRABKA_ERR_INTERNAL;
+    OK(krabka_leadership_end_error(la, &code, errstr, sizeof errstr));
+    CHECK(code == KRABKA_OK, "end_error while active: %s", krabka_err2name(code));
+    OK(krabka_leadership_ended_async(la, q, 7));
+
+    /* 2. */
+    int64_t t0 = now_ms();
+    OK(krabka_client_acquire_async(cb, role, KRABKA_NTS, "node-b", KRABKA_NTS, 60000, q, 1, ES));
+    krabka_event_t ev = next_event(q);
+    CHECK(ev.type == KRABKA_EVENT_ACQUIRE && ev.tag == 1 && ev.err == KRABKA_OK && ev.leadership != NULL,
+          "acquire event type %d tag %" PRIu64 " err %s (%s)", ev.type, ev.tag, krabka_err2name(ev.err),
+          ev.errstr ? ev.errstr : "");
+    CHECK(now_ms() - t0 >= 3000, "node-b won after %" PRId64 " ms, before node-a's lease ran out", now_ms() - t0);
+    krabka_leadership_t *lb = ev.leadership;
+    if (!lb)
+        return 1;
+    krabka_token_t tb = token_of(lb);
+    CHECK(krabka_token_supersedes(tb, ta), "node-b's token supersedes node-a's");
+    CHECK(!readable(fa), "node-a's event fd readable before node-a learnt anything");
+
+    /* 3. */
+    pthread_t th;
+    struct writer w = {la, KRABKA_OK, {0}};
+    pthread_create(&th, NULL, late_write, &w);
+    struct pollfd p = {fa, POLLIN, 0};
+    int n = poll(&p, 1, 60000);
+    CHECK(n == 1 && (p.revents & POLLIN), "poll on node-a's event fd: %d revents %d", n, p.revents);
+    pthread_join(th, NULL);
+    CHECK(w.err == KRABKA_ERR_FENCED, "node-a's write: %s (%s)", krabka_err2name(w.err), w.errstr);
+    CHECK(state_of(la) == KRABKA_LEADERSHIP_FENCED, "state after the wake-up %d", state_of(la));
+    OK(krabka_leadership_end_error(la, &code, errstr, sizeof errstr));
+    CHECK(code == KRABKA_ERR_FENCED && strstr(errstr, "fenced") != NULL, "end_error %s: %s", krabka_err2name(code), errstr);
+    CHECK(krabka_leadership_wait(la, KRABKA_TIMEOUT_DEFAULT, &st) == KRABKA_OK && st == KRABKA_LEADERSHIP_FENCED,
+          "wait on a fenced leadership: state %d", st);
+    uint64_t v = 0;
+    CHECK(read(fa, &v, sizeof v) == (ssize_t)sizeof v && v >= 1, "reading the event fd resets it");
+    CHECK(!readable(fa), "event fd still readable after the read");
+    ev = next_event(q);
+    CHECK(ev.type == KRABKA_EVENT_ENDED && ev.tag == 7 && ev.state == KRABKA_LEADERSHIP_FENCED &&
+              ev.err == KRABKA_ERR_FENCED && strstr(ev.errstr, "fenced") != NULL,
+          "ended event type %d tag %" PRIu64 " state %d err %s", ev.type, ev.tag, ev.state, krabka_err2name(ev.err));
+    OK(krabka_queue_poll(q, &ev));
+    CHECK(ev.type == KRABKA_EVENT_NONE && !readable(qfd), "queue empty and its fd clear: type %d", ev.type);
+
+    /* 4. */
+    struct writer r = {lb, KRABKA_OK, {0}};
+    pthread_create(&th, NULL, late_resign, &r);
+    CHECK(krabka_leadership_wait(lb, KRABKA_TIMEOUT_DEFAULT, &st) == KRABKA_OK && st == KRABKA_LEADERSHIP_RESIGNED,
+          "wait across a resign: state %d", st);
+    pthread_join(th, NULL);
+    CHECK(r.err == KRABKA_OK, "resign: %s (%s)", krabka_err2name(r.err), r.errstr);
+
+    /* 5. */
+    krabka_leadership_t *l2 = NULL;
+    OK(krabka_client_acquire(cb, role2, KRABKA_NTS, "node-b", KRABKA_NTS, 30000, &l2, ES));
+    krabka_client_t *cc = client_from(new_conf("events-c"));
+    OK(krabka_client_acquire_async(cc, role2, KRABKA_NTS, "node-c", KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT, q, 2, ES));
+    sleep_ms(300);
+    OK(krabka_queue_poll(q, &ev));
+    CHECK(ev.type == KRABKA_EVENT_NONE, "node-c's acquire completed while the role is held: type %d", ev.type);
+    OK(krabka_client_destroy(cc));
+    ev = next_event(q);
+    CHECK(ev.type == KRABKA_EVENT_ACQUIRE && ev.tag == 2 && ev.err == KRABKA_ERR_CLOSED && ev.leadership == NULL,
+          "acquire after destroy: type %d err %s", ev.type, krabka_err2name(ev.err));
+
+    /* 7. (before destroying the clients) */
+    char *json = NULL;
+    size_t len = 0;
+    OK(krabka_client_stats_json(ca, &json, &len));
+    CHECK(json && strlen(json) == len && json_balanced(json), "stats json %s", json ? json : "(null)");
+    CHECK(json && strstr(json, "\"acquisitions\":1") && strstr(json, "\"ends_fenced\":1") &&
+              strstr(json, "\"guarded_writes_failed\":1") && strstr(json, "\"client_id\":\"events-a\"") &&
+              strstr(json, role) && strstr(json, "\"is_leader\":false"),
+          "node-a's stats %s", json ? json : "(null)");
+    krabka_free(json);
+    OK(krabka_client_stats_json(cb, &json, NULL));
+    CHECK(json && json_balanced(json) && strstr(json, "\"acquisitions\":2") && strstr(json, "\"handoffs\":1") &&
+              strstr(json, "\"ends_resigned\":1") && strstr(json, "\"leaders\":1"),
+          "node-b's stats %s", json ? json : "(null)");
+    krabka_free(json);
+    krabka_free(NULL);
+
+    /* 6. Lines are delivered by then: destroy returns after the last call. */
+    OK(krabka_leadership_destroy(la));
+    OK(krabka_client_destroy(ca));
+    pthread_mutex_lock(&log_mu);
+    int calls = log_calls;
+    int fenced = strstr(log_text, "4 krabka: leadership ended client=events-a") != NULL && strstr(log_text, "state=FENCED") != NULL;
+    int won = strstr(log_text, "6 krabka: role won client=events-a") != NULL;
+    pthread_mutex_unlock(&log_mu);
+    CHECK(calls >= 2 && fenced && won, "log callback: %d calls, fenced %d, won %d:\n%s", calls, fenced, won, log_text);
+    sleep_ms(50);
+    CHECK(log_calls == calls, "the log callback ran after krabka_client_destroy returned");
+
+    krabka_queue_t *lq = NULL;
+    OK(krabka_queue_new(&lq));
+    krabka_conf_t *confd = new_conf("events-d");
+    OK(krabka_conf_set(confd, "krabka.log.level", "debug", ES));
+    OK(krabka_conf_set_log_queue(confd, lq));
+    krabka_client_t *cd = client_from(confd);
+    krabka_leadership_t *ld = NULL;
+    char role3[160];
+    snprintf(role3, sizeof role3, "%s-d", role);
+    OK(krabka_client_acquire(cd, role3, KRABKA_NTS, "node-d", KRABKA_NTS, 30000, &ld, ES));
+    int registered = 0, won_d = 0;
+    for (;;) {
+        OK(krabka_queue_poll(lq, &ev));
+        if (ev.type == KRABKA_EVENT_NONE)
+            break;
+        CHECK(ev.type == KRABKA_EVENT_LOG && ev.log_line != NULL, "log queue event type %d", ev.type);
+        if (ev.log_level == KRABKA_LOG_DEBUG && strstr(ev.log_line, "krabka: registered") == ev.log_line)
+            registered = 1;
+        if (ev.log_level == KRABKA_LOG_INFO && strstr(ev.log_line, "krabka: role won") == ev.log_line)
+            won_d = 1;
+    }
+    CHECK(registered && won_d, "log queue: registered %d, won %d", registered, won_d);
+    OK(krabka_leadership_destroy(ld));
+    OK(krabka_client_destroy(cd));
+    OK(krabka_queue_destroy(lq));
+
+    OK(krabka_leadership_destroy(lb));
+    OK(krabka_leadership_destroy(l2));
+    OK(krabka_client_destroy(cb));
+    OK(krabka_queue_destroy(q));
+    printf("events: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
