@@ -210,5 +210,3 @@ func krabka_free(p unsafe.Pointer) {
 	defer swallow()
 	C.free(p)
 }
-
-
