@@ -9,6 +9,23 @@
 # drift between the contract and the exports fails the build.
 #
 # Usage: ./build.sh [--force]     (skips the Go build when nothing changed)
+#
+# Release builds (make dist; the debug build above stays the default):
+#   ./build.sh --release TARGET [--out DIR]
+# TARGET is one of x86_64-linux-gnu, aarch64-linux-gnu, armv7-linux-gnueabihf,
+# x86_64-linux-musl, aarch64-linux-musl, or "host" (the host's own C compiler,
+# no cross toolchain: what an sdist build from source uses). It writes
+# DIR (default build/release/TARGET):
+#   lib/libkrabka_coord.so.1.0.0 (+ .so.1, .so)  stripped (-s -w), -trimpath, SONAME .so.1
+#   lib/libkrabka_coord.a                        -buildmode=c-archive, same exports
+#   lib/pkgconfig/krabka_coord.pc                relocatable (${pcfiledir}), static flags too
+#   include/krabka_coord.h
+# Cross targets use `zig cc` (PyPI's ziglang, installed on demand by
+# packaging/toolchain.sh) against glibc 2.28 stubs, so the result loads on any
+# glibc >= 2.28 (see docs/PLATFORMS.md). The build is reproducible: the same
+# commit gives the same bytes (no paths, no dates, no build-machine names).
+# The version comes from include/krabka_coord.h; the stamp "krabka-coord-build:
+# VERSION TARGET COMMIT" is linked in (capi/stamp.go).
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
@@ -21,6 +38,99 @@ REAL=libkrabka_coord.so.$VERSION
 SONAME=libkrabka_coord.so.$MAJOR
 force=0
 [[ ${1:-} == --force ]] && force=1
+
+# ---------------------------------------------------------------- release ---
+release() { # TARGET [--out DIR]
+    local target=${1:-} out="" goarch goarm="" ztarget zflags="" glibc_max="" cc ar
+    [[ -n $target ]] || { echo "build.sh: --release needs a target (x86_64-linux-gnu, aarch64-linux-gnu, armv7-linux-gnueabihf, x86_64-linux-musl, aarch64-linux-musl, host)" >&2; exit 2; }
+    shift
+    if [[ ${1:-} == --out ]]; then out=${2:?--out needs a directory}; shift 2; fi
+    [[ $# == 0 ]] || { echo "build.sh: unexpected argument $1" >&2; exit 2; }
+    out=${out:-$OUT/release/$target}
+    case $target in
+    x86_64-linux-gnu) goarch=amd64 ztarget=x86_64-linux-gnu.2.28 glibc_max=2.28 ;;
+    aarch64-linux-gnu) goarch=arm64 ztarget=aarch64-linux-gnu.2.28 glibc_max=2.28 ;;
+    # ARMv7-A, hard float, VFPv3-D16 and no NEON: Debian's armhf baseline
+    # (GOARM=7 needs VFPv3 and nothing more).
+    armv7-linux-gnueabihf) goarch=arm goarm=7 ztarget=arm-linux-gnueabihf.2.28 zflags=-mcpu=generic+v7a+vfp3d16-neon-d32 glibc_max=2.28 ;;
+    x86_64-linux-musl) goarch=amd64 ztarget=x86_64-linux-musl ;;
+    aarch64-linux-musl) goarch=arm64 ztarget=aarch64-linux-musl ;;
+    host) goarch=$("$GO" env GOARCH) ;;
+    *) echo "build.sh: unknown release target '$target'" >&2; exit 2 ;;
+    esac
+    if [[ $target == host ]]; then
+        cc=$CC ar=${AR:-ar}
+    else
+        local zbin
+        zbin=$("$ROOT/packaging/toolchain.sh" zig)
+        cc="$zbin/zig-cc -target $ztarget${zflags:+ $zflags}" ar=$zbin/zig-ar
+    fi
+    # The commit: $KRABKA_BUILD_COMMIT, else git, else the file an sdist carries.
+    local commit=${KRABKA_BUILD_COMMIT:-}
+    if [[ -n $commit ]]; then :
+    elif [[ -f $ROOT/.krabka-commit ]]; then commit=$(head -1 "$ROOT/.krabka-commit")
+    elif ! git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then commit=unknown
+    else
+        commit=$(git -C "$ROOT" rev-parse --short=12 HEAD)
+        [[ -z $(git -C "$ROOT" status --porcelain -- capi core include go.mod go.sum build.sh 2>/dev/null) ]] || commit=$commit-modified
+    fi
+    local stamp="krabka-coord-build: $VERSION $target $commit"
+    # The version has one source (the header); the Go constants must agree.
+    grep -q "versionMajor = ${VERSION%%.*}\$" capi/errors.go || { echo "build.sh: capi/errors.go's version differs from the header's $VERSION" >&2; exit 1; }
+
+    local tmp
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/krabka-release.XXXXXX")
+    trap 'rm -rf "$tmp"' RETURN
+    # -trimpath and no VCS/date stamps: the same sources give the same bytes.
+    # -s -w: no symbol table, no DWARF; --strip-all for the C objects too.
+    # CGO_CFLAGS without -g: nothing of the build directory is recorded.
+    local -a goenv=(CGO_ENABLED=1 GOOS=linux GOARCH=$goarch GOARM=$goarm "CC=$cc"
+        "CGO_CFLAGS=-O2" "CGO_LDFLAGS=" GOFLAGS=-buildvcs=false)
+    # -buildid= : Go's build ID hashes the link flags, which hold this
+    # checkout's path (the version script); the GNU build ID is instead a hash
+    # of the output itself (--build-id=sha1), the same wherever it is built.
+    local ld="-s -w -buildid= -X 'main.buildStamp=$stamp'"
+    echo "build.sh: release $target (${ztarget:-host cc}) -> $out"
+    env "${goenv[@]}" "$GO" build -buildmode=c-shared -trimpath \
+        -ldflags "$ld -extldflags \"-Wl,--build-id=sha1 -Wl,--strip-all -Wl,-soname,$SONAME -Wl,--version-script=$ROOT/capi/exports.map\"" \
+        -o "$tmp/$REAL" ./capi
+    env "${goenv[@]}" "$GO" build -buildmode=c-archive -trimpath \
+        -ldflags "$ld -extar=$ar" -o "$tmp/libkrabka_coord.a" ./capi
+
+    rm -rf "$out"
+    mkdir -p "$out/lib/pkgconfig" "$out/include"
+    install -m 0755 "$tmp/$REAL" "$out/lib/$REAL"
+    install -m 0644 "$tmp/libkrabka_coord.a" "$out/lib/libkrabka_coord.a"
+    ln -sfn "$REAL" "$out/lib/$SONAME"
+    ln -sfn "$REAL" "$out/lib/libkrabka_coord.so"
+    install -m 0644 include/krabka_coord.h "$out/include/krabka_coord.h"
+    # Relocatable: the prefix is wherever the tarball was unpacked.
+    # `pkg-config --static` links libkrabka_coord.a: the Go runtime and its
+    # resolver need these from libc (separate libraries before glibc 2.34).
+    sed -e 's|@PREFIX@|${pcfiledir}/../..|' -e 's|@LIBDIR@|${prefix}/lib|' -e 's|@INCLUDEDIR@|${prefix}/include|' \
+        -e "s|@VERSION@|$VERSION|" -e 's|^Libs.private:.*|Libs.private: -lpthread -ldl -lresolv|' \
+        capi/krabka_coord.pc.in >"$out/lib/pkgconfig/krabka_coord.pc"
+
+    # Checks on what was built: the stamp is in, SONAME, exports, and no glibc
+    # symbol newer than the target's floor.
+    grep -aq "$stamp" "$out/lib/$REAL" || { echo "build.sh: the version stamp is missing from $out/lib/$REAL" >&2; exit 1; }
+    readelf -d "$out/lib/$REAL" | grep -q "SONAME.*\[$SONAME\]" || { echo "build.sh: $REAL lacks SONAME $SONAME" >&2; exit 1; }
+    if [[ -n $glibc_max ]]; then
+        local newest
+        newest=$(objdump -T "$out/lib/$REAL" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+        if [[ $(printf '%s\n%s\n' "$newest" "$glibc_max" | sort -V | tail -1) != "$glibc_max" ]]; then
+            echo "build.sh: $REAL needs GLIBC_$newest, newer than the target's $glibc_max" >&2; exit 1
+        fi
+        echo "build.sh: $target: newest glibc symbol version GLIBC_$newest (floor $glibc_max)"
+    fi
+}
+
+if [[ ${1:-} == --release ]]; then
+    shift
+    mkdir -p "$OUT"
+    release "$@"
+    exit 0
+fi
 
 mkdir -p "$OUT/include" "$OUT/internal"
 

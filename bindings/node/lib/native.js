@@ -127,15 +127,74 @@ const DECLS = [
   'int krabka_status_destroy(krabka_status_t status)',
 ];
 
-/** Where the library is looked for, in order. */
+// ---- Finding the library -------------------------------------------------
+// Release builds ship the library in one npm package per platform (see
+// packaging/npm in the repository), installed as an optional dependency of
+// krabka-coord; npm installs the one whose os/cpu/libc match.
+const SYSTEM_SONAME = 'libkrabka_coord.so.1';
+const PLATFORM_PACKAGES = {
+  'linux-x64-glibc': '@krabka/coord-linux-x64-gnu',
+  'linux-arm64-glibc': '@krabka/coord-linux-arm64-gnu',
+  'linux-arm-glibc': '@krabka/coord-linux-arm-gnueabihf',
+  'linux-x64-musl': '@krabka/coord-linux-x64-musl',
+  'linux-arm64-musl': '@krabka/coord-linux-arm64-musl',
+};
+
+/** 'glibc' or 'musl' on Linux (null elsewhere). */
+function libcFamily() {
+  if (process.platform !== 'linux') return null;
+  try {
+    const header = process.report.getReport().header;
+    if (header.glibcVersionRuntime) return 'glibc';
+  } catch {
+    // process.report unavailable: decide by the dynamic loader below
+  }
+  const musl = fs.existsSync('/lib') && fs.readdirSync('/lib').some((f) => f.startsWith('ld-musl-'));
+  return musl ? 'musl' : 'glibc';
+}
+
+/** The platform package's name for this process, or null if none is built for it. */
+function platformPackage() {
+  return PLATFORM_PACKAGES[`${process.platform}-${process.arch}-${libcFamily()}`] || null;
+}
+
+/**
+ * Where the library is looked for, in order: KRABKA_COORD_LIBRARY alone when
+ * set (an explicit choice; a bare name uses the dlopen search); otherwise the
+ * platform package, the package folder, the repository's build/ folder and
+ * finally the system loader's search for libkrabka_coord.so.1 (ldconfig,
+ * LD_LIBRARY_PATH). `search: true` marks a bare name for the dlopen search.
+ */
 function candidatePaths() {
   const env = process.env.KRABKA_COORD_LIBRARY;
-  if (env) return { fromEnv: true, paths: [env.includes('/') ? path.resolve(env) : env] }; // a bare name: the dlopen search
+  if (env) {
+    return env.includes('/') ? [{ file: path.resolve(env), search: false }] : [{ file: env, search: true }];
+  }
+  const out = [];
+  const pkgName = platformPackage();
+  if (pkgName) {
+    try {
+      const dir = path.dirname(require.resolve(`${pkgName}/package.json`));
+      out.push({ file: path.join(dir, LIBRARY_FILE), search: false });
+    } catch {
+      out.push({ file: `${pkgName}/${LIBRARY_FILE}`, search: false, missing: `package ${pkgName} is not installed` });
+    }
+  }
   const pkg = path.resolve(__dirname, '..');
-  return {
-    fromEnv: false,
-    paths: [path.join(pkg, LIBRARY_FILE), path.resolve(pkg, '..', '..', 'build', LIBRARY_FILE)],
-  };
+  out.push({ file: path.join(pkg, LIBRARY_FILE), search: false });
+  // A checkout of the repository: bindings/node -> ../../build (./build.sh).
+  const repo = path.resolve(pkg, '..', '..');
+  if (fs.existsSync(path.join(repo, 'go.mod'))) out.push({ file: path.join(repo, 'build', LIBRARY_FILE), search: false });
+  out.push({ file: SYSTEM_SONAME, search: true });
+  return out;
+}
+
+/** An Error with a stable `code` and the list of paths tried. */
+function loadFailure(code, message, tried) {
+  const e = new Error(message);
+  e.code = code;
+  e.tried = tried;
+  return e;
 }
 
 let loaded = null;
@@ -147,12 +206,14 @@ function loadFrom(file) {
   try {
     abi = lib.func('int krabka_abi_version(void)')();
   } catch (e) {
-    throw new Error(`krabka-coord: ${file} is not libkrabka_coord (no krabka_abi_version): ${e.message}`);
+    throw loadFailure('KRABKA_LIBRARY_INVALID', `krabka-coord: ${file} is not libkrabka_coord (no krabka_abi_version): ${e.message}`, [file]);
   }
   if (abi !== ABI_VERSION) {
-    throw new Error(
+    throw loadFailure(
+      'KRABKA_LIBRARY_ABI_MISMATCH',
       `krabka-coord: ${file} has ABI version ${abi}, this binding needs ABI version ${ABI_VERSION}; ` +
         'install a matching libkrabka_coord.so or a matching krabka-coord package',
+      [file],
     );
   }
   const fns = {};
@@ -175,34 +236,47 @@ function loadFrom(file) {
 }
 
 /**
- * Loads libkrabka_coord.so (once) and returns its functions. Looks at
- * KRABKA_COORD_LIBRARY, then the package folder, then the repository's
- * build/ folder. Throws a clear Error when none loads or the ABI differs.
+ * Loads libkrabka_coord.so (once) and returns its functions; see
+ * candidatePaths() for where it looks. Throws an Error whose `code` is
+ * KRABKA_LIBRARY_NOT_FOUND (nothing loaded; `tried` lists every path and why
+ * it failed), KRABKA_LIBRARY_ABI_MISMATCH or KRABKA_LIBRARY_INVALID.
  */
 function native() {
   if (loaded) return loaded;
   if (loadError) throw loadError;
-  const { fromEnv, paths } = candidatePaths();
   const tried = [];
-  for (const file of paths) {
-    if (!fromEnv && !fs.existsSync(file)) {
-      tried.push(`${file} (not found)`);
+  for (const c of candidatePaths()) {
+    if (c.missing) {
+      tried.push(`${c.file} (${c.missing})`);
+      continue;
+    }
+    if (!c.search && !fs.existsSync(c.file)) {
+      tried.push(`${c.file} (not found)`);
       continue;
     }
     try {
-      loaded = loadFrom(file);
+      loaded = loadFrom(c.file);
       return loaded;
     } catch (e) {
-      if (/ABI version|not libkrabka_coord/.test(e.message)) {
+      if (e.code === 'KRABKA_LIBRARY_ABI_MISMATCH' || e.code === 'KRABKA_LIBRARY_INVALID') {
         loadError = e;
         throw e;
       }
-      tried.push(`${file} (${e.message})`);
+      tried.push(`${c.file} (${c.search ? 'system loader: ' : ''}${e.message})`);
     }
   }
-  loadError = new Error(
-    `krabka-coord: cannot load ${LIBRARY_FILE}; tried ${tried.join('; ')}. ` +
-      'Build it with ./build.sh in the repository, or set KRABKA_COORD_LIBRARY to its path.',
+  const pkgName = platformPackage();
+  const hint = process.env.KRABKA_COORD_LIBRARY
+    ? 'KRABKA_COORD_LIBRARY names the library to load: fix or unset it.'
+    : pkgName
+      ? `Install ${pkgName} (npm installs it with krabka-coord unless optional dependencies are omitted), ` +
+        'set KRABKA_COORD_LIBRARY to a built libkrabka_coord.so, or install the library system-wide.'
+      : `No prebuilt library exists for ${process.platform}-${process.arch}: build it with ./build.sh in the repository ` +
+        'and set KRABKA_COORD_LIBRARY to its path.';
+  loadError = loadFailure(
+    'KRABKA_LIBRARY_NOT_FOUND',
+    `krabka-coord: cannot load ${LIBRARY_FILE}; tried ${tried.join('; ')}. ${hint}`,
+    tried,
   );
   throw loadError;
 }
@@ -212,4 +286,4 @@ function libraryPath() {
   return native().file;
 }
 
-module.exports = { koffi, native, libraryPath, T, ABI_VERSION, NAME_BUF, NAME_MAX, TOKEN_TEXT_MAX, ERRSTR_SIZE };
+module.exports = { koffi, native, libraryPath, platformPackage, candidatePaths, T, ABI_VERSION, NAME_BUF, NAME_MAX, TOKEN_TEXT_MAX, ERRSTR_SIZE };
