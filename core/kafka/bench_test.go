@@ -5,6 +5,8 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,18 +18,37 @@ import (
 // TestClientBench measures client latencies on the local single-node broker
 // and prints p50/p99. It runs only with KRABKA_CLIENT_BENCH=1 (make
 // client-bench); KRABKA_CLIENT_BENCH_N sets the operations per measure
-// (default 200) and KRABKA_CLIENT_BENCH_FAILOVERS the failovers (default 20).
+// (default 200) and KRABKA_CLIENT_BENCH_FAILOVERS the failovers (default 20);
+// the group-commit measure runs KRABKA_CLIENT_BENCH_SECONDS (default 5) per
+// writer count (KRABKA_CLIENT_BENCH_WRITERS, default 1,8,64,256), and
+// KRABKA_CLIENT_BENCH_ONLY_GROUP=1 skips everything else.
 func TestClientBench(t *testing.T) {
 	if os.Getenv("KRABKA_CLIENT_BENCH") != "1" {
 		t.Skip("set KRABKA_CLIENT_BENCH=1 (make client-bench)")
 	}
 	n := envInt("KRABKA_CLIENT_BENCH_N", 200)
 	failovers := envInt("KRABKA_CLIENT_BENCH_FAILOVERS", 20)
+	dur := time.Duration(envInt("KRABKA_CLIENT_BENCH_SECONDS", 5)) * time.Second
+	writers := []int{1, 8, 64, 256}
+	if v := os.Getenv("KRABKA_CLIENT_BENCH_WRITERS"); v != "" {
+		writers = nil
+		for _, f := range strings.Split(v, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+				writers = append(writers, n)
+			}
+		}
+	}
+	if os.Getenv("KRABKA_CLIENT_BENCH_ONLY_GROUP") == "1" {
+		n, failovers = 0, 0
+	}
 	for _, tv := range []int{2, 1} {
 		c := kafkatest.Start(t, kafkatest.Options{TxnVersion: tv})
 		fmt.Printf("client bench: transaction.version=%d, single local broker %s, %d ops per measure\n", tv, c.Bootstrap, n)
 		benchOps(t, c, n)
 		benchFailover(t, c, failovers)
+		for _, w := range writers {
+			benchGroup(t, c, w, dur)
+		}
 	}
 }
 
@@ -39,6 +60,9 @@ func envInt(name string, def int) int {
 }
 
 func report(name string, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	pct := func(p float64) time.Duration { return d[int(p*float64(len(d)-1)+0.5)] }
 	fmt.Printf("  %-34s n=%-4d p50=%-10v p99=%-10v max=%v\n", name, len(d),
@@ -122,4 +146,65 @@ func benchFailover(t *testing.T, c *kafkatest.Cluster, n int) {
 	}
 	holder.Close()
 	report("failover overhead (lease 1 s)", over)
+}
+
+// benchGroup: w writers on one leadership, each producing one command
+// (200-byte value, 8-9 byte key) at a time to a one-partition topic for dur. Prints commands per
+// second, the latency of each call and the distribution of transaction
+// sizes (from the offsets: each commit marker takes one offset).
+func benchGroup(t *testing.T, c *kafkatest.Cluster, w int, dur time.Duration) {
+	cl := newClient(t, c.Bootstrap, "request.timeout.ms", "30000", "krabka.lease.ms", "60000", "krabka.renew.interval.ms", "20000", "krabka.challenge.stagger.ms", "5000")
+	defer cl.Close()
+	topic, _ := dataTopic(t, c.Bootstrap)
+	l := acquire(t, cl, core.MustRole(uniq("bench-group-")), "m")
+	defer l.Close()
+	value := make([]byte, 200)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	// Warm-up: connections and the partition's metadata.
+	if _, err := l.Produce(ctxFor(t, 10*time.Second), coord.Message{Topic: topic, Partition: 0, Key: []byte("warm-up"), Value: value}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var offsets []int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	stop := start.Add(dur)
+	for i := 0; i < w; i++ {
+		wg.Add(1)
+		key := []byte(fmt.Sprintf("writer-%d", i)) // the topic is compacted: keys required
+		go func() {
+			defer wg.Done()
+			var my []time.Duration
+			var offs []int64
+			for time.Now().Before(stop) {
+				s := time.Now()
+				res, err := l.Produce(ctxFor(t, 30*time.Second), coord.Message{Topic: topic, Partition: 0, Key: key, Value: value})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				my = append(my, time.Since(s))
+				offs = append(offs, res[0].Offset)
+			}
+			mu.Lock()
+			lat = append(lat, my...)
+			offsets = append(offsets, offs...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(lat) == 0 {
+		t.Fatal("no command committed")
+	}
+	sizes := txnSizes(offsets)
+	sort.Ints(sizes)
+	mean := float64(len(offsets)) / float64(len(sizes))
+	fmt.Printf("  group commit, %3d writers: %7.0f commands/s (%d in %v)\n", w, float64(len(lat))/elapsed.Seconds(), len(lat), elapsed.Round(time.Millisecond))
+	report(fmt.Sprintf("  latency, %d writers", w), lat)
+	fmt.Printf("    transactions %d, commands per transaction: mean %.1f p10 %d p50 %d p90 %d max %d\n",
+		len(sizes), mean, sizes[len(sizes)/10], sizes[len(sizes)/2], sizes[len(sizes)*9/10], sizes[len(sizes)-1])
 }
