@@ -3,6 +3,9 @@
  * cluster; the topic $KRABKA_C_TOPIC must exist, `make capi-live` creates it).
  *
  *   1. node-a acquires; renew and a guarded write succeed; describe names it.
+ *   1b. 64 threads call krabka_leadership_produce on that leadership at
+ *      once (group commit): every call succeeds, no two messages share a
+ *      (partition, offset), and each thread's messages land in its order.
  *   2. node-b's try_acquire does not win while node-a's lease is live.
  *   3. node-a restarts (a second client, same member) and takes the role at
  *      once with a newer token; the old leadership's produce and renew answer
@@ -99,6 +102,65 @@ static krabka_err_t dispatch(krabka_leadership_t *l, int n, krabka_produce_resul
                           (const uint8_t *)value, strlen(value)};
     errstr[0] = '\0';
     return krabka_leadership_produce(l, &m, 1, 10000, res, ES);
+}
+
+/* 1b: concurrent guarded writes from many threads on one leadership. */
+enum { WRITERS = 64, EACH = 10 };
+struct writer {
+    krabka_leadership_t *l;
+    int id;
+    krabka_err_t err;
+    char errstr[512];
+    krabka_produce_result_t res[EACH];
+};
+
+static void *write_commands(void *arg) {
+    struct writer *w = arg;
+    char key[160], value[64];
+    snprintf(key, sizeof key, "%s-writer-%d", role, w->id);
+    for (int i = 0; i < EACH; i++) {
+        snprintf(value, sizeof value, "writer %d command %d", w->id, i);
+        krabka_message_t m = {topic, KRABKA_PARTITION_ANY, (const uint8_t *)key, strlen(key),
+                              (const uint8_t *)value, strlen(value)};
+        w->err = krabka_leadership_produce(w->l, &m, 1, 30000, &w->res[i], w->errstr, sizeof w->errstr);
+        if (w->err != KRABKA_OK)
+            break;
+    }
+    return NULL;
+}
+
+static int cmp_result(const void *a, const void *b) {
+    const krabka_produce_result_t *x = a, *y = b;
+    if (x->partition != y->partition)
+        return x->partition < y->partition ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static void concurrent_writes(krabka_leadership_t *l) {
+    static struct writer ws[WRITERS];
+    static krabka_produce_result_t all[WRITERS * EACH];
+    pthread_t th[WRITERS];
+    int64_t t0 = now_ms();
+    for (int i = 0; i < WRITERS; i++) {
+        ws[i] = (struct writer){.l = l, .id = i};
+        CHECK(pthread_create(&th[i], NULL, write_commands, &ws[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < WRITERS; i++)
+        pthread_join(th[i], NULL);
+    int64_t took = now_ms() - t0;
+    for (int i = 0; i < WRITERS; i++) {
+        CHECK(ws[i].err == KRABKA_OK, "writer %d: %s (%s)", i, krabka_err2name(ws[i].err), ws[i].errstr);
+        for (int j = 1; j < EACH; j++)
+            CHECK(ws[i].res[j].partition == ws[i].res[0].partition && ws[i].res[j].offset > ws[i].res[j - 1].offset,
+                  "writer %d: command %d at %d/%" PRId64 " after %d/%" PRId64, i, j, ws[i].res[j].partition,
+                  ws[i].res[j].offset, ws[i].res[j - 1].partition, ws[i].res[j - 1].offset);
+        memcpy(&all[i * EACH], ws[i].res, sizeof ws[i].res);
+    }
+    qsort(all, WRITERS * EACH, sizeof all[0], cmp_result);
+    for (int i = 1; i < WRITERS * EACH; i++)
+        CHECK(cmp_result(&all[i - 1], &all[i]) != 0, "two commands at %d/%" PRId64, all[i].partition, all[i].offset);
+    printf("live: 1b. %d threads wrote %d commands on one leadership in %" PRId64 " ms\n", WRITERS, WRITERS * EACH,
+           took);
 }
 
 static void describe(krabka_client_t *c, const char *holder, krabka_token_t token) {
@@ -200,6 +262,8 @@ int main(void) {
     CHECK(res.offset >= 0 && res.partition >= 0, "produce result %d/%" PRId64, res.partition, res.offset);
     describe(cb, "node-a", t1);
     printf("live: 1. node-a holds %s with token %" PRId64 ":%d\n", role, t1.producer_id, t1.producer_epoch);
+
+    concurrent_writes(l1);
 
     /* 2. node-b cannot take a live lease. */
     OK(krabka_client_try_acquire(cb, role, KRABKA_NTS, "node-b", KRABKA_NTS, 15000, &none, &retry_at, ES));

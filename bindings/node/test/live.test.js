@@ -185,6 +185,40 @@ for (const [label, bootstrap] of clusters) {
     }
   });
 
+  test(`[${label}] many pending produce Promises on one leadership: all resolve, each writer's commands in its order`, { timeout: 120_000 }, async () => {
+    requireBroker();
+    // The library commits concurrent guarded writes together; from Node as
+    // many are in flight as the libuv pool has threads.
+    const topic = unique('group');
+    createTopic(bootstrap, topic);
+    const c = client('node-group', { 'request.timeout.ms': 30_000 });
+    try {
+      const lead = await c.acquire(unique('group'), 'node-1', { timeoutMs: 60_000 });
+      const writers = 64;
+      const each = 5;
+      const writer = async (w) => {
+        const out = [];
+        for (let i = 0; i < each; i++) out.push(await lead.produce(topic, `writer ${w} command ${i}`, { partition: 0 }));
+        return out;
+      };
+      const results = await Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
+      const seen = new Set();
+      results.forEach((res, w) => {
+        assert.equal(res.length, each);
+        for (let i = 0; i < res.length; i++) {
+          assert.equal(res[i].partition, 0);
+          assert.ok(!seen.has(res[i].offset), `two commands at offset ${res[i].offset}`);
+          seen.add(res[i].offset);
+          if (i > 0) assert.ok(res[i].offset > res[i - 1].offset, `writer ${w}: ${res[i].offset} after ${res[i - 1].offset}`);
+        }
+      });
+      assert.equal(lead.state, 'active');
+      await lead.resign();
+    } finally {
+      await c.close();
+    }
+  });
+
   test(`[${label}] tryAcquire against a live holder resolves { leadership: null, retryAt }`, { timeout: 120_000 }, async () => {
     requireBroker();
     const role = unique('try');

@@ -306,6 +306,54 @@ def test_asyncio_forms(bootstrap: str, topic: str) -> None:
     assert tok > kc.NO_EPOCH
 
 
+def _check_writers(results: "list[list[kc.ProduceResult]]", each: int) -> None:
+    """Every call succeeded, no two messages share (partition, offset), and
+    each writer's messages (one key, so one partition) are in its order."""
+    seen = set()
+    for w, res in enumerate(results):
+        assert len(res) == each, "writer %d got %d results" % (w, len(res))
+        for r in res:
+            assert (r.partition, r.offset) not in seen, "two messages at %r" % (r,)
+            seen.add((r.partition, r.offset))
+        assert len({r.partition for r in res}) == 1, "writer %d spread over partitions: %r" % (w, res)
+        offs = [r.offset for r in res]
+        assert offs == sorted(offs) and len(set(offs)) == len(offs), "writer %d out of order: %r" % (w, offs)
+
+
+def test_concurrent_guarded_writes_from_threads_and_asyncio(bootstrap: str, topic: str) -> None:
+    """64 threads, then 64 asyncio tasks, write at once on one leadership
+    (the library commits concurrent calls together)."""
+    writers, each = 64, 8
+    with kc.Client(conf(bootstrap, **{"request.timeout.ms": 30000})) as c:
+        with c.acquire(unique("py-group"), "a", timeout=60) as lead:
+            results: "list[list[kc.ProduceResult]]" = [[] for _ in range(writers)]
+            errors: list = []
+
+            def write(w: int) -> None:
+                try:
+                    for i in range(each):
+                        results[w].append(lead.produce(topic, b"thread %d command %d" % (w, i), key=b"t%d" % w))
+                except Exception as e:  # reported below
+                    errors.append(e)
+
+            threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert errors == []
+            _check_writers(results, each)
+
+            async def write_async(w: int) -> "list[kc.ProduceResult]":
+                return [await lead.produce_async(topic, b"task %d command %d" % (w, i), key=b"a%d" % w) for i in range(each)]
+
+            async def main() -> "list[list[kc.ProduceResult]]":
+                return list(await asyncio.gather(*(write_async(w) for w in range(writers))))
+
+            _check_writers(asyncio.run(main()), each)
+            assert lead.state == kc.LeadershipState.ACTIVE
+
+
 def test_close_wakes_a_blocked_acquire_with_closed_error(bootstrap: str, client: kc.Client) -> None:
     role = unique("py-close")
     with client.acquire(role, "a", timeout=60) as lead:

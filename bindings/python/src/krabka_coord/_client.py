@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ctypes
 import datetime
 import enum
@@ -62,13 +63,39 @@ def _ms_to_datetime(ms: int) -> datetime.datetime:
         return datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
 
 
-async def _in_thread(fn: Callable[[], T], on_cancel_result: Optional[Callable[[T], None]] = None) -> T:
-    """Run a blocking call on the default executor (ctypes releases the GIL
-    while the C call blocks). If the awaiting task is cancelled, the call
-    still runs to its end in its thread; `on_cancel_result` then receives
-    its result so nothing leaks (an acquired leadership is released)."""
+# Guarded writes awaited concurrently are committed together by the library
+# (group commit), but only as many can be in flight as there are threads
+# blocked in them: the default executor has min(32, cores + 4) threads, which
+# would cap a group at 6 on a 2-core machine. produce_async therefore runs on
+# its own pool; its threads are started only when that many calls are in
+# flight at once and idle ones are reused.
+_WRITE_POOL_SIZE = 256
+_write_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_write_pool_lock = threading.Lock()
+
+
+def _writes_executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _write_pool
+    with _write_pool_lock:
+        if _write_pool is None:
+            _write_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_WRITE_POOL_SIZE, thread_name_prefix="krabka-produce"
+            )
+        return _write_pool
+
+
+async def _in_thread(
+    fn: Callable[[], T],
+    on_cancel_result: Optional[Callable[[T], None]] = None,
+    executor: Optional[concurrent.futures.Executor] = None,
+) -> T:
+    """Run a blocking call on the default executor, or on `executor`
+    (ctypes releases the GIL while the C call blocks). If the awaiting task
+    is cancelled, the call still runs to its end in its thread;
+    `on_cancel_result` then receives its result so nothing leaks (an
+    acquired leadership is released)."""
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(None, fn)
+    fut = loop.run_in_executor(executor, fn)
     try:
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
@@ -363,8 +390,11 @@ class Leadership:
         partition: Optional[int] = None,
         timeout: Timeout = None,
     ) -> ProduceResult:
-        """produce() on a worker thread."""
-        return await _in_thread(lambda: self.produce(topic, value, key, partition, timeout))
+        """produce() on a worker thread of the binding's write pool (up to
+        256 threads, started on demand), so that many concurrent awaits are
+        in flight together and the library commits them in one transaction
+        (group commit)."""
+        return await _in_thread(lambda: self.produce(topic, value, key, partition, timeout), executor=_writes_executor())
 
     async def resign_async(self, timeout: Timeout = None) -> None:
         """resign() on a worker thread."""
