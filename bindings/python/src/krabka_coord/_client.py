@@ -7,11 +7,12 @@ import concurrent.futures
 import ctypes
 import datetime
 import enum
+import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
 
-from . import _native
+from . import _events, _native
 from ._args import Name, Timeout, check_int, name_bytes, payload_bytes, timeout_ms
 from ._errors import ClosedError, ConfigError, ErrorCode, KrabkaError, NotLeaderError, error_for, raise_for
 from ._native import (
@@ -350,6 +351,56 @@ class Leadership:
         buf = _errbuf()
         raise_for(lib.krabka_leadership_resign(self._ptr(), ms, buf, len(buf)), buf)
 
+    def wait_ended(self, timeout: Timeout = None) -> LeadershipState:
+        """Block until the leadership is no longer ACTIVE (fenced, expired,
+        resigned or closed) and return the final state; ACTIVE when
+        `timeout` seconds passed first (None: no limit). The GIL is released
+        while it waits."""
+        if self._h.get() is None:
+            _check()
+            return LeadershipState.CLOSED
+        ms = timeout_ms(timeout)
+        st = ctypes.c_int()
+        code = lib.krabka_leadership_wait(self._ptr(), ms, ctypes.byref(st))
+        if code == ErrorCode.TIMEOUT:
+            return LeadershipState.ACTIVE
+        raise_for(code)
+        return LeadershipState(st.value)
+
+    async def ended(self) -> LeadershipState:
+        """Wait, without a thread, until the leadership is no longer ACTIVE;
+        returns the final state (`end_error` says why). Completes through
+        the event loop's queue fd."""
+        q = _events.loop_queue()
+        tag, fut = _events.future_for(q, lambda c: LeadershipState(c.state), raise_errors=False)
+        try:
+            raise_for(lib.krabka_leadership_ended_async(self._ptr(), q.ptr, tag))
+        except BaseException:
+            q.forget(tag)
+            raise
+        return await fut  # type: ignore[no-any-return]
+
+    @property
+    def end_error(self) -> Optional[KrabkaError]:
+        """None while ACTIVE; afterwards the error its calls now raise
+        (FencedError, LeaseExpiredError, NotLeaderError or ClosedError), whose
+        reason says why it ended. Never blocks."""
+        if self._h.get() is None:
+            return NotLeaderError(ErrorCode.NOT_LEADER, "this Leadership was closed")
+        code = ctypes.c_int()
+        buf = _errbuf()
+        raise_for(lib.krabka_leadership_end_error(self._ptr(), ctypes.byref(code), buf, len(buf)))
+        return error_for(code.value, buf) if code.value else None
+
+    def event_fd(self) -> int:
+        """A file descriptor (eventfd) that becomes readable when the
+        leadership leaves ACTIVE, for selectors / poll loops. It belongs to
+        the leadership (closed by close()); never close it yourself. Reading
+        8 bytes resets it."""
+        fd = ctypes.c_int()
+        raise_for(lib.krabka_leadership_event_fd(self._ptr(), ctypes.byref(fd)))
+        return fd.value
+
     def close(self) -> None:
         """Release the leadership's resources without resigning (standbys
         take over at the lease deadline). Idempotent."""
@@ -490,12 +541,17 @@ class Client:
                         if k not in err.reason:
                             err.reason = "%s: %s" % (k, err.reason)
                     raise err
+            if not any(k in ("krabka.log.level", "krabka.debug") for k, _ in items):
+                # Follow the krabka_coord logger's level unless configured.
+                lib.krabka_conf_set(conf, b"krabka.log.level", _events.library_log_level().encode(), None, 0)
+            raise_for(lib.krabka_conf_set_log_cb(conf, _events.LOG_CALLBACK, None))
             out = ctypes.c_void_p()
             buf = _errbuf()
             raise_for(lib.krabka_client_new(conf, ctypes.byref(out), buf, len(buf)), buf)
             if not out.value:
                 raise KrabkaError(ErrorCode.INTERNAL, "krabka_client_new returned no handle")
             self._h = _Handle(out.value, lib.krabka_client_destroy)
+            _events._open_clients.add(self)
         finally:
             lib.krabka_conf_destroy(conf)
 
@@ -592,15 +648,40 @@ class Client:
         finally:
             st.release()
 
+    def stats(self) -> Dict[str, Any]:
+        """The client's statistics as a dict (schema: docs/STATISTICS.md):
+        counters and gauges per client and per role ("roles"). Never blocks."""
+        out = ctypes.c_void_p()
+        n = ctypes.c_size_t()
+        raise_for(lib.krabka_client_stats_json(self._ptr(), ctypes.byref(out), ctypes.byref(n)))
+        try:
+            return json.loads(ctypes.string_at(out.value, n.value))  # type: ignore[no-any-return]
+        finally:
+            lib.krabka_free(out)
+
     # -- asyncio ---------------------------------------------------------
     async def acquire_async(self, role: Name, member: Name, timeout: Timeout = None) -> Leadership:
-        """acquire() on a worker thread. If the awaiting task is cancelled,
-        the call goes on until it ends (bounded by `timeout`, or by close());
-        a leadership won after the cancellation is released (not resigned).
-        Pass a timeout, or close the client, to bound it."""
-        self._names(role, member)
-        timeout_ms(timeout)
-        return await _in_thread(lambda: self.acquire(role, member, timeout), lambda lead: lead.close())
+        """acquire() without a thread: the library waits on its own threads
+        and completes the call through the event loop's queue fd, so any
+        number of acquires can wait at once without an executor thread each.
+        If the awaiting task is cancelled, the call goes on until it ends
+        (bounded by `timeout`, or by close()); a leadership won after the
+        cancellation is released (not resigned)."""
+        r, m, role_s, member_s = self._names(role, member)
+        ms = timeout_ms(timeout)
+        q = _events.loop_queue()
+        tag, fut = _events.future_for(
+            q,
+            lambda c: Leadership(c.leadership, self, role_s, member_s),
+            lambda c: lib.krabka_leadership_destroy(c.leadership) if c.leadership else None,
+        )
+        buf = _errbuf()
+        try:
+            raise_for(lib.krabka_client_acquire_async(self._ptr(), r, len(r), m, len(m), ms, q.ptr, tag, buf, len(buf)), buf)
+        except BaseException:
+            q.forget(tag)
+            raise
+        return await fut
 
     async def try_acquire_async(self, role: Name, member: Name, timeout: Timeout = None) -> TryAcquireResult:
         """try_acquire() on a worker thread."""

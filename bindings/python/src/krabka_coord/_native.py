@@ -144,6 +144,26 @@ class RosterEntryStruct(Structure):
     ]
 
 
+class EventStruct(Structure):
+    """krabka_event_t."""
+
+    _fields_ = [
+        ("type", c_int),
+        ("tag", ctypes.c_uint64),
+        ("err", c_int),
+        ("errstr", c_char_p),
+        ("leadership", c_void_p),
+        ("state", c_int),
+        ("log_level", c_int),
+        ("log_line", c_char_p),
+        ("watch_event", c_void_p),
+    ]
+
+
+# krabka_log_cb: void (*)(void *opaque, krabka_log_level_t level, const char *line)
+LOG_CB = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
+
+
 def read_name(struct: Structure, field: str, length: int) -> bytes:
     """The first `length` bytes of a fixed name array inside a struct."""
     if length > NAME_BUF:
@@ -271,6 +291,20 @@ def _declare(lib: ctypes.CDLL) -> None:
         "krabka_status_roster_count": (err, [c_void_p, P(c_size_t)]),
         "krabka_status_roster_entry": (err, [c_void_p, c_size_t, P(RosterEntryStruct)]),
         "krabka_status_destroy": (err, [c_void_p]),
+        # leadership events, queues, logs, statistics
+        "krabka_leadership_wait": (err, [c_void_p, c_int64, P(c_int)]),
+        "krabka_leadership_event_fd": (err, [c_void_p, P(c_int)]),
+        "krabka_leadership_end_error": (err, [c_void_p, P(c_int), c_char_p, c_size_t]),
+        "krabka_leadership_ended_async": (err, [c_void_p, c_void_p, ctypes.c_uint64]),
+        "krabka_queue_new": (err, [P(c_void_p)]),
+        "krabka_queue_fd": (err, [c_void_p, P(c_int)]),
+        "krabka_queue_poll": (err, [c_void_p, P(EventStruct)]),
+        "krabka_queue_destroy": (err, [c_void_p]),
+        "krabka_client_acquire_async": (err, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, c_void_p, ctypes.c_uint64, c_char_p, c_size_t]),
+        "krabka_conf_set_log_cb": (err, [c_void_p, LOG_CB, c_void_p]),
+        "krabka_conf_set_log_queue": (err, [c_void_p, c_void_p]),
+        "krabka_client_stats_json": (err, [c_void_p, P(c_void_p), P(c_size_t)]),
+        "krabka_free": (None, [c_void_p]),
     }
     missing = []
     for name, (restype, argtypes) in sigs.items():
@@ -284,7 +318,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     if missing:
         # The pure functions are required; a library without the client part
         # (during development) still serves the pure API.
-        required = [m for m in missing if not m.startswith(("krabka_client", "krabka_leadership", "krabka_status", "krabka_conf"))]
+        required = [m for m in missing if not m.startswith(("krabka_client", "krabka_leadership", "krabka_status", "krabka_conf", "krabka_queue", "krabka_watch", "krabka_free"))]
         if required:
             raise LibraryLoadError(
                 "libkrabka_coord.so lacks the functions %s: it is not a build of this version" % ", ".join(required)
