@@ -63,6 +63,11 @@ const client = new kc.Client({
   'krabka.renew.interval.ms': envMs('KRABKA_RENEW_INTERVAL_MS', 1000),
   'krabka.challenge.stagger.ms': envMs('KRABKA_CHALLENGE_STAGGER_MS', 1000),
   'krabka.poll.interval.ms': 250,
+  // request.timeout.ms, and the test-only clock offset (the chaos campaign)
+  ...Object.fromEntries([
+    ['KRABKA_REQUEST_TIMEOUT_MS', 'request.timeout.ms'],
+    ['KRABKA_TEST_CLOCK_OFFSET_MS', 'krabka.test.clock.offset.ms'],
+  ].filter(([e]) => (process.env[e] ?? '').trim() !== '').map(([e, k]) => [k, envMs(e, 0)])),
 });
 
 let seq = 0;

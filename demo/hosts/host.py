@@ -40,6 +40,17 @@ def env_ms(name: str, default: int) -> int:
     return int(value) if value.strip() else default
 
 
+def optional_settings() -> dict:
+    """request.timeout.ms from KRABKA_REQUEST_TIMEOUT_MS, and the test-only
+    clock offset from KRABKA_TEST_CLOCK_OFFSET_MS (the chaos campaign)."""
+    out = {}
+    for env, key in (("KRABKA_REQUEST_TIMEOUT_MS", "request.timeout.ms"),
+                     ("KRABKA_TEST_CLOCK_OFFSET_MS", "krabka.test.clock.offset.ms")):
+        if os.environ.get(env, "").strip():
+            out[key] = int(os.environ[env])
+    return out
+
+
 class Host:
     def __init__(self, bootstrap: str, role: str, member: str, topic: str, max_commands: int) -> None:
         self.role, self.member, self.topic = role, member, topic
@@ -56,6 +67,7 @@ class Host:
                 "krabka.renew.interval.ms": env_ms("KRABKA_RENEW_INTERVAL_MS", 1000),
                 "krabka.challenge.stagger.ms": env_ms("KRABKA_CHALLENGE_STAGGER_MS", 1000),
                 "krabka.poll.interval.ms": 250,
+                **optional_settings(),
             }
         )
 

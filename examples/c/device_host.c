@@ -14,7 +14,8 @@
  * (so a standby takes over at once) and exits.
  *
  * Settings: KRABKA_LEASE_MS, KRABKA_RENEW_INTERVAL_MS,
- * KRABKA_CHALLENGE_STAGGER_MS (the coordination settings),
+ * KRABKA_CHALLENGE_STAGGER_MS (the coordination settings), KRABKA_REQUEST_TIMEOUT_MS
+ * (request.timeout.ms),
  * KRABKA_DISPATCH_INTERVAL_MS (pace of commands, default 1000),
  * KRABKA_REJOIN_DELAY_MS (pause after losing the role, default 1000).
  *
@@ -107,7 +108,10 @@ static krabka_client_t *connect_client(const char *bootstrap) {
         const char *env, *key;
     } settings[] = {{"KRABKA_LEASE_MS", "krabka.lease.ms"},
                     {"KRABKA_RENEW_INTERVAL_MS", "krabka.renew.interval.ms"},
-                    {"KRABKA_CHALLENGE_STAGGER_MS", "krabka.challenge.stagger.ms"}};
+                    {"KRABKA_CHALLENGE_STAGGER_MS", "krabka.challenge.stagger.ms"},
+                    {"KRABKA_REQUEST_TIMEOUT_MS", "request.timeout.ms"},
+                    /* TEST ONLY (the chaos campaign skews one member's lease clock) */
+                    {"KRABKA_TEST_CLOCK_OFFSET_MS", "krabka.test.clock.offset.ms"}};
     krabka_conf_t *conf = krabka_conf_new();
     krabka_client_t *client = NULL;
     krabka_err_t err = krabka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr);

@@ -1,0 +1,22 @@
+# The fault campaign and the older-broker runs (docs/RELIABILITY.md).
+#   make chaos                               about 10 minutes of random faults, a fresh seed
+#   make chaos CHAOS_SEED=N CHAOS_DURATION=30m   replay a seed / run longer
+#   make chaos-short                         the 2-minute campaign `make test` runs
+# Each run prints its seed first and last; logs and result.json go to build/chaos/<seed>/.
+GO ?= go
+CHAOS_SEED ?= 0
+CHAOS_DURATION ?= 10m
+CHAOS_SHORT_DURATION ?= 90s
+CHAOS_FLAGS ?=
+CHAOS_DEPS ?= lib examples node-deps kafka-fetch
+
+.PHONY: chaos chaos-short chaos-unit
+chaos: $(CHAOS_DEPS)
+	$(GO) run ./tests/chaos/cmd/krabka-chaos -seed $(CHAOS_SEED) -duration $(CHAOS_DURATION) $(CHAOS_FLAGS)
+
+chaos-short: $(CHAOS_DEPS)
+	$(GO) run ./tests/chaos/cmd/krabka-chaos -seed $(CHAOS_SEED) -duration $(CHAOS_SHORT_DURATION) $(CHAOS_FLAGS)
+
+# The checker and the fault proxy on their own (no broker).
+chaos-unit:
+	$(GO) test -count=1 ./tests/chaos/ ./tests/kafka/faultproxy/

@@ -1,0 +1,58 @@
+// krabka-chaos runs the randomized fault campaign (make chaos); see
+// tests/chaos and docs/RELIABILITY.md. Exit status 0 only if the checker
+// found no violation.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/krabka/krabka-coord/tests/chaos"
+)
+
+func main() {
+	var o chaos.Options
+	var seed int64
+	flag.Int64Var(&seed, "seed", 0, "the schedule's seed (0: from the clock; always printed)")
+	flag.DurationVar(&o.Duration, "duration", 10*time.Minute, "how long faults are injected")
+	flag.StringVar(&o.Lib, "lib", "build/libkrabka_coord.so", "the shared library")
+	flag.StringVar(&o.CHost, "c-host", "build/examples/device_host", "the C device host")
+	flag.StringVar(&o.LogDir, "logs", "", "logs folder (default build/chaos/<seed>)")
+	flag.IntVar(&o.PortBase, "port", 0, "the cluster's base port (default 24500+$KRABKA_KAFKA_PORT_OFFSET; proxies at +100)")
+	flag.BoolVar(&o.Keep, "keep", false, "leave the cluster running")
+	flag.BoolVar(&o.Verbose, "verbose", false, "print every command and renewal")
+	flag.Parse()
+	o.Seed = uint64(seed)
+	repo, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	o.Repo = repo
+	for _, p := range []*string{&o.Lib, &o.CHost} {
+		if !filepath.IsAbs(*p) {
+			*p = filepath.Join(repo, *p)
+		}
+		if _, err := os.Stat(*p); err != nil {
+			fmt.Fprintf(os.Stderr, "krabka-chaos: %v (run make lib examples node-deps first, or make chaos)\n", err)
+			os.Exit(2)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := chaos.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "krabka-chaos: the campaign could not run: %v\n", err)
+		os.Exit(2)
+	}
+	if !rep.OK() {
+		fmt.Fprintf(os.Stderr, "krabka-chaos: FAILED, seed %d (replay: %s)\n", rep.Seed, rep.Replay)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,185 @@
+package faultproxy
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// echo is a loopback server that echoes every line.
+func echo(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if _, err := c.Write([]byte(l)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string) {
+	t.Helper()
+	if _, err := c.Write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ReadString('\n')
+	if err != nil || got != line+"\n" {
+		t.Fatalf("echo of %q: %q %v", line, got, err)
+	}
+}
+
+// Forward, cut (the connection stays open and silent: a read only times
+// out, it does not see EOF or a reset), heal (what was held arrives), and a
+// connection opened during a cut is answered only after the heal.
+func TestCutHoldsWithoutClosingAndHealDelivers(t *testing.T) {
+	p, err := Listen("127.0.0.1:0", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	roundTrip(t, c, r, "before")
+
+	p.Cut()
+	if p.State() != "cut" {
+		t.Fatalf("state %q", p.State())
+	}
+	if _, err := c.Write([]byte("held\n")); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := net.Dial("tcp", p.Addr) // accepted, but not forwarded
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Write([]byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := r.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read during a cut: %v, want a timeout (silence, not a close)", err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+
+	p.Heal()
+	got, err := r.ReadString('\n')
+	if err != nil || got != "held\n" {
+		t.Fatalf("after heal: %q %v", got, err)
+	}
+	got, err = bufio.NewReader(c2).ReadString('\n')
+	if err != nil || got != "new\n" {
+		t.Fatalf("connection made during the cut, after heal: %q %v", got, err)
+	}
+	roundTrip(t, c, r, "after")
+}
+
+func TestDelayStillDelivers(t *testing.T) {
+	p, err := Listen("127.0.0.1:0", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Delay(20 * time.Millisecond)
+	if p.State() != "delay 20ms" {
+		t.Fatalf("state %q", p.State())
+	}
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip(t, c, bufio.NewReader(c), "slow")
+	p.Heal()
+	if p.State() != "ok" || p.Counters().Accepted != 1 {
+		t.Fatalf("state %q counters %+v", p.State(), p.Counters())
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	if _, err := Listen("127.0.0.1:0", "10.0.0.1:9092"); err == nil {
+		t.Fatal("a non-loopback target was accepted")
+	}
+}
+
+// Close ends connections that are held by a cut.
+func TestCloseEndsHeldConnections(t *testing.T) {
+	p, err := Listen("127.0.0.1:0", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p.Cut()
+	p.Close()
+	if _, err := bufio.NewReader(c).ReadString('\n'); err == nil {
+		t.Fatal("read after Close succeeded")
+	}
+}
+
+// Down refuses connections (like a dead broker) and resets open ones; Up
+// serves again at the same address.
+func TestDownRefusesUpServes(t *testing.T) {
+	p, err := Listen("127.0.0.1:0", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip(t, c, bufio.NewReader(c), "one")
+	p.Down()
+	if p.State() != "down" {
+		t.Fatalf("state %q", p.State())
+	}
+	if _, err := bufio.NewReader(c).ReadString('\n'); err == nil {
+		t.Fatal("open connection survived Down")
+	}
+	if c2, err := net.Dial("tcp", p.Addr); err == nil {
+		c2.Close()
+		t.Fatal("connection accepted while down")
+	}
+	if err := p.Up(); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	roundTrip(t, c3, bufio.NewReader(c3), "two")
+}
