@@ -13,7 +13,7 @@ include tests/kafka/kafka.mk
 # smoke tests, the Go client on real Kafka, the C ABI, the bindings, the
 # cross-language conformance table and the demo's scenario as a test.
 TEST_TARGETS := core-test core-fuzz kafka-test client-test capi-test python-test node-test \
-	conformance conformance-table-test demo-unit demo-test
+	conformance conformance-table-test demo-unit demo-test tls-test chaos-unit chaos-short
 
 # The test suites that need brokers run inside with-clusters.sh, which starts the
 # clusters once, exports their addresses and stops them on every exit path.

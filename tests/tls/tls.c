@@ -25,12 +25,14 @@ static char certs[512], role[128];
         }                                                                                          \
     } while (0)
 
+/* The path of a file of the test PKI (allocated; the test keeps them all). */
 static const char *cert(const char *name) {
-    static char buf[4][600];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", certs, name);
-    return buf[i];
+    size_t n = strlen(certs) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (!p)
+        abort();
+    snprintf(p, n, "%s/%s", certs, name);
+    return p;
 }
 
 static char *password(void) {
@@ -62,6 +64,7 @@ static krabka_err_t make_client(const char *bootstrap, const char **kv, krabka_c
 }
 
 static void works(const char *label, const char *bootstrap, const char **kv) {
+    int before = failures;
     char errstr[512] = "";
     krabka_client_t *c = NULL;
     krabka_err_t err = make_client(bootstrap, kv, &c, errstr, sizeof errstr);
@@ -94,7 +97,8 @@ static void works(const char *label, const char *bootstrap, const char **kv) {
         krabka_leadership_destroy(l);
     }
     krabka_client_destroy(c);
-    printf("ok   %s\n", label);
+    if (failures == before)
+        printf("ok   %s\n", label);
 }
 
 /* The misconfiguration fails with code want and a message naming it, either
@@ -110,9 +114,11 @@ static void fails(const char *label, const char *bootstrap, const char **kv, kra
             krabka_status_destroy(st);
         krabka_client_destroy(c);
     }
-    CHECK(err == want && strstr(errstr, mention), "%s: got %s: %s; want %s mentioning \"%s\"", label,
-          krabka_err2name(err), errstr, krabka_err2name(want), mention);
-    printf("ok   %s: %s: %s\n", label, krabka_err2name(err), errstr);
+    int good = err == want && strstr(errstr, mention) != NULL;
+    CHECK(good, "%s: got %s: %s; want %s mentioning \"%s\"", label, krabka_err2name(err), errstr,
+          krabka_err2name(want), mention);
+    if (good)
+        printf("ok   %s: %s: %s\n", label, krabka_err2name(err), errstr);
 }
 
 int main(void) {
