@@ -420,18 +420,21 @@ func fieldsText(ev demo.Event) string {
 	return strings.TrimSpace(b.String())
 }
 
-func (c *campaign) leaderOr(random bool) *member {
+// leaderOr is the current leader when toLeader and one is known, else the
+// member drawn (drawn is always drawn, so the generator's sequence does not
+// depend on what happened).
+func (c *campaign) leaderOr(toLeader bool, drawn int) *member {
 	c.mu.Lock()
 	l := c.leader
 	c.mu.Unlock()
-	if !random && l != "" {
+	if toLeader && l != "" {
 		for _, m := range c.members {
 			if m.name == l {
 				return m
 			}
 		}
 	}
-	return c.members[c.rng.IntN(len(c.members))]
+	return c.members[drawn%len(c.members)]
 }
 
 func (c *campaign) sleep(ctx context.Context, d time.Duration) bool {
@@ -473,12 +476,14 @@ func (c *campaign) schedule(ctx context.Context) {
 			skew = -skew
 		}
 		delay := between(c.rng, 100*time.Millisecond, 1500*time.Millisecond)
+		drawnMember := c.rng.IntN(len(c.members))
+		drawnNode := 1 + c.rng.IntN(3)
 		if !c.sleep(ctx, gap) {
 			return
 		}
 		switch {
 		case kind < 20: // member SIGKILL and restart
-			m := c.leaderOr(!toLeader)
+			m := c.leaderOr(toLeader, drawnMember)
 			c.count("member-kill")
 			c.say("FAULT member-kill: SIGKILL %s (pid %d), restart in %s", m.name, m.pid, d1.Round(time.Millisecond))
 			c.kill(m)
@@ -487,7 +492,7 @@ func (c *campaign) schedule(ctx context.Context) {
 				c.say("restart %s: %v", m.name, err)
 			}
 		case kind < 38: // SIGSTOP past the lease, SIGCONT
-			m := c.leaderOr(!toLeader)
+			m := c.leaderOr(toLeader, drawnMember)
 			d := lease + d2
 			c.count("member-pause")
 			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", m.name, d.Round(time.Millisecond), lease)
@@ -507,7 +512,7 @@ func (c *campaign) schedule(ctx context.Context) {
 				continue
 			}
 			c.count("broker-kill(" + target + ")")
-			node := c.brokerFor(target)
+			node := c.brokerFor(target, drawnNode)
 			down := d1 + d2
 			c.say("FAULT broker-kill(%s): SIGKILL broker %d, restart after %s", target, node, down.Round(time.Millisecond))
 			c.wg.Add(1)
@@ -517,10 +522,10 @@ func (c *campaign) schedule(ctx context.Context) {
 				c.brokerKill(node, down)
 			}()
 		case kind < 76: // client-to-broker cut, then heal
-			m := c.leaderOr(!toLeader)
+			m := c.leaderOr(toLeader, drawnMember)
 			d := d1 + d2
 			if pick == 0 {
-				node := c.brokerFor("partition-leader")
+				node := c.brokerFor("partition-leader", drawnNode)
 				c.count("link-cut(one broker)")
 				c.say("FAULT link-cut: %s to broker %d (command partition leader) cut for %s", m.name, node, d.Round(time.Millisecond))
 				m.proxies[node-1].Cut()
@@ -535,7 +540,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			}
 			c.say("healed %s", m.name)
 		case kind < 88: // client-to-broker delay
-			m := c.leaderOr(!toLeader)
+			m := c.leaderOr(toLeader, drawnMember)
 			d := d1 + d2 + lease
 			c.count("link-delay")
 			c.say("FAULT link-delay: %s's links delayed by %s for %s", m.name, delay.Round(time.Millisecond), d.Round(time.Millisecond))
@@ -543,7 +548,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			c.sleep(context.Background(), d)
 			m.proxies.Heal()
 		default: // one member's clock offset by seconds (restart with the test-only hook)
-			m := c.leaderOr(!toLeader)
+			m := c.leaderOr(toLeader, drawnMember)
 			c.count("clock-skew")
 			c.say("FAULT clock-skew: restart %s with its lease clock offset by %+ds", m.name, skew/time.Second)
 			c.kill(m)
@@ -587,7 +592,7 @@ func (c *campaign) kill(m *member) {
 }
 
 // brokerFor names the node (1-based) a broker fault aims at.
-func (c *campaign) brokerFor(target string) int {
+func (c *campaign) brokerFor(target string, drawn int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	switch target {
@@ -616,18 +621,19 @@ func (c *campaign) brokerFor(target string) int {
 			}
 		}
 	}
-	return 1 + c.rng.IntN(3)
+	return drawn
 }
 
 func (c *campaign) brokerKill(node int, down time.Duration) {
+	c.proxiesOf(node, false)
 	if _, err := c.script(context.Background(), "kill-node", strconv.Itoa(node), "--dir", c.opts.Dir); err != nil {
 		c.say("kill-node %d: %v", node, err)
+		c.proxiesOf(node, true)
 		return
 	}
 	c.mu.Lock()
 	c.down[node] = true
 	c.mu.Unlock()
-	c.proxiesOf(node, false)
 	time.Sleep(down)
 	t0 := time.Now()
 	if _, err := c.script(context.Background(), "start-node", strconv.Itoa(node), "--dir", c.opts.Dir); err != nil {
