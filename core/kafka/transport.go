@@ -684,8 +684,12 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 }
 
 // txnBackoff is the retry interval of a transactional request answered
-// CONCURRENT_TRANSACTIONS (see Mint).
-const txnBackoff = 2 * time.Millisecond
+// CONCURRENT_TRANSACTIONS (see Mint). The markers of the previous commit
+// usually land within a millisecond of its EndTxn answer, and every
+// back-to-back transaction (a group commit under load is always one) meets
+// this wait once: 500 µs instead of 2 ms took about a millisecond off each
+// transaction (docs/PERFORMANCE.md).
+const txnBackoff = 500 * time.Microsecond
 
 // CurrentToken implements coord.Transport (DescribeTransactions).
 func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.FencingToken, error) {
