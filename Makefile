@@ -11,9 +11,10 @@ include tests/kafka/kafka.mk
 
 # Every suite `make test` runs, in order: pure core first, then the broker
 # smoke tests, the Go client on real Kafka, the C ABI, the bindings, the
-# cross-language conformance table and the demo's scenario as a test.
+# cross-language conformance table, the demo's scenario as a test and the
+# operator's command line (cmd/krabka-coord) on real brokers.
 TEST_TARGETS := core-test core-fuzz kafka-test client-test capi-test python-test node-test \
-	conformance conformance-table-test demo-unit demo-test tls-test chaos-unit chaos-short
+	conformance conformance-table-test demo-unit demo-test tls-test chaos-unit chaos-short cli-test
 
 # The test suites that need brokers run inside with-clusters.sh, which starts the
 # clusters once, exports their addresses and stops them on every exit path.

@@ -5,6 +5,7 @@
 #   build/include/krabka_coord.h    (the hand-written contract)
 #   build/krabka_coord.pc           (pkg-config, pointing at build/)
 #   build/internal/krabka_coord_cgo.h  (cgo's generated header: internal, never installed)
+#   build/bin/krabka-coord          (the operator's command line, cmd/krabka-coord)
 # and compiles tests/c/header_drift.c, which includes both headers, so any
 # drift between the contract and the exports fails the build.
 #
@@ -166,6 +167,15 @@ ln -sfn "$REAL" "$OUT/$SONAME"
 ln -sfn "$REAL" "$OUT/libkrabka_coord.so"
 cp -f include/krabka_coord.h "$OUT/include/krabka_coord.h"
 
+# The command line (pure Go, no cgo): rebuilt when a Go input changed.
+CLI=$OUT/bin/krabka-coord
+if [[ $force == 1 || ! -f $CLI || -n $(find cmd core go.mod go.sum include/krabka_coord.h -newer "$CLI" \
+        \( -name '*.go' -o -name 'go.*' -o -name '*.h' \) ! -name '*_test.go' -print -quit) ]]; then
+    echo "build.sh: go build -> build/bin/krabka-coord"
+    mkdir -p "$OUT/bin"
+    CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-X main.version=$VERSION" -o "$CLI" ./cmd/krabka-coord
+fi
+
 # Drift check: the generated prototypes and the contract in one translation unit.
 "$CC" -std=c99 -Wall -Wextra -Werror -fsyntax-only -I include -I capi -I "$OUT/internal" \
     tests/c/header_drift.c
@@ -187,6 +197,8 @@ if [[ ${PREFIX:-} != "" && ${INSTALL:-0} == 1 ]]; then
     ln -sfn "$REAL" "$DEST$LIBDIR/$SONAME"
     ln -sfn "$REAL" "$DEST$LIBDIR/libkrabka_coord.so"
     install -m 0644 include/krabka_coord.h "$DEST$INCDIR/krabka_coord.h"
+    install -d "$DEST$PREFIX/bin"
+    install -m 0755 "$CLI" "$DEST$PREFIX/bin/krabka-coord"
     write_pc "$PREFIX" "$LIBDIR" "$INCDIR" "$DEST$PCDIR/krabka_coord.pc"
     echo "build.sh: installed into $DEST$PREFIX"
 fi

@@ -1,0 +1,230 @@
+package main
+
+// Tests of the command line that need no broker: configuration flags and
+// files through the library's parser, help, version, exit codes of bad
+// command lines, and the judgement rules of check.
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/krabka/krabka-coord/core/kafka"
+)
+
+// runCLI runs the command line in-process.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestConfigFlagsGoThroughTheLibraryTable(t *testing.T) {
+	code, out, errs := runCLI(t, "-b", "k1:9092,k2:9093", "config", "-X", "krabka.lease.ms=12000", "-X", "krabka.renew.interval.ms=4000",
+		"-X", "security.protocol=sasl_plaintext", "-X", "sasl.username=ops", "-X", "sasl.password=hunter2")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errs)
+	}
+	for _, want := range []string{"bootstrap.servers=k1:9092,k2:9093\n", "krabka.lease.ms=12000\n", "krabka.renew.interval.ms=4000\n",
+		"security.protocol=SASL_PLAINTEXT\n", "sasl.username=ops\n", "sasl.password=[redacted]\n", "krabka.topic=__coordination_state\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errs, "hunter2") {
+		t.Fatalf("the password was printed:\n%s%s", out, errs)
+	}
+}
+
+func TestLaterSettingsWin(t *testing.T) {
+	code, out, errs := runCLI(t, "-X", "bootstrap.servers=a:1", "-b", "b:2", "config")
+	if code != exitOK || !strings.Contains(out, "bootstrap.servers=b:2\n") {
+		t.Fatalf("exit %d, out %s, err %s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "-b", "b:2", "config", "-X", "bootstrap.servers=c:3")
+	if code != exitOK || !strings.Contains(out, "bootstrap.servers=c:3\n") {
+		t.Fatalf("exit %d, out %s", code, out)
+	}
+}
+
+// The messages are the library's own (coord.Config.Set / Validate), with
+// where the setting came from in front.
+func TestBadPropertiesGiveTheLibraryMessageAndExit2(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-b", "k:1", "-X", "krabka.lease.ms=abc", "config"},
+			`-X krabka.lease.ms: krabka: invalid configuration value: krabka.lease.ms="abc": not an integer number of milliseconds`},
+		{[]string{"-b", "k:1", "-X", "krabka.no.such=1", "config"},
+			`-X krabka.no.such: krabka: unknown configuration property: "krabka.no.such"`},
+		{[]string{"-b", "k", "config"},
+			`-b: krabka: invalid configuration value: bootstrap.servers="k": entry "k" is not host:port`},
+		{[]string{"config"}, `bootstrap.servers="": required`},
+		{[]string{"-b", "k:1", "-X", "krabka.lease.ms=3000", "-X", "krabka.renew.interval.ms=3000", "config"},
+			"krabka.renew.interval.ms"},
+		{[]string{"-b", "k:1", "-X", "security.protocol=SASL_SSL", "config"},
+			`sasl.username="": required with security.protocol=SASL_SSL`},
+		{[]string{"-b", "k:1", "-X", "s3cr3t-without-key", "config"}, "-X (setting 2): expected KEY=VALUE"},
+	}
+	for _, c := range cases {
+		code, out, errs := runCLI(t, c.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (out %q)", c.args, code, exitUsage, out)
+		}
+		if !strings.Contains(errs, c.want) {
+			t.Errorf("%v: stderr %q does not contain %q", c.args, errs, c.want)
+		}
+		if strings.Contains(errs, "s3cr3t") {
+			t.Errorf("%v: stderr echoes the argument: %q", c.args, errs)
+		}
+	}
+}
+
+func TestPropertiesFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "client.properties")
+	os.WriteFile(good, []byte(`# a comment
+! another
+bootstrap.servers = k1:9092,\
+    k2:9092
+security.protocol: SASL_SSL
+sasl.mechanism SCRAM-SHA-512
+sasl.username=ops
+sasl.password=pa\=ss:word
+
+krabka.role.prefix=prod.
+`), 0o600)
+	code, out, errs := runCLI(t, "-F", good, "config")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"bootstrap.servers=k1:9092,k2:9092\n", "security.protocol=SASL_SSL\n",
+		"sasl.mechanism=SCRAM-SHA-512\n", "sasl.password=[redacted]\n", "krabka.role.prefix=prod.\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "pa=ss") {
+		t.Fatal("password printed")
+	}
+
+	bad := filepath.Join(dir, "bad.properties")
+	os.WriteFile(bad, []byte("bootstrap.servers=k:1\n\nkrabka.lease.ms=soon\n"), 0o600)
+	code, _, errs = runCLI(t, "-F", bad, "config")
+	if code != exitUsage || !strings.Contains(errs, bad+":3: krabka: invalid configuration value: krabka.lease.ms=\"soon\"") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "-F", filepath.Join(dir, "missing.properties"), "config")
+	if code != exitUsage || !strings.Contains(errs, "missing.properties") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestHelpOfEveryCommandHasAnExampleAndExitCodes(t *testing.T) {
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "--help"}, {"help", c.name}, {c.name, "-h"}} {
+			code, out, _ := runCLI(t, args...)
+			if code != exitOK {
+				t.Errorf("%v: exit %d", args, code)
+			}
+			if !strings.Contains(out, "Usage: krabka-coord "+c.name) || !strings.Contains(out, "Example:\n  krabka-coord") ||
+				!strings.Contains(out, "Exit codes:") {
+				t.Errorf("%v: help lacks usage, example or exit codes:\n%s", args, out)
+			}
+		}
+	}
+	code, out, _ := runCLI(t, "--help")
+	if code != exitOK || !strings.Contains(out, "describe") || !strings.Contains(out, "exporter") {
+		t.Fatalf("main help: exit %d\n%s", code, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "version")
+	if code != exitOK || !strings.HasPrefix(out, "krabka-coord "+version+" (go") || !strings.Contains(out, "franz-go") {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+}
+
+func TestBadCommandLinesExit2(t *testing.T) {
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"-b", "k:1", "describe"},
+		{"-b", "k:1", "describe", ""},
+		{"-b", "k:1", "describe", "-o", "yaml", "r"},
+		{"-b", "k:1", "describe", "--no-such-flag", "r"},
+		{"-b", "k:1", "leave", "r"},
+		{"-b", "k:1", "exporter"},
+		{"-b", "k:1", "exporter", "--all-roles", "r"},
+		{"-b", "k:1", "watch"},
+		{"-b", "k:1", "check", "extra"},
+		{"-b", "k:1", "check", "--role", ""},
+	}
+	for _, args := range cases {
+		code, _, errs := runCLI(t, args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", args, code, exitUsage, errs)
+		}
+		if errs == "" {
+			t.Errorf("%q: no message", args)
+		}
+	}
+}
+
+func TestFlagsAfterPositionalArguments(t *testing.T) {
+	o := newOptions()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	describeCommand.flags(fs, o)
+	pos, err := parseInterleaved(fs, []string{"r1", "-o", "json", "r2", "--", "-r3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(pos, ",") != "r1,r2,-r3" || o.output != "json" {
+		t.Fatalf("pos %q output %q", pos, o.output)
+	}
+}
+
+func TestUnreachableBootstrapFailsCheck(t *testing.T) {
+	// Port 1 on the loopback: nothing listens there.
+	code, out, _ := runCLI(t, "-b", "127.0.0.1:1", "check")
+	if code != exitCheck {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitCheck, out)
+	}
+	if !strings.HasPrefix(out, "FAIL  reachable") || !strings.Contains(out, "connection refused") || !strings.Contains(out, "fix: check bootstrap.servers") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestACLJudgement(t *testing.T) {
+	acl := func(principal, perm, pattern, name, op string) kafka.ACL {
+		return kafka.ACL{Principal: principal, Host: "*", ResourceType: "TRANSACTIONAL_ID", ResourceName: name,
+			Pattern: pattern, Operation: op, Permission: perm}
+	}
+	cases := []struct {
+		name    string
+		acls    []kafka.ACL
+		granted string
+		missing string
+	}{
+		{"prefixed WRITE implies DESCRIBE", []kafka.ACL{acl("User:alice", "ALLOW", "PREFIXED", "alice.", "WRITE")}, "WRITE,DESCRIBE", ""},
+		{"a shorter prefix covers", []kafka.ACL{acl("User:alice", "ALLOW", "PREFIXED", "al", "ALL")}, "WRITE,DESCRIBE", ""},
+		{"a longer prefix does not", []kafka.ACL{acl("User:alice", "ALLOW", "PREFIXED", "alice.x", "ALL")}, "", "WRITE,DESCRIBE"},
+		{"a literal id does not cover the prefix", []kafka.ACL{acl("User:alice", "ALLOW", "LITERAL", "alice.", "ALL")}, "", "WRITE,DESCRIBE"},
+		{"wildcard literal", []kafka.ACL{acl("User:*", "ALLOW", "LITERAL", "*", "DESCRIBE")}, "DESCRIBE", "WRITE"},
+		{"other principal", []kafka.ACL{acl("User:bob", "ALLOW", "PREFIXED", "alice.", "ALL")}, "", "WRITE,DESCRIBE"},
+		{"deny wins", []kafka.ACL{acl("User:alice", "ALLOW", "PREFIXED", "alice.", "ALL"), acl("User:alice", "DENY", "PREFIXED", "a", "WRITE")}, "DESCRIBE", "WRITE"},
+	}
+	for _, c := range cases {
+		g, m, _ := allowed(c.acls, "User:alice", "TRANSACTIONAL_ID", "alice.", true, []string{"WRITE", "DESCRIBE"})
+		if strings.Join(g, ",") != c.granted || strings.Join(m, ",") != c.missing {
+			t.Errorf("%s: granted %v missing %v, want %q %q", c.name, g, m, c.granted, c.missing)
+		}
+	}
+}
