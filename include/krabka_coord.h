@@ -420,7 +420,14 @@ krabka_err_t krabka_leadership_renew(krabka_leadership_t *leadership,
  *  results[i] says where message i landed (copied into the caller's array
  *  of count entries). Past the lease deadline the write is still sent (the
  *  broker decides) unless a renewal is failing, in which case the leadership
- *  has ended: KRABKA_ERR_LEASE_EXPIRED. Blocks up to timeout_ms. */
+ *  has ended: KRABKA_ERR_LEASE_EXPIRED. Blocks up to timeout_ms.
+ *  Thread-safe: concurrent calls on one leadership (from many threads) are
+ *  committed together, the calls made while a transaction commits going
+ *  into the next one (group commit, krabka.produce.group.*). Each call gets
+ *  its own results or the error of the transaction that carried its
+ *  messages (FENCED fails all of that transaction's calls; any other
+ *  failure, e.g. a message too large, only them); a call's messages are
+ *  never split and keep their order. */
 krabka_err_t krabka_leadership_produce(krabka_leadership_t *leadership,
                                        const krabka_message_t *messages,
                                        size_t count, int64_t timeout_ms,

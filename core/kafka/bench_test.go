@@ -21,7 +21,8 @@ import (
 // (default 200) and KRABKA_CLIENT_BENCH_FAILOVERS the failovers (default 20);
 // the group-commit measure runs KRABKA_CLIENT_BENCH_SECONDS (default 5) per
 // writer count (KRABKA_CLIENT_BENCH_WRITERS, default 1,8,64,256), and
-// KRABKA_CLIENT_BENCH_ONLY_GROUP=1 skips everything else.
+// KRABKA_CLIENT_BENCH_ONLY_GROUP=1 skips everything else
+// (KRABKA_CLIENT_BENCH_LINGER_MS sets krabka.produce.group.linger.ms).
 func TestClientBench(t *testing.T) {
 	if os.Getenv("KRABKA_CLIENT_BENCH") != "1" {
 		t.Skip("set KRABKA_CLIENT_BENCH=1 (make client-bench)")
@@ -153,7 +154,11 @@ func benchFailover(t *testing.T, c *kafkatest.Cluster, n int) {
 // second, the latency of each call and the distribution of transaction
 // sizes (from the offsets: each commit marker takes one offset).
 func benchGroup(t *testing.T, c *kafkatest.Cluster, w int, dur time.Duration) {
-	cl := newClient(t, c.Bootstrap, "request.timeout.ms", "30000", "krabka.lease.ms", "60000", "krabka.renew.interval.ms", "20000", "krabka.challenge.stagger.ms", "5000")
+	kv := []string{"request.timeout.ms", "30000", "krabka.lease.ms", "60000", "krabka.renew.interval.ms", "20000", "krabka.challenge.stagger.ms", "5000"}
+	if v := os.Getenv("KRABKA_CLIENT_BENCH_LINGER_MS"); v != "" {
+		kv = append(kv, "krabka.produce.group.linger.ms", v)
+	}
+	cl := newClient(t, c.Bootstrap, kv...)
 	defer cl.Close()
 	topic, _ := dataTopic(t, c.Bootstrap)
 	l := acquire(t, cl, core.MustRole(uniq("bench-group-")), "m")
