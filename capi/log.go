@@ -101,9 +101,12 @@ func (h *lineHandler) WithGroup(name string) slog.Handler {
 }
 
 // queueSink posts lines to a queue.
-type queueSink struct{ q *queueObj }
+type queueSink struct {
+	q   *queueObj
+	tag uint64
+}
 
-func (s queueSink) line(level C.krabka_log_level_t, text string) { s.q.pushLog(level, text) }
+func (s queueSink) line(level C.krabka_log_level_t, text string) { s.q.pushLog(s.tag, level, text) }
 
 // cbSink hands lines to one delivery goroutine that calls the callback.
 type cbSink struct {
@@ -188,6 +191,7 @@ type logSetup struct {
 	cb     C.krabka_log_cb
 	opaque unsafe.Pointer
 	queue  *queueObj
+	tag    uint64
 }
 
 // logger builds the slog.Logger of a new client, and the function that
@@ -196,7 +200,7 @@ type logSetup struct {
 func (ls logSetup) logger() (*slog.Logger, func()) {
 	switch {
 	case ls.queue != nil:
-		return slog.New(&lineHandler{sink: queueSink{ls.queue}}), nil
+		return slog.New(&lineHandler{sink: queueSink{ls.queue, ls.tag}}), nil
 	case ls.cb != nil:
 		s := newCbSink(ls.cb, ls.opaque)
 		return slog.New(&lineHandler{sink: s}), s.stop
@@ -218,7 +222,7 @@ func krabka_conf_set_log_cb(conf *C.krabka_conf_t, cb C.krabka_log_cb, opaque un
 }
 
 //export krabka_conf_set_log_queue
-func krabka_conf_set_log_queue(conf *C.krabka_conf_t, queue *C.krabka_queue_t) (rc C.krabka_err_t) {
+func krabka_conf_set_log_queue(conf *C.krabka_conf_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	c, err := confOf(unsafe.Pointer(conf))
 	if err != nil {
@@ -231,7 +235,7 @@ func krabka_conf_set_log_queue(conf *C.krabka_conf_t, queue *C.krabka_queue_t) (
 		}
 	}
 	c.mu.Lock()
-	c.log.queue = q
+	c.log.queue, c.log.tag = q, uint64(tag)
 	c.mu.Unlock()
 	return C.KRABKA_OK
 }

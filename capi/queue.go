@@ -74,8 +74,8 @@ func (q *queueObj) push(ev *qEvent) bool {
 }
 
 // pushLog posts a log line.
-func (q *queueObj) pushLog(level C.krabka_log_level_t, line string) {
-	q.push(&qEvent{typ: C.KRABKA_EVENT_LOG, logLevel: level, logLine: line})
+func (q *queueObj) pushLog(tag uint64, level C.krabka_log_level_t, line string) {
+	q.push(&qEvent{typ: C.KRABKA_EVENT_LOG, tag: tag, logLevel: level, logLine: line})
 }
 
 func (q *queueObj) freeCur() {

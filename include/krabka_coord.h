@@ -506,7 +506,8 @@ struct krabka_watch_event;
  *  destroy. */
 typedef struct krabka_event {
     krabka_event_type_t type;
-    uint64_t tag;             /**< the tag given to the *_async call */
+    uint64_t tag;             /**< the tag given to the *_async call (or
+                                   to krabka_conf_set_log_queue) */
     krabka_err_t err;         /**< KRABKA_OK or why the call failed */
     const char *errstr;       /**< reason when err != KRABKA_OK, else "" */
     /** ACQUIRE with err == KRABKA_OK: the new leadership; ownership passes
@@ -583,14 +584,15 @@ typedef void (*krabka_log_cb)(void *opaque, krabka_log_level_t level,
 krabka_err_t krabka_conf_set_log_cb(krabka_conf_t *conf, krabka_log_cb cb,
                                     void *opaque);
 /** Sends the log lines of clients made from conf to queue as
- *  KRABKA_EVENT_LOG events (tag 0) instead: for hosts and bindings that must
- *  not be called on foreign threads; drain the queue from your main loop.
+ *  KRABKA_EVENT_LOG events carrying tag (to tell clients sharing a queue
+ *  apart) instead: for hosts and bindings that must not be called on
+ *  foreign threads; drain the queue from your main loop.
  *  queue NULL: no queue. The queue must outlive those clients (lines posted
  *  after its destroy are dropped). At most 10000 lines wait; older ones are
  *  then dropped and a line says how many. Not safe concurrently with other
  *  calls on the same conf. */
 krabka_err_t krabka_conf_set_log_queue(krabka_conf_t *conf,
-                                       krabka_queue_t *queue);
+                                       krabka_queue_t *queue, uint64_t tag);
 
 /** The client's statistics as one JSON object (schema: docs/STATISTICS.md;
  *  counters and gauges per client and per role). *json is NUL-terminated

@@ -3,6 +3,8 @@
 
 /// <reference types="node" />
 
+import { EventEmitter } from 'node:events';
+
 /** A role name or member id: a string (encoded as UTF-8) or its UTF-8 bytes. */
 export type Name = string | Uint8Array;
 /** A Kafka or krabka.* property value. */
@@ -100,11 +102,77 @@ export interface TryAcquireResult {
   retryAt: bigint | null;
 }
 
-export class Client {
+/** One line of the library's log ('log' event of a Client). */
+export interface LogLine {
+  level: 'error' | 'warning' | 'info' | 'debug';
+  /** "krabka: role won client=... role=... token=..." */
+  message: string;
+}
+
+/** How a leadership ended (Leadership.ended). */
+export interface LeadershipEnd {
+  state: Exclude<LeadershipState, 'active'>;
+  /** The library's reason text. */
+  reason: string;
+  /** The error its calls now reject with (FencedError, LeaseExpiredError, ...). */
+  error: KrabkaError | null;
+}
+
+/** Client.stats(): docs/STATISTICS.md. */
+export interface Stats {
+  ts_ms: number;
+  client_id: string;
+  leaders: number;
+  reads: number;
+  records_folded: number;
+  records_skipped: number;
+  acquisitions: number;
+  handoffs: number;
+  challenges_won: number;
+  challenges_lost: number;
+  renewals_ok: number;
+  renewals_failed: number;
+  guarded_writes: number;
+  guarded_writes_failed: number;
+  guarded_write_latency: { count: number; sum_us: number; max_us: number; buckets: number[]; bounds_ms: number[] };
+  ends_fenced: number;
+  ends_expired: number;
+  ends_resigned: number;
+  ends_closed: number;
+  roles: Record<string, RoleStats>;
+}
+
+export interface RoleStats {
+  acquisitions: number;
+  handoffs: number;
+  challenges_won: number;
+  challenges_lost: number;
+  renewals_ok: number;
+  renewals_failed: number;
+  guarded_writes: number;
+  guarded_writes_failed: number;
+  guarded_write_latency: { count: number; sum_us: number; max_us: number; buckets: number[]; bounds_ms: number[] };
+  ends_fenced: number;
+  ends_expired: number;
+  ends_resigned: number;
+  ends_closed: number;
+  is_leader: boolean;
+  member: string;
+  token: string;
+  lease_remaining_ms: number;
+  view_lag_ms: number;
+}
+
+export class Client extends EventEmitter {
   /** Throws TypeError/RangeError for bad value types, KrabkaError
    *  (UNKNOWN_CONFIG, INVALID_CONFIG) for unknown keys or bad values. */
   constructor(config?: Config);
   readonly closed: boolean;
+  on(event: 'log', listener: (line: LogLine) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  /** Counters and gauges (docs/STATISTICS.md). Never blocks. */
+  stats(): Stats;
+  /** Waits on the library's threads (no libuv pool thread); keeps the process alive while pending. */
   acquire(role: Name, member: Name, options?: CallOptions): Promise<Leadership>;
   tryAcquire(role: Name, member: Name, options?: CallOptions): Promise<TryAcquireResult>;
   describe(role: Name, options?: CallOptions): Promise<Status>;
@@ -122,6 +190,9 @@ export class Leadership {
   readonly state: LeadershipState;
   /** state === 'active' */
   readonly active: boolean;
+  /** Resolves when the leadership is no longer active; never rejects and
+   *  never keeps the process alive on its own. */
+  readonly ended: Promise<LeadershipEnd>;
   renewDue(): boolean;
   /** Rejects with FencedError or LeaseExpiredError when the leadership ended. */
   renew(options?: CallOptions): Promise<void>;

@@ -311,7 +311,7 @@ int main(void) {
     OK(krabka_queue_new(&lq));
     krabka_conf_t *confd = new_conf("events-d");
     OK(krabka_conf_set(confd, "krabka.log.level", "debug", ES));
-    OK(krabka_conf_set_log_queue(confd, lq));
+    OK(krabka_conf_set_log_queue(confd, lq, 99));
     krabka_client_t *cd = client_from(confd);
     krabka_leadership_t *ld = NULL;
     char role3[160];
@@ -322,7 +322,7 @@ int main(void) {
         OK(krabka_queue_poll(lq, &ev));
         if (ev.type == KRABKA_EVENT_NONE)
             break;
-        CHECK(ev.type == KRABKA_EVENT_LOG && ev.log_line != NULL, "log queue event type %d", ev.type);
+        CHECK(ev.type == KRABKA_EVENT_LOG && ev.tag == 99 && ev.log_line != NULL, "log queue event type %d tag %" PRIu64, ev.type, ev.tag);
         if (ev.log_level == KRABKA_LOG_DEBUG && strstr(ev.log_line, "krabka: registered") == ev.log_line)
             registered = 1;
         if (ev.log_level == KRABKA_LOG_INFO && strstr(ev.log_line, "krabka: role won") == ev.log_line)

@@ -341,15 +341,15 @@ static void events_and_queues(void) {
     EXPECT_ERR(krabka_client_stats_json(NULL, &json, &len), H);
     EXPECT_ERR(krabka_client_stats_json((krabka_client_t *)q, &json, &len), H);
     EXPECT_ERR(krabka_conf_set_log_cb(NULL, NULL, NULL), H);
-    EXPECT_ERR(krabka_conf_set_log_queue(NULL, q), H);
+    EXPECT_ERR(krabka_conf_set_log_queue(NULL, q, 0), H);
 
     krabka_conf_t *conf = krabka_conf_new();
-    EXPECT_ERR(krabka_conf_set_log_queue(conf, (krabka_queue_t *)conf), H);
+    EXPECT_ERR(krabka_conf_set_log_queue(conf, (krabka_queue_t *)conf, 0), H);
     EXPECT_ERR(krabka_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", ES), KRABKA_OK);
     EXPECT_ERR(krabka_conf_set(conf, "request.timeout.ms", "300", ES), KRABKA_OK);
     EXPECT_ERR(krabka_conf_set(conf, "krabka.debug", "true", ES), KRABKA_OK);
     EXPECT_ERR(krabka_conf_set(conf, "sasl.password", "pw-never-logged", ES), KRABKA_OK);
-    EXPECT_ERR(krabka_conf_set_log_queue(conf, lq), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_set_log_queue(conf, lq, 5), KRABKA_OK);
     krabka_client_t *client = NULL;
     EXPECT_ERR(krabka_client_new(conf, &client, ES), KRABKA_OK);
     EXPECT_ERR(krabka_conf_destroy(conf), KRABKA_OK);
@@ -381,7 +381,7 @@ static void events_and_queues(void) {
         EXPECT_ERR(krabka_queue_poll(lq, &ev), KRABKA_OK);
         if (ev.type == KRABKA_EVENT_NONE)
             break;
-        lines += ev.type == KRABKA_EVENT_LOG && strstr(ev.log_line, "franz-go") != NULL;
+        lines += ev.type == KRABKA_EVENT_LOG && ev.tag == 5 && strstr(ev.log_line, "franz-go") != NULL;
         secret += strstr(ev.log_line, "pw-never-logged") != NULL;
     }
     EXPECT(lines > 0 && secret == 0);

@@ -14,6 +14,9 @@ const { check, makeError, ErrorCode } = require('./errors');
 const { nameBytes, bytesArg, ptr, intArg, timeoutArg, big, describe } = require('./args');
 const { FencingToken, leaseFromC, nameFrom } = require('./pure');
 
+const EventEmitter = require('node:events');
+const events = require('./events');
+
 const fns = () => native().fns;
 const syncErr = Buffer.alloc(ERRSTR_SIZE);
 
@@ -93,9 +96,10 @@ function configValue(key, value) {
  * checked at once (KrabkaError UNKNOWN_CONFIG / INVALID_CONFIG); the client
  * connects on its first blocking call.
  */
-class Client {
+class Client extends EventEmitter {
   #handle;
   #closed = null; // the close() promise once closing
+  #logTag;
 
   constructor(config = {}) {
     if (config === null || typeof config !== 'object' || Array.isArray(config)) {
@@ -106,6 +110,7 @@ class Client {
       if (k.includes('\0') || s.includes('\0')) throw new RangeError(`config '${k}' must not contain NUL characters`);
       return [k, s];
     });
+    super();
     const n = fns();
     const conf = n.krabka_conf_new();
     if (!conf) throw makeError(ErrorCode.INTERNAL, 'krabka_conf_new failed: the library is unusable');
@@ -114,9 +119,19 @@ class Client {
         syncErr[0] = 0;
         check(n.krabka_conf_set(conf, k, v, syncErr, syncErr.length), syncErr);
       }
+      // Log lines come back through the process's event queue and are
+      // emitted as 'log' events on the JavaScript thread.
+      const tag = events.logTag((level, message) => this.emit('log', { level, message }));
+      check(n.krabka_conf_set_log_queue(conf, events.queueHandle(), tag));
       const out = [null];
       syncErr[0] = 0;
-      check(n.krabka_client_new(conf, out, syncErr, syncErr.length), syncErr);
+      try {
+        check(n.krabka_client_new(conf, out, syncErr, syncErr.length), syncErr);
+      } catch (e) {
+        events.dropLogTag(tag);
+        throw e;
+      }
+      this.#logTag = tag;
       this.#handle = out[0];
     } finally {
       n.krabka_conf_destroy(conf);
@@ -137,21 +152,45 @@ class Client {
   /**
    * Takes `role` for `member`, waiting as long as the succession rules say.
    * Resolves to a Leadership. timeoutMs 0 (the default) waits without limit;
-   * otherwise rejects with KrabkaError TIMEOUT. Holds one libuv pool thread
-   * while it waits.
+   * otherwise rejects with KrabkaError TIMEOUT. The library waits on its own
+   * threads and completes the call through its event queue on the
+   * JavaScript thread: no libuv pool thread is held, so any number of
+   * acquires can wait at once. A pending acquire keeps the process alive.
    */
   acquire(role, member, options) {
     const r = copyBytes(nameBytes(role, 'role'));
     const m = copyBytes(nameBytes(member, 'member'));
     const t = timeoutArg(options, 'acquire');
-    return (async () => {
+    return new Promise((resolve, reject) => {
       const h = this.#live();
-      const out = [null];
+      const tag = events.expect((e) => {
+        if (e.err) reject(events.eventError(e));
+        else resolve(new Leadership(this, e.leadership, r, m));
+      }, true);
       const eb = Buffer.alloc(ERRSTR_SIZE);
-      const code = await callAsync(fns().krabka_client_acquire, [h, ptr(r), r.length, ptr(m), m.length, t, out, eb, eb.length]);
-      check(code, eb);
-      return new Leadership(this, out[0], r, m);
-    })();
+      try {
+        check(fns().krabka_client_acquire_async(h, ptr(r), r.length, ptr(m), m.length, t, events.queueHandle(), tag, eb, eb.length), eb);
+      } catch (e) {
+        events.forget(tag);
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * The client's statistics (schema: docs/STATISTICS.md): counters and
+   * gauges per client and per role (`roles`). Never blocks.
+   */
+  stats() {
+    const h = this.#live();
+    const out = [null];
+    const len = [0];
+    check(fns().krabka_client_stats_json(h, out, len));
+    try {
+      return JSON.parse(koffi.decode(out[0], 'char', Number(len[0])));
+    } finally {
+      fns().krabka_free(out[0]);
+    }
   }
 
   /**
@@ -202,6 +241,8 @@ class Client {
     if (!this.#closed) {
       finalizer.unregister(this);
       this.#closed = callAsync(fns().krabka_client_destroy, [this.#handle]).then((code) => {
+        events.drain(); // the last lines and the CLOSED completions
+        events.dropLogTag(this.#logTag);
         if (code !== 0 && code !== ErrorCode.INVALID_HANDLE) throw makeError(code, 'closing the client');
       });
     }
@@ -296,6 +337,7 @@ class Leadership {
   #client;
   #handle;
   #closed = null;
+  #ended = null;
   #roleBytes;
   #memberBytes;
 
@@ -343,6 +385,30 @@ class Leadership {
     const out = [0];
     check(fns().krabka_leadership_state(this.#live(), out));
     return STATES[out[0]] ?? `unknown(${out[0]})`;
+  }
+
+  /**
+   * A Promise that resolves when the leadership is no longer active, with
+   * { state, reason, error }: the final state ('fenced', 'expired',
+   * 'resigned', 'closed'), the reason text and the KrabkaError its calls now
+   * reject with. It never rejects, and it does not keep the process alive
+   * on its own. The same Promise on every access.
+   */
+  get ended() {
+    if (!this.#ended) {
+      this.#ended = new Promise((resolve) => {
+        const tag = events.expect((e) => {
+          const state = STATES[e.state] ?? `unknown(${e.state})`;
+          resolve(Object.freeze({ state, reason: e.errstr, error: e.err ? events.eventError(e) : null }));
+        }, false);
+        const code = this.#closed ? ErrorCode.INVALID_HANDLE : fns().krabka_leadership_ended_async(this.#handle, events.queueHandle(), tag);
+        if (code !== 0) {
+          events.forget(tag);
+          resolve(Object.freeze({ state: 'closed', reason: 'the leadership was closed', error: makeError(ErrorCode.NOT_LEADER, 'the leadership was closed') }));
+        }
+      });
+    }
+    return this.#ended;
   }
 
   /** True while state is 'active'. Never blocks. */

@@ -65,6 +65,18 @@ koffi.pointer('krabka_conf_t', koffi.opaque('krabka_conf'));
 koffi.pointer('krabka_client_t', koffi.opaque('krabka_client'));
 koffi.pointer('krabka_leadership_t', koffi.opaque('krabka_leadership'));
 koffi.pointer('krabka_status_t', koffi.opaque('krabka_status'));
+koffi.pointer('krabka_queue_t', koffi.opaque('krabka_queue'));
+T.event = koffi.struct('krabka_event_t', {
+  type: 'int',
+  tag: 'uint64_t',
+  err: 'int',
+  errstr: 'const char *',
+  leadership: 'krabka_leadership_t',
+  state: 'int',
+  log_level: 'int',
+  log_line: 'const char *',
+  watch_event: 'void *',
+});
 
 // Declarations, in header order. Names and byte strings are passed as
 // (const uint8_t *, size_t) so a Buffer goes straight through; errstr is a
@@ -125,6 +137,19 @@ const DECLS = [
   'int krabka_status_roster_count(krabka_status_t status, _Out_ size_t *count)',
   'int krabka_status_roster_entry(krabka_status_t status, size_t index, _Out_ krabka_roster_entry_t *out)',
   'int krabka_status_destroy(krabka_status_t status)',
+
+  'int krabka_leadership_wait(krabka_leadership_t leadership, int64_t timeout_ms, _Out_ int *state)',
+  'int krabka_leadership_event_fd(krabka_leadership_t leadership, _Out_ int *fd)',
+  'int krabka_leadership_end_error(krabka_leadership_t leadership, _Out_ int *code, uint8_t *reason, size_t reason_size)',
+  'int krabka_leadership_ended_async(krabka_leadership_t leadership, krabka_queue_t queue, uint64_t tag)',
+  'int krabka_queue_new(_Out_ krabka_queue_t *out)',
+  'int krabka_queue_fd(krabka_queue_t queue, _Out_ int *fd)',
+  'int krabka_queue_poll(krabka_queue_t queue, _Out_ krabka_event_t *out)',
+  'int krabka_queue_destroy(krabka_queue_t queue)',
+  'int krabka_client_acquire_async(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)',
+  'int krabka_conf_set_log_queue(krabka_conf_t conf, krabka_queue_t queue, uint64_t tag)',
+  'int krabka_client_stats_json(krabka_client_t client, _Out_ void **json, _Out_ size_t *len)',
+  'void krabka_free(void *ptr)',
 ];
 
 // ---- Finding the library -------------------------------------------------

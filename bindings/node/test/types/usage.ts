@@ -25,6 +25,10 @@ async function main(): Promise<void> {
   const epoch: number = token.producerEpoch;
   console.log(id, epoch, token.supersedes(FencingToken.NO_EPOCH), token.compare(FencingToken.parse('1:2')));
   if (leadership.renewDue()) await leadership.renew();
+  client.on('log', (l) => console.log(l.level, l.message));
+  const stats = client.stats();
+  const won: number = stats.acquisitions + (stats.roles['controller']?.lease_remaining_ms ?? 0);
+  leadership.ended.then((e) => console.log(e.state, e.reason, e.error?.code, won));
   try {
     const r = await leadership.produce('commands', Buffer.from('go'), { key: 'k', partition: 0 });
     const offset: bigint = r.offset;

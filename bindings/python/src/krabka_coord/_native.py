@@ -302,7 +302,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "krabka_queue_destroy": (err, [c_void_p]),
         "krabka_client_acquire_async": (err, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, c_void_p, ctypes.c_uint64, c_char_p, c_size_t]),
         "krabka_conf_set_log_cb": (err, [c_void_p, LOG_CB, c_void_p]),
-        "krabka_conf_set_log_queue": (err, [c_void_p, c_void_p]),
+        "krabka_conf_set_log_queue": (err, [c_void_p, c_void_p, ctypes.c_uint64]),
         "krabka_client_stats_json": (err, [c_void_p, P(c_void_p), P(c_size_t)]),
         "krabka_free": (None, [c_void_p]),
     }
