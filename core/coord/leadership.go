@@ -91,7 +91,6 @@ type Leadership struct {
 	member    core.MemberID
 	partition int32
 	prod      TxnProducer
-	token     core.FencingToken
 
 	op chan struct{} // one-slot semaphore serialising transport calls
 
@@ -116,7 +115,7 @@ type Leadership struct {
 func newLeadership(c *Client, role core.Role, member core.MemberID, p int32, prod TxnProducer, lease core.Lease) *Leadership {
 	bg, cancel := context.WithCancel(context.Background())
 	return &Leadership{
-		c: c, role: role, member: member, partition: p, prod: prod, token: prod.Token(),
+		c: c, role: role, member: member, partition: p, prod: prod,
 		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		bg: bg, bgCancel: cancel,
 		grp: group{kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1)},
@@ -250,8 +249,12 @@ func (l *Leadership) Member() core.MemberID { return l.member }
 // Partition returns the role's partition of the coordination topic.
 func (l *Leadership) Partition() int32 { return l.partition }
 
-// Token returns the fencing token this leadership holds. It never changes.
-func (l *Leadership) Token() core.FencingToken { return l.token }
+// Token returns the fencing token this leadership holds: the one minted,
+// or the one an own epoch recovery continued it under (COORDINATION.md
+// 10.5: the producer re-initialised itself after a failed transaction and
+// the coordinator granted it because nobody else minted in between; the
+// next lease carries it).
+func (l *Leadership) Token() core.FencingToken { return l.prod.Token() }
 
 // Lease returns the lease this leadership last wrote. Never blocks.
 func (l *Leadership) Lease() core.Lease {
@@ -384,7 +387,14 @@ func (l *Leadership) Renew(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	lease := l.c.cfg.Lease.Grant(l.member, l.token, l.c.clock.NowMs())
+	tok := l.prod.Token()
+	if r, ok := l.prod.(TokenRecoverer); ok {
+		// The lease must carry the token its records are written with.
+		if tok, err = r.Recover(cctx); err != nil {
+			return l.failure(ctx, err, true)
+		}
+	}
+	lease := l.c.cfg.Lease.Grant(l.member, tok, l.c.clock.NowMs())
 	res, err := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, core.EncodeLease(lease))})
 	if err == nil && (len(res) != 1 || res[0].Offset < 0) {
 		err = WrapError(ErrTransport, nil, "renewal of %s returned no produce result", l.role)
@@ -400,7 +410,7 @@ func (l *Leadership) Renew(ctx context.Context) error {
 		return l.err
 	}
 	l.renewFailing = false
-	if lease.Deadline > l.lease.Deadline {
+	if lease.Deadline > l.lease.Deadline || lease.Token != l.lease.Token {
 		l.lease = lease
 	}
 	return nil
@@ -514,5 +524,5 @@ func (l *Leadership) Close() error {
 
 // String describes the leadership for logs.
 func (l *Leadership) String() string {
-	return fmt.Sprintf("Leadership(%s/%s %s %s)", l.role, l.member, l.token, l.State())
+	return fmt.Sprintf("Leadership(%s/%s %s %s)", l.role, l.member, l.Token(), l.State())
 }

@@ -159,15 +159,15 @@ func (c *Client) logEnd(l *Leadership, s LeadershipState, err error) {
 		reason = err.Error()
 	}
 	c.log().Log(context.Background(), level, "krabka: leadership ended", "role", l.role.String(), "member", l.member.String(),
-		"token", l.token.String(), "state", s.String(), "reason", reason)
+		"token", l.Token().String(), "state", s.String(), "reason", reason)
 }
 
 // logRenewal logs a renewal that failed (warn) or succeeded (debug).
 func (c *Client) logRenewal(l *Leadership, deadline int64, err error) {
 	if err != nil {
-		c.log().Warn("krabka: renewal failed", "role", l.role.String(), "member", l.member.String(), "token", l.token.String(),
+		c.log().Warn("krabka: renewal failed", "role", l.role.String(), "member", l.member.String(), "token", l.Token().String(),
 			"deadline_ms", deadline, "error", err.Error())
 		return
 	}
-	c.log().Debug("krabka: renewed", "role", l.role.String(), "member", l.member.String(), "token", l.token.String(), "deadline_ms", deadline)
+	c.log().Debug("krabka: renewed", "role", l.role.String(), "member", l.member.String(), "token", l.Token().String(), "deadline_ms", deadline)
 }

@@ -282,7 +282,7 @@ func (c *Client) Stats() Stats {
 			}
 		}
 		if l := leaders[r]; l != nil && l.State() == Active {
-			rs.IsLeader, rs.Member, rs.Token = true, l.member.String(), l.token.String()
+			rs.IsLeader, rs.Member, rs.Token = true, l.member.String(), l.Token().String()
 			rs.LeaseRemainingMs = l.Lease().RemainingAt(now)
 			out.Leaders++
 		}

@@ -52,7 +52,9 @@ type Transport interface {
 // leadership. It is used by one goroutine at a time (the Leadership
 // serialises its calls).
 type TxnProducer interface {
-	// Token is the (producer id, epoch) this producer was minted with.
+	// Token is the (producer id, epoch) this producer was minted with, or
+	// the one an own epoch recovery continued it under (COORDINATION.md
+	// 10.5).
 	Token() core.FencingToken
 	// Transact writes msgs in one transaction and commits it, returning
 	// where each message landed. It succeeds only if every message's produce
@@ -60,9 +62,18 @@ type TxnProducer interface {
 	// transaction is aborted (best effort) and the error says why. A message
 	// with Partition -1 goes where Kafka's key hashing puts it. Errors that
 	// mean the cluster superseded this producer's token (47, 90, or a
-	// token the producer itself had to re-initialise) match ErrFenced.
+	// re-initialisation the coordinator refused) match ErrFenced. A
+	// timeout never does.
 	Transact(ctx context.Context, msgs []Message) ([]ProduceResult, error)
 	// Close releases the producer (without ending a transaction that
 	// another call left open; the coordinator aborts it at its timeout).
 	Close() error
+}
+
+// TokenRecoverer is implemented by producers that may continue under a new
+// token after an own epoch recovery (COORDINATION.md 10.5). Recover
+// completes a recovery an earlier failure left pending and returns the
+// current token; a renewal calls it before it builds its lease.
+type TokenRecoverer interface {
+	Recover(ctx context.Context) (core.FencingToken, error)
 }

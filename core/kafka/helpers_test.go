@@ -242,3 +242,15 @@ func (p *proxy) Sever() {
 }
 
 func (p *proxy) Close() { p.Sever() }
+
+// Heal closes the connections held while severed and lets new ones
+// through again.
+func (p *proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+	p.severed = false
+}

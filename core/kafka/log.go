@@ -39,3 +39,6 @@ func logOpts(cfg coord.Config) []kgo.Opt {
 	}
 	return []kgo.Opt{kgo.WithLogger(kgoLogger{coord.NewLogger(cfg).With(slog.String("component", "franz-go"))})}
 }
+
+// log returns the logger of the transport's configuration (the client's).
+func (t *Transport) log() *slog.Logger { return coord.NewLogger(t.cfg) }

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
@@ -19,7 +21,9 @@ type txnProducer struct {
 	t     *Transport
 	cl    *kgo.Client
 	txnID string
-	token core.FencingToken
+
+	tokMu sync.Mutex
+	token core.FencingToken // the current token (changes on an own epoch recovery)
 
 	sem chan struct{} // one transaction at a time; held by the worker goroutine
 
@@ -30,7 +34,88 @@ type txnProducer struct {
 	closeOnce sync.Once
 }
 
-func (p *txnProducer) Token() core.FencingToken { return p.token }
+// Token implements coord.TxnProducer: the token minted, or the one an own
+// epoch recovery (COORDINATION.md 10.5) continued it under.
+func (p *txnProducer) Token() core.FencingToken {
+	p.tokMu.Lock()
+	defer p.tokMu.Unlock()
+	return p.token
+}
+
+func (p *txnProducer) setToken(t core.FencingToken) {
+	p.tokMu.Lock()
+	p.token = t
+	p.tokMu.Unlock()
+}
+
+// Recover implements coord.TokenRecoverer: it completes an epoch recovery
+// that an earlier failure left pending (InitProducerId carrying this
+// producer's id and epoch, KIP-360) and returns the current token, so that
+// a renewal writes its lease under the token its records carry.
+func (p *txnProducer) Recover(ctx context.Context) (core.FencingToken, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return p.Token(), classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
+	}
+	ch := make(chan error, 1)
+	go func() {
+		defer func() { <-p.sem }()
+		wctx, cancel := p.workCtx(ctx)
+		defer cancel()
+		if p.broken != nil {
+			ch <- p.broken
+			return
+		}
+		ch <- p.adopt(wctx)
+	}()
+	select {
+	case err := <-ch:
+		return p.Token(), err
+	case <-ctx.Done():
+		return p.Token(), classify(ctx.Err(), "epoch recovery of "+strconv.Quote(p.txnID), "")
+	}
+}
+
+// workCtx is the context of the kgo calls of one transaction. It is not
+// cancelled with the caller's context: a kgo produce or EndTxn abandoned
+// half-way makes franz-go re-initialise the producer (an epoch bump) and,
+// on a transaction.version 1 coordinator, a re-initialisation during an
+// ongoing transaction is answered PRODUCER_FENCED. The worker finishes
+// (or aborts) the transaction cleanly instead, bounded by the later of the
+// caller's deadline and request.timeout.ms.
+func (p *txnProducer) workCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(p.t.cfg.RequestTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.After(d) {
+		d = dl
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), d)
+}
+
+// adopt asks kgo for the producer's id and epoch, which runs a pending
+// re-initialisation. A re-initialisation carries the current id and epoch
+// (KIP-360): the coordinator grants it only when nobody else minted in
+// between, so a higher epoch of the same producer id (or, once the epoch is
+// exhausted, a new id) is this leadership's own recovery and becomes its
+// token. Anything else ends the producer as fenced.
+func (p *txnProducer) adopt(ctx context.Context) error {
+	id, epoch, err := p.cl.ProducerID(ctx)
+	if err != nil {
+		return p.fail(err, "InitProducerId (epoch recovery)")
+	}
+	old := p.Token()
+	if id == old.ProducerID && epoch == old.ProducerEpoch {
+		return nil
+	}
+	nt, terr := core.NewFencingToken(id, epoch)
+	if terr != nil || nt.Compare(old) <= 0 {
+		return p.fenced(terr, "epoch recovery to "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch)))
+	}
+	p.setToken(nt)
+	p.t.log().Info("krabka: own epoch recovery: the leadership continues under a new token",
+		"transactional_id", p.txnID, "old_token", old.String(), "new_token", nt.String())
+	return nil
+}
 
 // Close waits for a transaction in flight (bounded by request.timeout.ms),
 // aborts a transaction an earlier failure left open, so that it does not
@@ -76,7 +161,9 @@ func (p *txnProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coo
 	}, 1)
 	go func() {
 		defer func() { <-p.sem }()
-		res, err := p.transact(ctx, msgs)
+		wctx, cancel := p.workCtx(ctx)
+		defer cancel()
+		res, err := p.transact(wctx, ctx, msgs)
 		ch <- struct {
 			res []coord.ProduceResult
 			err error
@@ -91,7 +178,7 @@ func (p *txnProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coo
 }
 
 func (p *txnProducer) fenced(err error, what string) error {
-	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.token)
+	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.Token())
 	return p.broken
 }
 
@@ -116,7 +203,10 @@ func (p *txnProducer) abort() error {
 	return nil
 }
 
-func (p *txnProducer) transact(ctx context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
+// transact runs one transaction on ctx (the worker's context); caller is the
+// caller's context: once it has ended before the commit is sent, the
+// transaction is aborted instead of committed (the caller was told TIMEOUT).
+func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
 	if p.broken != nil {
 		return nil, p.broken
 	}
@@ -125,6 +215,12 @@ func (p *txnProducer) transact(ctx context.Context, msgs []coord.Message) ([]coo
 			return nil, p.fail(err, "aborting the previous transaction")
 		}
 	}
+	// Complete a pending epoch recovery before the records are built with
+	// the token (see adopt).
+	if err := p.adopt(ctx); err != nil {
+		return nil, err
+	}
+	tok := p.Token()
 	if err := p.cl.BeginTransaction(); err != nil {
 		return nil, p.fail(err, "BeginTransaction")
 	}
@@ -141,25 +237,38 @@ func (p *txnProducer) transact(ctx context.Context, msgs []coord.Message) ([]coo
 	if err := results.FirstErr(); err != nil {
 		werr := p.fail(err, "produce")
 		if !errors.Is(werr, coord.ErrFenced) {
-			_ = p.abort()
+			p.recoverAfterFailure()
 		}
 		return nil, werr
 	}
-	// The token must be the one every record was written with: a producer
-	// that re-initialised itself (an internal epoch bump) superseded it.
+	// The token must be the one every record was written with. A producer
+	// that re-initialised itself after the check above (it cannot without a
+	// failure in between) is stopped here: its records carry a token the
+	// caller did not build the messages for.
 	for _, r := range recs {
-		if r.ProducerID != p.token.ProducerID || r.ProducerEpoch != p.token.ProducerEpoch {
-			_ = p.abort()
-			return nil, p.fenced(nil, "records written as "+strconv.FormatInt(r.ProducerID, 10)+":"+
-				strconv.Itoa(int(r.ProducerEpoch))+", not the minted token")
+		if r.ProducerID != tok.ProducerID || r.ProducerEpoch != tok.ProducerEpoch {
+			p.recoverAfterFailure()
+			got := strconv.FormatInt(r.ProducerID, 10) + ":" + strconv.Itoa(int(r.ProducerEpoch))
+			if p.broken != nil {
+				return nil, p.broken
+			}
+			return nil, coord.WrapError(coord.ErrTransport, nil,
+				"transaction of %q: records written as %s, not %s (an epoch recovery during the transaction); aborted, retry", p.txnID, got, tok)
 		}
+	}
+	if caller.Err() != nil {
+		// The caller gave up before the commit: abort cleanly.
+		if err := p.abort(); err != nil {
+			p.recoverAfterFailure()
+		}
+		return nil, classify(caller.Err(), "transaction of "+strconv.Quote(p.txnID), "")
 	}
 	// The commit is proven by the produce results above plus this EndTxn:
 	// with records produced, kgo always sends EndTxn to the coordinator.
 	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		werr := p.fail(err, "EndTxn commit")
 		if !errors.Is(werr, coord.ErrFenced) {
-			_ = p.abort()
+			p.recoverAfterFailure()
 		}
 		return nil, werr
 	}
@@ -169,6 +278,36 @@ func (p *txnProducer) transact(ctx context.Context, msgs []coord.Message) ([]coo
 		out[i] = coord.ProduceResult{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 	}
 	return out, nil
+}
+
+// recoverAfterFailure ends a transaction that failed part-way. A failed
+// produce or EndTxn leaves franz-go's producer id marked for
+// re-initialisation; on a transaction.version 1 coordinator a
+// re-initialisation while the transaction is still ongoing fences the
+// producer (the coordinator bumps the epoch to abort it and then refuses the
+// retry of the same request). So the transaction is first aborted with a
+// raw EndTxn under the current token (any answer is fine: no transaction,
+// already aborted, or a fence that the re-initialisation will confirm), then
+// franz-go's abort re-initialises the producer and adopt takes the new
+// token. Errors are left for the next transaction to meet.
+func (p *txnProducer) recoverAfterFailure() {
+	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
+	defer cancel()
+	tok := p.Token()
+	req := kmsg.NewPtrEndTxnRequest()
+	req.TransactionalID = p.txnID
+	req.ProducerID = tok.ProducerID
+	req.ProducerEpoch = tok.ProducerEpoch
+	req.Commit = false
+	if resp, err := req.RequestWith(ctx, p.cl); err == nil {
+		if e := kerr.ErrorForCode(resp.ErrorCode); e != nil {
+			p.t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", e.Error())
+		}
+	}
+	if err := p.abort(); err != nil {
+		return
+	}
+	_ = p.adopt(ctx)
 }
 
 // messagePartitioner pins a record to its Partition when it is >= 0 and
