@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"math"
 	"time"
 	"unsafe"
 
@@ -28,15 +29,23 @@ type clientObj struct {
 
 func clientOf(p unsafe.Pointer) (*clientObj, error) { return object[*clientObj](p, kindClient) }
 
-// callContext maps timeout_ms onto a context: > 0 bounds the call, 0
-// (KRABKA_TIMEOUT_DEFAULT) means def (0: no limit), < 0 is INVALID_ARG.
+// maxTimeoutMs is the largest timeout_ms a time.Duration holds; longer ones
+// saturate to no limit.
+const maxTimeoutMs = int64(math.MaxInt64 / int64(time.Millisecond))
+
+// callContext maps timeout_ms onto a context: > 0 bounds the call (beyond
+// maxTimeoutMs: no limit), 0 (KRABKA_TIMEOUT_DEFAULT) means def (0: no
+// limit), < 0 is INVALID_ARG.
 func callContext(timeoutMs C.int64_t, def time.Duration) (context.Context, context.CancelFunc, error) {
 	switch {
 	case timeoutMs < 0:
 		return nil, nil, invalidArg("krabka: timeout_ms %d is negative", int64(timeoutMs))
-	case timeoutMs > 0:
+	case timeoutMs > 0 && int64(timeoutMs) <= maxTimeoutMs:
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(int64(timeoutMs))*time.Millisecond)
 		return ctx, cancel, nil
+	case timeoutMs > 0:
+		// Beyond what a time.Duration holds (about 292 years): no limit,
+		// never an overflow into a deadline in the past.
 	case def > 0:
 		ctx, cancel := context.WithTimeout(context.Background(), def)
 		return ctx, cancel, nil

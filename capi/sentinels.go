@@ -23,6 +23,7 @@ func init() {
 		{coord.ErrUnsupported, C.KRABKA_ERR_UNSUPPORTED},
 		{coord.ErrUnknownConfig, C.KRABKA_ERR_UNKNOWN_CONFIG},
 		{coord.ErrInvalidConfig, C.KRABKA_ERR_INVALID_CONFIG},
+		{coord.ErrInvalidArgument, C.KRABKA_ERR_INVALID_ARG},
 		{coord.ErrTimeout, C.KRABKA_ERR_TIMEOUT},
 		{context.DeadlineExceeded, C.KRABKA_ERR_TIMEOUT},
 		{coord.ErrTransport, C.KRABKA_ERR_TRANSPORT},

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
@@ -166,4 +168,96 @@ func retryTransport(t *testing.T, fn func() error) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return err
+}
+
+// On three brokers, SIGKILL of the data partition's leader while the role's
+// transaction coordinator runs on another node: the guarded write in flight
+// may time out, but the leadership stays active (nobody else minted), the
+// next renew and produce succeed once the partition has a new leader, and
+// the lease carries the leadership's token, which is the coordinator's
+// current one. With request.timeout.ms 10 s the write in flight outlives
+// the failover (no epoch bump); with 1.5 s its records fail first, franz-go
+// must re-initialise the producer and the leadership continues under the
+// recovered token.
+func TestBrokerKillNeverFencesTheLeader(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3})
+	adm := admin(t, c.Bootstrap)
+	ctx := ctxFor(t, 300*time.Second)
+	for _, rt := range []string{"10000", "1500"} {
+		t.Run("request.timeout.ms="+rt, func(t *testing.T) { killDataLeader(t, ctx, c, adm, rt) })
+	}
+}
+
+func killDataLeader(t *testing.T, ctx context.Context, c *kafkatest.Cluster, adm *kadm.Client, requestTimeout string) {
+	data := uniq("it-kill-data-")
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, data); err != nil {
+		t.Fatal(err)
+	}
+	var leader int32 = -1
+	for leader < 1 {
+		md, err := adm.Metadata(ctx, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader = md.Topics[data].Partitions[0].Leader
+	}
+	// A role whose transaction coordinator is not the data leader.
+	cl := newClient(t, c.Bootstrap, "request.timeout.ms", requestTimeout,
+		"krabka.lease.ms", "120000", "krabka.renew.interval.ms", "30000")
+	var role core.Role
+	for i := 0; ; i++ {
+		role = core.MustRole(uniq("it-kill-"))
+		co := adm.FindTxnCoordinators(ctx, cl.TransactionalID(role))
+		r, ok := co[cl.TransactionalID(role)]
+		if ok && r.Err == nil && r.NodeID != leader {
+			t.Logf("role %s: transaction coordinator node %d, data leader node %d", role, r.NodeID, leader)
+			break
+		}
+		if i > 50 {
+			t.Fatal("no role with a coordinator apart from the data leader")
+		}
+	}
+	l := acquire(t, cl, role, "a")
+	minted := l.Token()
+	msg := func(v string) coord.Message {
+		return coord.Message{Topic: data, Partition: 0, Key: []byte("k"), Value: []byte(v)}
+	}
+	if _, err := l.Produce(ctxFor(t, 20*time.Second), msg("before")); err != nil {
+		t.Fatal(err)
+	}
+	c.KillNode(t, int(leader))
+	defer c.StartNode(t, int(leader))
+	_, err := l.Produce(ctxFor(t, 10*time.Second), msg("during"))
+	t.Logf("produce right after SIGKILL of node %d: %v", leader, err)
+	if errors.Is(err, coord.ErrFenced) || l.State() != coord.Active {
+		t.Fatalf("the kill fenced the leader: %v, %s", err, l.State())
+	}
+	var renewErr error
+	for i := 0; i < 20; i++ {
+		if renewErr = l.Renew(ctxFor(t, 10*time.Second)); renewErr == nil || errors.Is(renewErr, coord.ErrFenced) {
+			break
+		}
+		t.Logf("renew: %v", renewErr)
+	}
+	if renewErr != nil {
+		t.Fatalf("renew after the kill: %v", renewErr)
+	}
+	var perr error
+	for i := 0; i < 20; i++ {
+		if _, perr = l.Produce(ctxFor(t, 10*time.Second), msg("after")); perr == nil || errors.Is(perr, coord.ErrFenced) {
+			break
+		}
+		t.Logf("produce: %v", perr)
+	}
+	if perr != nil {
+		t.Fatalf("produce after the kill: %v", perr)
+	}
+	if l.State() != coord.Active || l.Lease().Token != l.Token() {
+		t.Fatalf("state %s, lease token %s, token %s", l.State(), l.Lease().Token, l.Token())
+	}
+	var st *coord.Status
+	if err := retryTransport(t, func() (err error) { st, err = cl.Describe(ctxFor(t, 10*time.Second), role); return err }); err != nil || !st.Current || st.Token != l.Token() {
+		t.Fatalf("describe %+v %v, token %s", st, err, l.Token())
+	}
+	t.Logf("minted %s, token %s after the kill", minted, l.Token())
 }

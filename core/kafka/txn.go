@@ -211,8 +211,12 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		return nil, p.broken
 	}
 	if p.open {
-		if err := p.abort(); err != nil {
-			return nil, p.fail(err, "aborting the previous transaction")
+		p.recoverAfterFailure()
+		if p.broken != nil {
+			return nil, p.broken
+		}
+		if p.open {
+			return nil, coord.WrapError(coord.ErrTransport, nil, "aborting the previous transaction of %q failed; retry", p.txnID)
 		}
 	}
 	// Complete a pending epoch recovery before the records are built with
@@ -305,6 +309,9 @@ func (p *txnProducer) recoverAfterFailure() {
 		}
 	}
 	if err := p.abort(); err != nil {
+		if isFence(err) {
+			_ = p.fenced(err, "aborting a failed transaction")
+		}
 		return
 	}
 	_ = p.adopt(ctx)
