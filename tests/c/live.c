@@ -261,6 +261,21 @@ int main(void) {
     OK(dispatch(l1, 1, &res));
     CHECK(res.offset >= 0 && res.partition >= 0, "produce result %d/%" PRId64, res.partition, res.offset);
     describe(cb, "node-a", t1);
+    /* Issue 16.3: a message to topic "" is INVALID_ARG and the leadership
+     * stays active. Issue 16.4: a timeout beyond what the clock holds means
+     * no limit, not a deadline in the past. */
+    {
+        krabka_message_t bad = {"", KRABKA_PARTITION_ANY, NULL, 0, (const uint8_t *)"x", 1};
+        krabka_err_t e = krabka_leadership_produce(l1, &bad, 1, 10000, NULL, ES);
+        CHECK(e == KRABKA_ERR_INVALID_ARG && strstr(errstr, "topic") != NULL,
+              "produce to topic \"\" gave %s (%s)", krabka_err2name(e), errstr);
+        CHECK(state_of(l1) == KRABKA_LEADERSHIP_ACTIVE, "state after a produce to topic \"\"");
+        OK(krabka_leadership_renew(l1, INT64_MAX, ES));
+        OK(krabka_leadership_renew(l1, INT64_MAX / 1000000 + 1, ES));
+        krabka_status_t *st = NULL;
+        OK(krabka_client_describe(cb, role, KRABKA_NTS, INT64_MAX, &st, ES));
+        krabka_status_destroy(st);
+    }
     printf("live: 1. node-a holds %s with token %" PRId64 ":%d\n", role, t1.producer_id, t1.producer_epoch);
 
     concurrent_writes(l1);

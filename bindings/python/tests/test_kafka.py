@@ -432,3 +432,18 @@ def test_failover_on_a_cluster_with_transaction_protocol_v1(topic: str) -> None:
         finally:
             a.close()
             _stop_member(restarted)
+
+
+def test_bad_topic_is_invalid_argument_and_huge_timeouts_saturate(client: kc.Client, topic: str) -> None:
+    """Issue 16.3/16.4: a guarded write to topic "" is a ValueError naming
+    the topic (the C API answers INVALID_ARG, tests/c/live.c) and the
+    leadership stays active; a timeout beyond what the
+    clock can hold means no limit, it does not expire at once."""
+    with client.acquire(unique("py-edge"), "node-1", timeout=60) as lead:
+        with pytest.raises(ValueError, match="topic"):
+            lead.produce("", b"x")
+        assert lead.state == kc.LeadershipState.ACTIVE
+        lead.renew(timeout=1e300)
+        lead.renew(timeout=2**63)
+        assert lead.produce(topic, b"after", key=b"k", timeout=1e300).offset >= 0
+        assert lead.state == kc.LeadershipState.ACTIVE
