@@ -72,6 +72,15 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// PendingWrites returns how many Produce calls are queued for the next
+// group transaction (not counting those of the transaction in flight).
+// Never blocks.
+func (l *Leadership) PendingWrites() int {
+	l.grp.mu.Lock()
+	defer l.grp.mu.Unlock()
+	return len(l.grp.queue)
+}
+
 // enqueue adds a call and wakes the committer.
 func (l *Leadership) enqueue(c *produceCall) {
 	g := &l.grp
