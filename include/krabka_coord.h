@@ -39,6 +39,29 @@
  *   means the client's request.timeout.ms for renew, produce, resign and
  *   describe, and "no limit" for acquire. A negative value is
  *   KRABKA_ERR_INVALID_ARG.
+ * - Threads the library calls you on: only the log callback
+ *   (krabka_conf_set_log_cb), from one library thread per client. Every
+ *   other result reaches the host through a return value or an event queue.
+ * - Event loops (poll/epoll/select): nothing needs polling by timer. The
+ *   fds are krabka_queue_fd (results of the *_async calls and, with
+ *   krabka_conf_set_log_queue, log lines) and krabka_leadership_event_fd
+ *   (readable when the leadership ends). A firmware main loop:
+ *
+ *       struct pollfd fds[3] = {{stop_pipe, POLLIN}, {queue_fd, POLLIN},
+ *                               {lead_fd, POLLIN}};
+ *       for (;;) {
+ *           poll(fds, 3, ms_until_next_command);
+ *           if (fds[1].revents & POLLIN)      // acquire results, log lines
+ *               while (krabka_queue_poll(q, &ev) == KRABKA_OK &&
+ *                      ev.type != KRABKA_EVENT_NONE) handle(&ev);
+ *           if (fds[2].revents & POLLIN) {    // the leadership ended:
+ *               stop_dispatching();           // krabka_leadership_end_error
+ *               break;                        // says why
+ *           }
+ *           // renew when due, dispatch through krabka_leadership_produce
+ *       }
+ *
+ *   examples/c/device_host.c is the complete program.
  * - The library runs a Go runtime. Do not call it in a child process after
  *   fork() without exec(). It installs handlers for SIGSEGV, SIGBUS, SIGFPE,
  *   SIGPIPE and SIGURG; handlers the host installs later should use

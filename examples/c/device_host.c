@@ -6,12 +6,20 @@
  * (each argument may instead come from KRABKA_BOOTSTRAP, KRABKA_ROLE,
  * KRABKA_MEMBER, KRABKA_TOPIC; max_commands 0 or absent = no limit)
  *
- * The shape of device-host firmware: join the role, then one main loop that
- * renews the lease when due and dispatches numbered commands through the
- * guarded write (krabka_leadership_produce), each carrying the fencing token.
- * On FENCED or LEASE_EXPIRED it stops dispatching at once, drops the
- * leadership and queues for the role again. On SIGTERM/SIGINT it resigns
- * (so a standby takes over at once) and exits.
+ * The shape of device-host firmware: one poll(2) main loop over file
+ * descriptors, nothing polled by timers but the dispatch pace:
+ *   - the event queue's fd: the result of krabka_client_acquire_async (the
+ *     library waits for the role on its own threads) and the library's log
+ *     lines (krabka_conf_set_log_queue), drained with krabka_queue_poll;
+ *   - the leadership's event fd (krabka_leadership_event_fd): readable the
+ *     moment the leadership ends (for example a lease that expired while
+ *     renewals failed), so the host stops dispatching at once;
+ *   - a self-pipe written by the SIGTERM/SIGINT handler.
+ * While leading it renews the lease when due and dispatches numbered
+ * commands through the guarded write (krabka_leadership_produce), each
+ * carrying the fencing token. On FENCED or LEASE_EXPIRED it stops
+ * dispatching at once, drops the leadership and queues for the role again.
+ * On SIGTERM/SIGINT it resigns (so a standby takes over at once) and exits.
  *
  * Settings: KRABKA_LEASE_MS, KRABKA_RENEW_INTERVAL_MS,
  * KRABKA_CHALLENGE_STAGGER_MS (the coordination settings), KRABKA_REQUEST_TIMEOUT_MS
@@ -27,7 +35,9 @@
  */
 #define _XOPEN_SOURCE 700 /* sigaction with SA_ONSTACK, nanosleep, clock_gettime */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,14 +49,21 @@
 #include "krabka_coord.h"
 
 static volatile sig_atomic_t stop_requested;
+static int signal_pipe[2] = {-1, -1}; /* the handler writes, the main loop polls */
 
 static void on_signal(int sig) {
     (void)sig;
-    stop_requested = 1; /* only a flag: the main loop does the work */
+    int saved = errno;
+    stop_requested = 1; /* a flag and a byte: the main loop does the work */
+    ssize_t r = write(signal_pipe[1], "s", 1);
+    (void)r;
+    errno = saved;
 }
 
 static const char *member;
 static char errstr[512];
+static krabka_queue_t *queue; /* acquire results and log lines */
+static int queue_fd = -1;
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -54,15 +71,38 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sleeps up to ms, waking early when a stop was requested. */
-static void nap(int64_t ms) {
-    while (ms > 0 && !stop_requested) {
-        int64_t step = ms < 50 ? ms : 50;
-        struct timespec ts = {0, (long)step * 1000000L};
-        nanosleep(&ts, NULL);
-        ms -= step;
+static void drain_queue(krabka_event_t *acquired);
+
+/* Waits up to ms (-1: no limit) in poll(2) on the signal pipe, the event
+ * queue and, if >= 0, a leadership's event fd. Log lines are printed as they
+ * come; an acquire result is copied into *acquired (if not NULL). Returns
+ * 1 when lead_fd became readable (the leadership ended), else 0. */
+static int wait_fds(int64_t ms, int lead_fd, krabka_event_t *acquired) {
+    int64_t until = ms < 0 ? -1 : now_ms() + ms;
+    for (;;) {
+        if (stop_requested)
+            return 0;
+        struct pollfd fds[3] = {{signal_pipe[0], POLLIN, 0}, {queue_fd, POLLIN, 0}, {lead_fd, POLLIN, 0}};
+        int64_t left = until < 0 ? -1 : until - now_ms();
+        if (until >= 0 && left <= 0)
+            return 0;
+        int n = poll(fds, lead_fd >= 0 ? 3 : 2, left > 60000 ? 60000 : (int)left);
+        if (n < 0 && errno != EINTR)
+            return 0;
+        if (n <= 0)
+            continue;
+        if (fds[1].revents & POLLIN) {
+            drain_queue(acquired);
+            if (acquired && acquired->type == KRABKA_EVENT_ACQUIRE)
+                return 0;
+        }
+        if (lead_fd >= 0 && (fds[2].revents & POLLIN))
+            return 1;
     }
 }
+
+/* Sleeps up to ms, waking early when a stop was requested. */
+static void nap(int64_t ms) { wait_fds(ms, -1, NULL); }
 
 /* One event: the protocol line on stdout and a readable line on stderr. */
 static void event(const char *kind, const char *human, const char *fmt, ...) {
@@ -89,6 +129,27 @@ static const char *quoted(const char *s) {
     buf[n++] = '"';
     buf[n] = '\0';
     return buf;
+}
+
+/* Takes every waiting event off the queue: log lines go to stderr, an
+ * acquire result into *acquired. */
+static void drain_queue(krabka_event_t *acquired) {
+    static const char *levels[] = {[KRABKA_LOG_ERROR] = "error", [KRABKA_LOG_WARNING] = "warning",
+                                   [KRABKA_LOG_INFO] = "info", [KRABKA_LOG_DEBUG] = "debug"};
+    krabka_event_t ev;
+    while (krabka_queue_poll(queue, &ev) == KRABKA_OK && ev.type != KRABKA_EVENT_NONE) {
+        if (ev.type == KRABKA_EVENT_LOG) {
+            fprintf(stderr, "[c %s] library %s: %s\n", member, levels[ev.log_level & 7] ? levels[ev.log_level & 7] : "?",
+                    ev.log_line);
+        } else if (ev.type == KRABKA_EVENT_ACQUIRE && acquired) {
+            *acquired = ev;
+            if (ev.err) /* errstr lives until the next poll: keep a copy */
+                snprintf(errstr, sizeof errstr, "%s", ev.errstr);
+            return;
+        } else if (ev.type == KRABKA_EVENT_ACQUIRE && ev.leadership) {
+            krabka_leadership_destroy(ev.leadership); /* nobody waits for it any more */
+        }
+    }
 }
 
 static int64_t env_ms(const char *name, int64_t def) {
@@ -122,6 +183,8 @@ static krabka_client_t *connect_client(const char *bootstrap) {
         if (v && *v)
             err = krabka_conf_set(conf, settings[i].key, v, errstr, sizeof errstr);
     }
+    if (!err) /* the library's log lines come through the event queue */
+        err = krabka_conf_set_log_queue(conf, queue, 0);
     if (!err)
         err = krabka_client_new(conf, &client, errstr, sizeof errstr);
     krabka_conf_destroy(conf);
@@ -146,6 +209,9 @@ static enum outcome lead(krabka_leadership_t *l, const char *role, const char *t
     krabka_leadership_lease(l, &lease);
     snprintf(human, sizeof human, "acquired role %s with token %s", role, tok);
     event("ACQUIRED", human, "token=%s deadline=%" PRId64, tok, lease.deadline);
+    /* Readable the moment the leadership ends; owned (and closed) by l. */
+    int lead_fd = -1;
+    krabka_leadership_event_fd(l, &lead_fd);
 
     for (;;) {
         const char *op = "dispatch";
@@ -209,7 +275,18 @@ static enum outcome lead(krabka_leadership_t *l, const char *role, const char *t
             if (krabka_leadership_state(l, &st) != KRABKA_OK || st != KRABKA_LEADERSHIP_ACTIVE)
                 return LOST;
         }
-        nap(interval);
+        /* Until the next command is due: poll(2) on the signal pipe, the
+         * event queue and the leadership's event fd. */
+        if (wait_fds(interval, lead_fd, NULL)) {
+            krabka_err_t why = KRABKA_OK;
+            krabka_leadership_end_error(l, &why, errstr, sizeof errstr);
+            int fenced = why == KRABKA_ERR_FENCED;
+            snprintf(human, sizeof human, "leadership ended (%s, seen on its event fd): token %s, stopped dispatching: %s",
+                     krabka_err2name(why), tok, errstr);
+            event(fenced ? "FENCED" : why == KRABKA_ERR_LEASE_EXPIRED ? "EXPIRED" : "ERROR", human,
+                  "op=event_fd code=%s token=%s seq=%ld msg=%s", krabka_err2name(why), tok, *seq + 1, quoted(errstr));
+            return LOST;
+        }
     }
 }
 
@@ -226,6 +303,12 @@ int main(int argc, char **argv) {
     if (krabka_abi_version() != KRABKA_ABI_VERSION) {
         fprintf(stderr, "device_host: library ABI %d, built for %d\n", krabka_abi_version(), KRABKA_ABI_VERSION);
         return 2;
+    }
+
+    if (pipe(signal_pipe) != 0 || fcntl(signal_pipe[1], F_SETFL, O_NONBLOCK) != 0 ||
+        krabka_queue_new(&queue) != KRABKA_OK || krabka_queue_fd(queue, &queue_fd) != KRABKA_OK) {
+        fprintf(stderr, "device_host: cannot set up the signal pipe and the event queue\n");
+        return 1;
     }
 
     /* The Go runtime inside the library uses signals too: SA_ONSTACK. */
@@ -261,14 +344,31 @@ int main(int argc, char **argv) {
             continue;
         }
         if (!l) {
+            /* Registered (try_acquire registers first): wait for the turn
+             * without polling. The library waits on its own threads and
+             * posts the result to the event queue. */
             if (!standby) {
                 snprintf(human, sizeof human, "standby for role %s, next try at %" PRId64, role, retry_at);
                 event("STANDBY", human, "retry_at=%" PRId64, retry_at);
                 standby = 1;
             }
-            int64_t wait = retry_at - now_ms();
-            nap(wait < 10 ? 10 : wait > 500 ? 500 : wait);
-            continue;
+            err = krabka_client_acquire_async(client, role, KRABKA_NTS, member, KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT,
+                                              queue, 1, errstr, sizeof errstr);
+            krabka_event_t got = {KRABKA_EVENT_NONE, 0, KRABKA_OK, NULL, NULL, KRABKA_LEADERSHIP_ACTIVE,
+                                  KRABKA_LOG_INFO, NULL, NULL};
+            if (!err)
+                wait_fds(-1, -1, &got);
+            if (!err && got.type != KRABKA_EVENT_ACQUIRE)
+                break; /* stop requested while waiting: destroying the client ends the acquire */
+            if (!err)
+                err = got.err;
+            if (err) {
+                snprintf(human, sizeof human, "error on acquire: %s: %s", krabka_err2name(err), errstr);
+                event("ERROR", human, "op=acquire code=%s msg=%s", krabka_err2name(err), quoted(errstr));
+                nap(1000);
+                continue;
+            }
+            l = got.leadership; /* ours now: destroyed below */
         }
         standby = 0;
         how = lead(l, role, topic, max_commands, &seq, interval);
@@ -279,5 +379,7 @@ int main(int argc, char **argv) {
     }
     event("STOPPED", "stopped", NULL);
     krabka_client_destroy(client);
+    drain_queue(NULL); /* the last log lines (and an acquire ended by the destroy) */
+    krabka_queue_destroy(queue);
     return 0;
 }
