@@ -22,6 +22,9 @@
 #                       X<k> of node i advertised as 127.0.0.1:ADV+10*(i-1)+k-1
 #                       (a fault proxy listens there: tests/kafka/faultproxy)
 #   --txn-version 1|2   transaction.version feature (default 2)
+#   --kafka-version V   run Apache Kafka V (fetched by fetch.sh into lib-V) instead of
+#                       the default 4.1.x; below 4.0 there is no transaction.version
+#                       feature (make compat runs 3.9.1 and 3.0.2)
 #   --name NAME         cluster name (default from options: tv2, tv1, sasl, 3n, ...);
 #                       a standard name alone implies its options (--name 3n = --nodes 3)
 #   --dir DIR           state dir (default /tmp/krabka-kafka/NAME)
@@ -49,12 +52,13 @@ if [[ "$verb" == kill-node || "$verb" == start-node ]]; then
   shift
 fi
 
-o_nodes="" o_sasl="" o_tls="" o_extra="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout="${KRABKA_KAFKA_READY_TIMEOUT:-180}"
+o_kv="" o_nodes="" o_sasl="" o_tls="" o_extra="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout="${KRABKA_KAFKA_READY_TIMEOUT:-180}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) o_nodes="$2"; shift 2;;
     --sasl) o_sasl=1; shift;;
     --tls) o_tls=1; shift;;
+    --kafka-version) o_kv="$2"; shift 2;;
     --extra-listeners) o_extra="$2"; shift 2;;
     --txn-version) o_tv="$2"; shift 2;;
     --name) o_name="$2"; shift 2;;
@@ -90,7 +94,7 @@ dir="${o_dir:-$root_default/$name}"
 conf="$dir/cluster.conf"
 
 # Saved options (written by start) fill in what the command line left out.
-NODES="" SASL="" TLS="" EXTRA="" TXN_VERSION="" PORT_BASE="" NAME=""
+KAFKA_VERSION="" NODES="" SASL="" TLS="" EXTRA="" TXN_VERSION="" PORT_BASE="" NAME=""
 if [[ "$verb" != start && -f "$conf" ]]; then
   # shellcheck disable=SC1090
   source "$conf"
@@ -98,6 +102,9 @@ fi
 NODES="${o_nodes:-${NODES:-1}}"
 SASL="${o_sasl:-${SASL:-0}}"
 TLS="${o_tls:-${TLS:-0}}"
+KAFKA_VERSION="${o_kv:-${KAFKA_VERSION:-}}"
+# Releases before 4.0 have no transaction.version feature (nor --feature).
+old_kafka() { [[ -n "$KAFKA_VERSION" && "${KAFKA_VERSION%%.*}" -lt 4 ]]; }
 EXTRA="${o_extra:-${EXTRA:-}}"
 TXN_VERSION="${o_tv:-${TXN_VERSION:-2}}"
 NAME="${o_name:-${NAME:-$name}}"
@@ -262,13 +269,21 @@ appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = WARN
 rootLogger.appenderRef.file.ref = FILE
 EOP
+  # Kafka 3.x logs through log4j 1 (reload4j).
+  cat > "$nd/log4j.properties" <<EOP
+log4j.rootLogger=WARN, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$nd/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+EOP
 }
 
 java_cp() { echo "$LIB/*"; }
 
 format_node() {
   local i="$1" args=()
-  args+=(--feature "transaction.version=$TXN_VERSION")
+  old_kafka || args+=(--feature "transaction.version=$TXN_VERSION")
   if [[ "$SASL" == 1 || "$TLS" == 1 ]]; then
     args+=(--add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'
            --add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'
@@ -287,6 +302,7 @@ launch_node() {
   # setsid: own session, so a terminal ^C goes to the caller, which then runs `stop`.
   setsid java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$nd/log4j2.properties" \
+    -Dlog4j.configuration="file:$nd/log4j.properties" \
     -cp "$(java_cp)" kafka.Kafka "$nd/server.properties" \
     < /dev/null > "$nd/stdout.log" 2>&1 8>&- 9>&- &
   echo $! > "$nd/pid"
@@ -350,7 +366,7 @@ start_cleanup() {
 }
 
 do_start() {
-  LIB="$("$here/fetch.sh")" || die "fetching Kafka failed"
+  LIB="$(KRABKA_KAFKA_VERSION="$KAFKA_VERSION" "$here/fetch.sh")" || die "fetching Kafka ${KAFKA_VERSION:-} failed"
   build_tools
   mkdir -p "$dir"
   exec 8>"$dir/.lock"; flock -w 300 8 || die "another cluster.sh holds $dir/.lock"
@@ -397,6 +413,7 @@ NODES=$NODES
 SASL=$SASL
 TLS=$TLS
 EXTRA=$EXTRA
+KAFKA_VERSION=$KAFKA_VERSION
 TXN_VERSION=$TXN_VERSION
 PORT_BASE=$PORT_BASE
 CLUSTER_ID=$CLUSTER_ID
@@ -419,7 +436,7 @@ EOC
   [[ "$SASL" == 1 ]] && create_acls
   local ms=$(( $(date +%s%3N) - t0 ))
   printf '%d.%03d\n' $((ms / 1000)) $((ms % 1000)) > "$dir/ready-seconds"
-  grep -q "^transaction.version=$TXN_VERSION\$" "$dir/features" \
+  old_kafka || grep -q "^transaction.version=$TXN_VERSION\$" "$dir/features" \
     || die "cluster $NAME came up without transaction.version=$TXN_VERSION (features: $(tr '\n' ' ' < "$dir/features"))"
   trap - EXIT INT TERM
   log "$NAME ready in $(cat "$dir/ready-seconds")s (nodes=$NODES sasl=$SASL tls=$TLS extra=$EXTRA txn-version=$TXN_VERSION dir=$dir)"
@@ -505,7 +522,7 @@ case "$verb" in
   start-node)
     [[ "$node_arg" -ge 1 && "$node_arg" -le "$NODES" ]] || die "no node $node_arg in $NAME"
     [[ -f "$conf" ]] || die "no cluster in $dir"
-    LIB="${LIB:-$("$here/fetch.sh")}"; build_tools
+    LIB="${LIB:-$(KRABKA_KAFKA_VERSION="$KAFKA_VERSION" "$here/fetch.sh")}"; build_tools
     exec 8>"$dir/.lock"; flock -w 300 8 || die "another cluster.sh holds $dir/.lock"
     if node_pid "$node_arg" >/dev/null; then log "node $node_arg already running"; else launch_node "$node_arg"; fi
     wait_ready "$NODES"; bootstrap;;
