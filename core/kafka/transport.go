@@ -665,7 +665,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 		// not offer InitProducerId at all: a service without transactions.
 		go cl.Close()
 		return nil, coord.WrapError(coord.ErrUnsupported, err,
-			"InitProducerId for %q gave no producer id: the cluster does not support transactions (InitProducerId), which taking a role needs", txnID)
+			"InitProducerId for %q gave no producer id: the cluster does not support transactions (InitProducerId), which taking a role needs (%s)", txnID, t.brokerVersion(ctx))
 	}
 	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
 	t.mu.Lock()
@@ -690,6 +690,22 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 // this wait once: 500 µs instead of 2 ms took about a millisecond off each
 // transaction (docs/PERFORMANCE.md).
 const txnBackoff = 500 * time.Microsecond
+
+// brokerVersion names the Apache Kafka release the cluster's ApiVersions
+// answer looks like (franz-go's guess), for UNSUPPORTED messages: the
+// protocol needs DescribeTransactions (Kafka 3.0+) and transactions.
+func (t *Transport) brokerVersion(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "krabka-coord", "1"
+	resp, err := req.RequestWith(ctx, t.admin)
+	if err != nil || resp.ErrorCode != 0 {
+		return "the broker is older than Apache Kafka 3.0 (the first release with DescribeTransactions)"
+	}
+	return "the broker answers like Apache Kafka " + kversion.FromApiVersionsResponse(resp).VersionGuess() +
+		"; the protocol needs Apache Kafka 3.0 or later (DescribeTransactions)"
+}
 
 // CurrentToken implements coord.Transport (DescribeTransactions).
 func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.FencingToken, error) {
@@ -716,7 +732,11 @@ func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.Fencin
 		if errors.Is(err, kerr.TransactionalIDNotFound) {
 			return core.NoEpoch, nil
 		}
-		return core.NoEpoch, classify(err, "DescribeTransactions of "+strconv.Quote(txnID), txnACL(txnID, "DESCRIBE"))
+		cerr := classify(err, "DescribeTransactions of "+strconv.Quote(txnID), txnACL(txnID, "DESCRIBE"))
+		if errors.Is(cerr, coord.ErrUnsupported) {
+			cerr = coord.WrapError(coord.ErrUnsupported, cerr, "%s", t.brokerVersion(ctx))
+		}
+		return core.NoEpoch, cerr
 	}
 	if dt.ProducerID < 0 || dt.ProducerEpoch < 0 {
 		return core.NoEpoch, nil
