@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"log/slog"
 	"sync"
 	"time"
@@ -59,6 +60,34 @@ func (c *Client) Config() Config { return c.cfg }
 // TransactionalID returns the transactional.id that stands for role:
 // krabka.role.prefix followed by the role name.
 func (c *Client) TransactionalID(role core.Role) string { return c.cfg.RolePrefix + role.String() }
+
+// scoped returns the role as it is used on the wire: krabka.role.prefix
+// followed by the role name, in the record keys, the partition hash and the
+// transactional.id alike (COORDINATION.md section 9, decision of
+// 2026-12-01), so environments with different prefixes never share a
+// roster or a lease. An empty prefix changes nothing.
+func (c *Client) scoped(role core.Role) (core.Role, error) {
+	if c.cfg.RolePrefix == "" {
+		return role, nil
+	}
+	r, err := core.NewRole(c.cfg.RolePrefix + role.String())
+	if err != nil {
+		return core.Role{}, core.NewError(core.PartRole, core.CatRoleTooLong, "role",
+			fmt.Sprintf("krabka.role.prefix %q + role %q is %d bytes, at most %d allowed", c.cfg.RolePrefix, role.String(), len(c.cfg.RolePrefix)+len(role.String()), core.MaxNameBytes))
+	}
+	return r, nil
+}
+
+// unscoped is the inverse of scoped (the role name the caller used).
+func (c *Client) unscoped(role core.Role) core.Role {
+	if c.cfg.RolePrefix == "" {
+		return role
+	}
+	if r, err := core.NewRole(strings.TrimPrefix(role.String(), c.cfg.RolePrefix)); err == nil {
+		return r
+	}
+	return role
+}
 
 // callCtx returns a context that ends with ctx or with the client.
 func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -178,6 +207,10 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 	if err := checkNames(role, &member); err != nil {
 		return nil, 0, err
 	}
+	role, err := c.scoped(role)
+	if err != nil {
+		return nil, 0, err
+	}
 	if err := c.checkOpen(); err != nil {
 		return nil, 0, err
 	}
@@ -257,7 +290,7 @@ func (c *Client) leaseMessage(role core.Role, p int32, value []byte) Message {
 // challenge mints a new epoch for role and writes member's lease under it.
 func (c *Client) challenge(ctx context.Context, role core.Role, member core.MemberID, p int32) (*Leadership, error) {
 	txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
-	prod, err := c.t.Mint(ctx, c.TransactionalID(role), txnTimeout)
+	prod, err := c.t.Mint(ctx, role.String(), txnTimeout) // role is scoped: the prefix is in it
 	if err != nil {
 		return nil, err
 	}

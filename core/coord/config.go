@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultTopic is the coordination topic shared with the other krabka
@@ -120,6 +121,23 @@ func parseMs(name, v string, min int64) (int64, error) {
 	return n, nil
 }
 
+// maxInt32Ms is the largest millisecond value Kafka's protocol carries (its
+// timeouts are int32 milliseconds, about 24.8 days).
+const maxInt32Ms = 1<<31 - 1
+
+// parseMsMax is parseMs with an upper bound (what can never work above it).
+func parseMsMax(name, v string, min, max int64, why string) (int64, error) {
+	n, err := parseMs(name, v, min)
+	if err == nil && n > max {
+		return 0, invalid(name, v, fmt.Sprintf("must be at most %d (%s)", max, why))
+	}
+	return n, err
+}
+
+// kafkaInternalTopics are the topics of the brokers themselves; none can be
+// the coordination topic.
+var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state", "__cluster_metadata", "__share_group_state"}
+
 func parseEnum(name, v string, allowed ...string) (string, error) {
 	u := strings.ToUpper(strings.TrimSpace(v))
 	for _, a := range allowed {
@@ -220,7 +238,7 @@ var configTable = []configEntry{
 		}},
 	{ConfigKey{"request.timeout.ms", "int", "30000", "Bound of every round trip with the cluster, and the default timeout of renew, produce, resign and describe (ms, >= 1)."},
 		func(c *Config, v string) error {
-			n, err := parseMs("request.timeout.ms", v, 1)
+			n, err := parseMsMax("request.timeout.ms", v, 1, maxInt32Ms, "Kafka's request timeouts are int32 milliseconds")
 			if err == nil {
 				c.RequestTimeout = time.Duration(n) * time.Millisecond
 			}
@@ -229,7 +247,7 @@ var configTable = []configEntry{
 		func(c *Config) string { return strconv.FormatInt(c.RequestTimeout.Milliseconds(), 10) }},
 	{ConfigKey{"krabka.lease.ms", "int", "30000", "Lease duration (ms, >= 1); also the transaction timeout, bounded by the broker's transaction.max.timeout.ms."},
 		func(c *Config, v string) error {
-			n, err := parseMs("krabka.lease.ms", v, 1)
+			n, err := parseMsMax("krabka.lease.ms", v, 1, maxInt32Ms, "the lease is the transaction timeout, an int32 of milliseconds that the broker further bounds by its transaction.max.timeout.ms")
 			if err == nil {
 				c.Lease.DurationMs = n
 			}
@@ -256,7 +274,7 @@ var configTable = []configEntry{
 		func(c *Config) string { return strconv.FormatInt(c.Lease.ChallengeStaggerMs, 10) }},
 	{ConfigKey{"krabka.poll.interval.ms", "int", "1000", "Longest sleep of one WAIT step of acquire before re-reading the role (ms, >= 1)."},
 		func(c *Config, v string) error {
-			n, err := parseMs("krabka.poll.interval.ms", v, 1)
+			n, err := parseMsMax("krabka.poll.interval.ms", v, 1, maxInt32Ms, "about 24.8 days")
 			if err == nil {
 				c.PollInterval = time.Duration(n) * time.Millisecond
 			}
@@ -264,12 +282,26 @@ var configTable = []configEntry{
 		},
 		func(c *Config) string { return strconv.FormatInt(c.PollInterval.Milliseconds(), 10) }},
 	{ConfigKey{"krabka.role.prefix", "string", "", "Prepended to the role name to form the transactional.id (separates environments sharing a cluster; ACL prefixes)."},
-		func(c *Config, v string) error { c.RolePrefix = v; return nil },
+		func(c *Config, v string) error {
+			switch {
+			case !utf8.ValidString(v):
+				return invalid("krabka.role.prefix", v, "not valid UTF-8 (the prefixed role is a UTF-8 record key and transactional.id)")
+			case len(v) >= core.MaxNameBytes:
+				return invalid("krabka.role.prefix", v, fmt.Sprintf("%d bytes leaves no room for a role (a prefixed role has at most %d bytes)", len(v), core.MaxNameBytes))
+			}
+			c.RolePrefix = v
+			return nil
+		},
 		func(c *Config) string { return c.RolePrefix }},
 	{ConfigKey{"krabka.topic", "string", DefaultTopic, "Coordination topic (compacted; created when missing, never changed)."},
 		func(c *Config, v string) error {
 			if !validTopicName(v) {
 				return invalid("krabka.topic", v, "not a legal Kafka topic name")
+			}
+			for _, it := range kafkaInternalTopics {
+				if v == it {
+					return invalid("krabka.topic", v, "an internal topic of the brokers, not usable as the coordination topic")
+				}
 			}
 			c.Topic = v
 			return nil

@@ -87,11 +87,21 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"krabka.topic.partitions", "0"}, {"krabka.topic.replication", "0"}, {"krabka.renew.background", "yes"},
 		{"krabka.produce.group.max.messages", "0"}, {"krabka.produce.group.max.bytes", "2147483648"},
 		{"krabka.produce.group.linger.ms", "-1"},
+		// Issue 16.5: what can never work is refused at Set, naming the value.
+		{"request.timeout.ms", "9223372036854775807"}, {"request.timeout.ms", "2147483648"},
+		{"krabka.lease.ms", "9223372036854775807"}, {"krabka.lease.ms", "2147483648"},
+		{"krabka.poll.interval.ms", "9223372036854775807"},
+		{"krabka.role.prefix", "env\xff."}, {"krabka.role.prefix", strings.Repeat("p", 249)},
+		{"krabka.topic", "__consumer_offsets"}, {"krabka.topic", "__transaction_state"},
+		{"krabka.topic", "__cluster_metadata"},
 	}
 	for _, kv := range bad {
 		err := c.Set(kv[0], kv[1])
 		if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), kv[0]) {
 			t.Errorf("%s=%q: %v", kv[0], kv[1], err)
+		}
+		if len(kv[1]) > 8 && len(kv[1]) < 40 && strings.ToValidUTF8(kv[1], "") == kv[1] && !strings.Contains(err.Error(), kv[1]) {
+			t.Errorf("%s=%q: the message does not quote the value: %v", kv[0], kv[1], err)
 		}
 	}
 	_, err = coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "krabka.lease.ms": "1000", "krabka.renew.interval.ms": "1000"})
@@ -120,6 +130,13 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 	}
 	if _, err := coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1"}); err != nil {
 		t.Fatal(err)
+	}
+	// The largest values that can work are accepted.
+	for _, kv := range [][2]string{{"request.timeout.ms", "2147483647"}, {"krabka.lease.ms", "2147483647"},
+		{"krabka.role.prefix", strings.Repeat("p", 248)}, {"krabka.role.prefix", "zürich."}, {"krabka.topic", "__coordination_state"}} {
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			t.Errorf("%s=%q: %v", kv[0], kv[1], err)
+		}
 	}
 }
 

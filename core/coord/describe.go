@@ -43,6 +43,11 @@ func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) 
 	if err := checkNames(role, nil); err != nil {
 		return nil, err
 	}
+	name := role
+	role, err := c.scoped(role)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -60,7 +65,7 @@ func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tok, tokErr = c.t.CurrentToken(cctx, c.TransactionalID(role))
+		tok, tokErr = c.t.CurrentToken(cctx, role.String()) // role is scoped
 	}()
 	st, err := c.readState(cctx, role, p)
 	wg.Wait()
@@ -70,7 +75,7 @@ func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) 
 	if err != nil {
 		return nil, c.fail(cctx, err)
 	}
-	s := &Status{Role: role, Partition: p, Token: tok, Skipped: st.Skipped}
+	s := &Status{Role: name, Partition: p, Token: tok, Skipped: st.Skipped}
 	if st.Lease != nil {
 		lease := *st.Lease
 		s.Lease = &lease

@@ -240,8 +240,9 @@ func (l *Leadership) end(s LeadershipState, err error) {
 
 func (l *Leadership) closeProducer() { l.prodOnce.Do(func() { l.prod.Close() }) }
 
-// Role returns the role.
-func (l *Leadership) Role() core.Role { return l.role }
+// Role returns the role (as the caller named it, without
+// krabka.role.prefix).
+func (l *Leadership) Role() core.Role { return l.c.unscoped(l.role) }
 
 // Member returns the member id.
 func (l *Leadership) Member() core.MemberID { return l.member }

@@ -261,3 +261,4 @@ func killDataLeader(t *testing.T, ctx context.Context, c *kafkatest.Cluster, adm
 	}
 	t.Logf("minted %s, token %s after the kill", minted, l.Token())
 }
+

@@ -590,15 +590,17 @@ func (t *Transport) Append(ctx context.Context, partition int32, key, value []by
 	return res[0].Record.Offset, nil
 }
 
-// brokerTxnMax returns the broker's transaction.max.timeout.ms (read once;
-// Kafka's default when the principal may not describe broker configs).
-func (t *Transport) brokerTxnMax(ctx context.Context) time.Duration {
+// brokerTxnMax returns the broker's transaction.max.timeout.ms (read once)
+// and whether it was read; Kafka's default when the principal may not
+// describe broker configs.
+func (t *Transport) brokerTxnMax(ctx context.Context) (time.Duration, bool) {
 	t.mu.Lock()
 	m := t.txnMax
 	t.mu.Unlock()
 	if m > 0 {
-		return m
+		return m, true
 	}
+	known := false
 	m = defaultTxnMaxTimeout
 	rcs, err := t.adm.DescribeBrokerConfigs(ctx)
 	if err == nil {
@@ -609,16 +611,18 @@ func (t *Transport) brokerTxnMax(ctx context.Context) time.Duration {
 			for _, c := range rc.Configs {
 				if c.Key == "transaction.max.timeout.ms" && c.Value != nil {
 					if ms, perr := strconv.ParseInt(*c.Value, 10, 64); perr == nil && ms > 0 {
-						m = time.Duration(ms) * time.Millisecond
+						m, known = time.Duration(ms)*time.Millisecond, true
 					}
 				}
 			}
 		}
 	}
-	t.mu.Lock()
-	t.txnMax = m
-	t.mu.Unlock()
-	return m
+	if known {
+		t.mu.Lock()
+		t.txnMax = m
+		t.mu.Unlock()
+	}
+	return m, known
 }
 
 // Mint implements coord.Transport: a new kgo client for every acquisition,
@@ -630,8 +634,13 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	if m := t.brokerTxnMax(ctx); txnTimeout > m {
-		txnTimeout = m
+	// The transaction timeout is the lease: a broker that caps it lower
+	// can never run this configuration (issue 16.5). When the cap cannot
+	// be read, the broker answers INVALID_TRANSACTION_TIMEOUT itself.
+	if m, known := t.brokerTxnMax(ctx); known && txnTimeout > m {
+		return nil, coord.WrapError(coord.ErrInvalidConfig, nil,
+			"krabka.lease.ms=%d exceeds the broker's transaction.max.timeout.ms=%d (the lease is the transaction timeout): lower krabka.lease.ms or raise the broker's limit",
+			txnTimeout.Milliseconds(), m.Milliseconds())
 	}
 	if txnTimeout < time.Millisecond {
 		txnTimeout = time.Millisecond

@@ -1,0 +1,86 @@
+package kafka_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
+)
+
+// krabka.role.prefix is part of the role everywhere (record keys, partition
+// hash, transactional.id): two environments with different prefixes on one
+// topic hold the same role name independently (two leases, two rosters),
+// and a client without a prefix sees the prefixed name as an ordinary role.
+func TestRolePrefixesSeparateEnvironments(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		topic := uniq("it-prefix-")
+		ca := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.role.prefix", "staging.")
+		cb := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.role.prefix", "prod.")
+		plain := newClient(t, c.Bootstrap, "krabka.topic", topic)
+		role := core.MustRole(uniq("it-prefix-role-"))
+		// Neither waits for the other's live lease.
+		a := acquire(t, ca, role, "a")
+		b := acquire(t, cb, role, "b")
+		if a.Role() != role || b.Role() != role {
+			t.Fatalf("roles %s, %s; want %s", a.Role(), b.Role(), role)
+		}
+		if a.Token().ProducerID == b.Token().ProducerID {
+			t.Fatalf("one producer id %s / %s: one transactional.id for both", a.Token(), b.Token())
+		}
+		for _, x := range []struct {
+			cl     *coord.Client
+			l      *coord.Leadership
+			member string
+		}{{ca, a, "a"}, {cb, b, "b"}} {
+			st, err := x.cl.Describe(ctxFor(t, 10*time.Second), role)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Role != role || !st.Current || st.Holder.String() != x.member || st.Token != x.l.Token() ||
+				len(st.Roster) != 1 || st.Roster[0].Member.String() != x.member {
+				t.Fatalf("%s: %+v", x.member, st)
+			}
+			// The same state under its full name for a client without a prefix.
+			full := core.MustRole(x.cl.TransactionalID(role))
+			ps, err := plain.Describe(ctxFor(t, 10*time.Second), full)
+			if err != nil || !ps.Current || ps.Holder.String() != x.member || ps.Token != x.l.Token() || ps.Partition != st.Partition {
+				t.Fatalf("%s under its full name %s: %+v %v (prefixed view %+v)", x.member, full, ps, err, st)
+			}
+		}
+		// The unprefixed role is a third, untouched one.
+		st, err := plain.Describe(ctxFor(t, 10*time.Second), role)
+		if err != nil || st.HasHolder || len(st.Roster) != 0 {
+			t.Fatalf("the unprefixed role: %+v %v", st, err)
+		}
+		// A second member of one environment queues behind its own holder only.
+		cb2 := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.role.prefix", "prod.")
+		_, at, err := cb2.TryAcquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("b2"))
+		if err != nil || at.IsZero() {
+			t.Fatalf("b2: %v %v", at, err)
+		}
+		st, err = cb.Describe(ctxFor(t, 10*time.Second), role)
+		if err != nil || len(st.Roster) != 2 {
+			t.Fatalf("prod roster %+v %v", st, err)
+		}
+		if st, err := ca.Describe(ctxFor(t, 10*time.Second), role); err != nil || len(st.Roster) != 1 {
+			t.Fatalf("staging roster %+v %v", st, err)
+		}
+	})
+}
+
+// A lease longer than the broker's transaction.max.timeout.ms (15 minutes on
+// the test brokers) can never work: the first acquire fails with
+// INVALID_CONFIG naming both settings, not with endless retriable errors.
+func TestLeaseAboveTheBrokersTransactionLimitFailsClearly(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{})
+	cl := newClient(t, c.Bootstrap, "krabka.lease.ms", "86400000", "krabka.renew.interval.ms", "1000")
+	_, err := cl.Acquire(ctxFor(t, 30*time.Second), core.MustRole(uniq("it-longlease-")), core.MustMemberID("a"))
+	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.lease.ms") ||
+		!strings.Contains(err.Error(), "transaction.max.timeout.ms") {
+		t.Fatalf("a one-day lease: %v", err)
+	}
+}
