@@ -261,4 +261,3 @@ func killDataLeader(t *testing.T, ctx context.Context, c *kafkatest.Cluster, adm
 	}
 	t.Logf("minted %s, token %s after the kill", minted, l.Token())
 }
-
