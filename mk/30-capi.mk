@@ -4,7 +4,7 @@
 #                      misuse through the C API, both under valgrind, and the live test
 #                      on $KRABKA_BOOTSTRAP (fails, never skips, when unset: use `make test`)
 #   make capi-test-offline   everything above except the live test
-#   make capi-valgrind-live  the live test under valgrind
+#   make capi-valgrind-live  the live test and the events test under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set)
 #   make examples      build/examples/device_host
@@ -87,10 +87,11 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP is not set" >&2; exit 1; }
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/live
+	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/events
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
