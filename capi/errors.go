@@ -6,11 +6,13 @@ package main
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"unsafe"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // errInfo describes one krabka_err_t: the name and text returned by
@@ -22,39 +24,9 @@ type errInfo struct {
 	cname, ctext     *C.char
 }
 
-// errTable is the static description of every code of the header.
-var errTable = map[C.krabka_err_t]*errInfo{
-	C.KRABKA_OK:                          {name: "OK", text: "success"},
-	C.KRABKA_ERR_INVALID_ARG:             {name: "INVALID_ARG", text: "invalid argument"},
-	C.KRABKA_ERR_INVALID_HANDLE:          {name: "INVALID_HANDLE", text: "unknown, destroyed or wrong-kind handle"},
-	C.KRABKA_ERR_BUFFER_TOO_SMALL:        {name: "BUFFER_TOO_SMALL", text: "output buffer too small"},
-	C.KRABKA_ERR_UNKNOWN_CONFIG:          {name: "UNKNOWN_CONFIG", text: "no such configuration property"},
-	C.KRABKA_ERR_INVALID_CONFIG:          {name: "INVALID_CONFIG", text: "invalid configuration value"},
-	C.KRABKA_ERR_TRUNCATED:               {name: "TRUNCATED", text: "the bytes end too early"},
-	C.KRABKA_ERR_TRAILING_BYTES:          {name: "TRAILING_BYTES", text: "bytes remain after the last field"},
-	C.KRABKA_ERR_UNSUPPORTED_VERSION:     {name: "UNSUPPORTED_VERSION", text: "unsupported record version"},
-	C.KRABKA_ERR_UNKNOWN_KIND:            {name: "UNKNOWN_KIND", text: "unknown record kind"},
-	C.KRABKA_ERR_NEGATIVE_LENGTH:         {name: "NEGATIVE_LENGTH", text: "negative string length"},
-	C.KRABKA_ERR_INVALID_UTF8:            {name: "INVALID_UTF8", text: "invalid UTF-8"},
-	C.KRABKA_ERR_LEASE_KEY_HAS_MEMBER:    {name: "LEASE_KEY_HAS_MEMBER", text: "a lease key carries a member"},
-	C.KRABKA_ERR_EMPTY_ROLE:              {name: "EMPTY_ROLE", text: "empty role"},
-	C.KRABKA_ERR_EMPTY_MEMBER:            {name: "EMPTY_MEMBER", text: "empty member id"},
-	C.KRABKA_ERR_ROLE_TOO_LONG:           {name: "ROLE_TOO_LONG", text: "role longer than 249 bytes"},
-	C.KRABKA_ERR_MEMBER_TOO_LONG:         {name: "MEMBER_TOO_LONG", text: "member id longer than 249 bytes"},
-	C.KRABKA_ERR_NEGATIVE_TOKEN:          {name: "NEGATIVE_TOKEN", text: "negative producer id or epoch"},
-	C.KRABKA_ERR_TOKEN_FORM:              {name: "TOKEN_FORM", text: "token text is not <id>:<epoch>"},
-	C.KRABKA_ERR_INVALID_PARTITION_COUNT: {name: "INVALID_PARTITION_COUNT", text: "partition count below 1"},
-	C.KRABKA_ERR_INVALID_LEASE_CONFIG:    {name: "INVALID_LEASE_CONFIG", text: "invalid lease configuration"},
-	C.KRABKA_ERR_FENCED:                  {name: "FENCED", text: "the cluster superseded this leadership", fatal: true},
-	C.KRABKA_ERR_LEASE_EXPIRED:           {name: "LEASE_EXPIRED", text: "the lease expired before it could be renewed", fatal: true},
-	C.KRABKA_ERR_NOT_LEADER:              {name: "NOT_LEADER", text: "the leadership was resigned or destroyed", fatal: true},
-	C.KRABKA_ERR_TIMEOUT:                 {name: "TIMEOUT", text: "the timeout passed", retriable: true},
-	C.KRABKA_ERR_AUTHORIZATION:           {name: "AUTHORIZATION", text: "not authorized (an ACL is missing)"},
-	C.KRABKA_ERR_UNSUPPORTED:             {name: "UNSUPPORTED", text: "the cluster does not support the protocol"},
-	C.KRABKA_ERR_TRANSPORT:               {name: "TRANSPORT", text: "network or broker error", retriable: true},
-	C.KRABKA_ERR_CLOSED:                  {name: "CLOSED", text: "the client was destroyed", fatal: true},
-	C.KRABKA_ERR_INTERNAL:                {name: "INTERNAL", text: "internal error in the library", fatal: true},
-}
+// errTable is built from coord.ErrorTable, the one table of codes, names,
+// texts and flags (a test checks the header and the bindings against it).
+var errTable = map[C.krabka_err_t]*errInfo{}
 
 var (
 	cUnknownName = C.CString("UNKNOWN")
@@ -62,41 +34,25 @@ var (
 )
 
 func init() {
-	for _, e := range errTable {
-		e.cname = C.CString(e.name)
-		e.ctext = C.CString(e.text)
+	for _, r := range coord.ErrorTable {
+		code := C.krabka_err_t(r.Code)
+		errTable[code] = &errInfo{name: r.Name, text: r.Text, retriable: r.Retriable, fatal: r.Fatal,
+			cname: C.CString(r.Name), ctext: C.CString(r.Text)}
+		if r.Category != "" {
+			categoryCodes[r.Category] = code
+		}
+		if r.Sentinel != nil {
+			sentinelTable[r.Sentinel] = code
+		}
 	}
 }
 
-// categoryCodes is THE mapping of core's data categories onto codes.
-var categoryCodes = map[core.Category]C.krabka_err_t{
-	core.CatTruncated:             C.KRABKA_ERR_TRUNCATED,
-	core.CatTrailingBytes:         C.KRABKA_ERR_TRAILING_BYTES,
-	core.CatUnsupportedVersion:    C.KRABKA_ERR_UNSUPPORTED_VERSION,
-	core.CatUnknownKind:           C.KRABKA_ERR_UNKNOWN_KIND,
-	core.CatNegativeLength:        C.KRABKA_ERR_NEGATIVE_LENGTH,
-	core.CatInvalidUTF8:           C.KRABKA_ERR_INVALID_UTF8,
-	core.CatLeaseKeyHasMember:     C.KRABKA_ERR_LEASE_KEY_HAS_MEMBER,
-	core.CatEmptyRole:             C.KRABKA_ERR_EMPTY_ROLE,
-	core.CatEmptyMember:           C.KRABKA_ERR_EMPTY_MEMBER,
-	core.CatRoleTooLong:           C.KRABKA_ERR_ROLE_TOO_LONG,
-	core.CatMemberTooLong:         C.KRABKA_ERR_MEMBER_TOO_LONG,
-	core.CatNegativeToken:         C.KRABKA_ERR_NEGATIVE_TOKEN,
-	core.CatTokenForm:             C.KRABKA_ERR_TOKEN_FORM,
-	core.CatInvalidPartitionCount: C.KRABKA_ERR_INVALID_PARTITION_COUNT,
-	core.CatInvalidLeaseConfig:    C.KRABKA_ERR_INVALID_LEASE_CONFIG,
-}
+// categoryCodes maps core's data categories onto codes (from the table).
+var categoryCodes = map[core.Category]C.krabka_err_t{}
 
-// sentinelCodes maps the client-side sentinels (checked with errors.Is, in
-// this order) onto codes. ErrFenced comes first: it is the one loss signal.
-// sentinelCodes maps the client-side sentinels (checked with errors.Is, in
-// this order) onto codes; see sentinels.go.
-var sentinelCodes []sentinel
-
-type sentinel struct {
-	err  error
-	code C.krabka_err_t
-}
+// sentinelTable maps the client-side sentinels onto codes (from the table);
+// coord.ClientErrorKind picks the sentinel (the most specific first).
+var sentinelTable = map[error]C.krabka_err_t{}
 
 // codeOf maps an error returned by core onto its code: a data category
 // first, then the client sentinels; anything else is a library bug.
@@ -104,10 +60,16 @@ func codeOf(err error) C.krabka_err_t {
 	if err == nil {
 		return C.KRABKA_OK
 	}
-	for _, s := range sentinelCodes {
-		if errors.Is(err, s.err) {
-			return s.code
+	if k := coord.ClientErrorKind(err); k != nil {
+		if code, ok := sentinelTable[k]; ok {
+			return code
 		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return C.KRABKA_ERR_TIMEOUT
+	case errors.Is(err, context.Canceled):
+		return C.KRABKA_ERR_CLOSED
 	}
 	if cat, ok := core.CategoryOf(err); ok {
 		if code, ok := categoryCodes[cat]; ok {
@@ -158,10 +120,10 @@ func krabka_err_is_fatal(err C.krabka_err_t) (r C.int) {
 // ---- versions ----
 
 const (
-	versionMajor = 1
-	versionMinor = 0
-	versionPatch = 0
-	abiVersion   = 1
+	versionMajor = coord.VersionMajor
+	versionMinor = coord.VersionMinor
+	versionPatch = coord.VersionPatch
+	abiVersion   = coord.ABIVersion
 )
 
 var cVersion = C.CString(fmt.Sprintf("%d.%d.%d", versionMajor, versionMinor, versionPatch))

@@ -145,6 +145,22 @@ typedef enum krabka_err {
                                          DescribeTransactions */
     KRABKA_ERR_TRANSPORT = 36,      /**< network or broker error; may pass */
     KRABKA_ERR_CLOSED = 37,         /**< the client was destroyed */
+    KRABKA_ERR_AUTHENTICATION = 38, /**< the cluster refused the SASL
+                                         credentials (not a missing ACL:
+                                         that is AUTHORIZATION) */
+    KRABKA_ERR_MESSAGE_TOO_LARGE = 39, /**< a record is larger than the broker
+                                         or topic accepts; permanent */
+    KRABKA_ERR_UNKNOWN_TOPIC_OR_PARTITION = 40, /**< a guarded write names a
+                                         topic or partition that does not
+                                         exist (after a metadata refresh) */
+    KRABKA_ERR_TLS = 41,            /**< TLS handshake failed for a lasting
+                                         reason: broker certificate not
+                                         trusted, expired or for another
+                                         host, or client certificate refused */
+    KRABKA_ERR_FORKED = 42,         /**< called in a child after fork(); the
+                                         library works only in the process
+                                         that loaded it (reserved: not yet
+                                         detected by the C API) */
     KRABKA_ERR_INTERNAL = 50        /**< a bug in the library (a recovered panic) */
 } krabka_err_t;
 

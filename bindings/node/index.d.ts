@@ -235,6 +235,11 @@ export const ErrorCode: {
   readonly UNSUPPORTED: 35;
   readonly TRANSPORT: 36;
   readonly CLOSED: 37;
+  readonly AUTHENTICATION: 38;
+  readonly MESSAGE_TOO_LARGE: 39;
+  readonly UNKNOWN_TOPIC_OR_PARTITION: 40;
+  readonly TLS: 41;
+  readonly FORKED: 42;
   readonly INTERNAL: 50;
 };
 

@@ -42,6 +42,22 @@ var (
 	ErrTransport = errors.New("krabka: transport error")
 	// ErrClosed: the client was closed (KRABKA_ERR_CLOSED).
 	ErrClosed = errors.New("krabka: client closed")
+	// ErrAuthentication: the cluster refused the client's credentials (SASL
+	// authentication failed; not a missing ACL) (KRABKA_ERR_AUTHENTICATION).
+	ErrAuthentication = errors.New("krabka: authentication failed")
+	// ErrMessageTooLarge: a record is larger than the broker or topic
+	// accepts (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE); permanent
+	// (KRABKA_ERR_MESSAGE_TOO_LARGE).
+	ErrMessageTooLarge = errors.New("krabka: message too large")
+	// ErrUnknownTopicOrPartition: a guarded write names a topic or a
+	// partition that does not exist (after a metadata refresh); permanent
+	// until it is created (KRABKA_ERR_UNKNOWN_TOPIC_OR_PARTITION).
+	ErrUnknownTopicOrPartition = errors.New("krabka: unknown topic or partition")
+	// ErrTLS: the TLS handshake failed for a reason that does not pass by
+	// itself: a broker certificate the client does not trust, expired or
+	// for another host, or a client certificate the broker refused
+	// (KRABKA_ERR_TLS).
+	ErrTLS = errors.New("krabka: TLS handshake failed")
 	// ErrInvalidArgument: an argument of a call is out of range, for
 	// example a guarded-write message with an illegal topic name or a
 	// partition below -1 (KRABKA_ERR_INVALID_ARG). Invalid role and member
@@ -92,14 +108,15 @@ func WrapError(kind error, cause error, format string, args ...any) error {
 // clientErrorKinds lists the sentinels in the order a classifier should test
 // them (the most specific first).
 var clientErrorKinds = []error{
-	ErrFenced, ErrLeaseExpired, ErrNotLeader, ErrClosed, ErrAuthorization,
-	ErrUnsupported, ErrUnknownConfig, ErrInvalidConfig, ErrInvalidArgument, ErrTimeout, ErrTransport,
+	ErrFenced, ErrLeaseExpired, ErrNotLeader, ErrClosed, ErrAuthorization, ErrAuthentication,
+	ErrUnsupported, ErrUnknownConfig, ErrInvalidConfig, ErrInvalidArgument, ErrMessageTooLarge,
+	ErrUnknownTopicOrPartition, ErrTLS, ErrTimeout, ErrTransport,
 }
 
 // ClientErrorKind returns the first sentinel of the cluster side that err
 // matches, in the order FENCED, LEASE_EXPIRED, NOT_LEADER, CLOSED,
 // AUTHORIZATION, UNSUPPORTED, UNKNOWN_CONFIG, INVALID_CONFIG, INVALID_ARG, TIMEOUT,
-// TRANSPORT; nil when it matches none (a data error of the pure layer, or a
+// TRANSPORT (see clientErrorKinds); nil when it matches none (a data error of the pure layer, or a
 // bug). The C API maps the result onto its error codes.
 func ClientErrorKind(err error) error {
 	if err == nil {

@@ -84,3 +84,45 @@ func TestLeaseAboveTheBrokersTransactionLimitFailsClearly(t *testing.T) {
 		t.Fatalf("a one-day lease: %v", err)
 	}
 }
+
+// Permanent answers have their own, non-retriable codes (issue 16.5): a
+// record larger than the broker accepts, a topic or a partition that does
+// not exist. None of them ends the leadership.
+func TestPermanentProduceErrorsAreNotTransport(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{})
+	topic, _ := dataTopic(t, c.Bootstrap) // one partition
+	cl := newClient(t, c.Bootstrap)
+	l := acquire(t, cl, core.MustRole(uniq("it-permanent-")), "a")
+	cases := []struct {
+		name string
+		msg  coord.Message
+		kind error
+	}{
+		{"too large", coord.Message{Topic: topic, Partition: 0, Key: []byte("k"), Value: make([]byte, 2<<20)}, coord.ErrMessageTooLarge},
+		{"unknown topic", coord.Message{Topic: uniq("it-missing-"), Partition: 0, Key: []byte("k")}, coord.ErrUnknownTopicOrPartition},
+		{"missing partition", coord.Message{Topic: topic, Partition: 7, Key: []byte("k")}, coord.ErrUnknownTopicOrPartition},
+	}
+	for _, tc := range cases {
+		_, err := l.Produce(ctxFor(t, 20*time.Second), tc.msg)
+		if !errors.Is(err, tc.kind) || errors.Is(err, coord.ErrTransport) {
+			t.Errorf("%s: %v, want %v and not TRANSPORT", tc.name, err, tc.kind)
+		}
+		if l.State() != coord.Active {
+			t.Fatalf("%s ended the leadership: %v", tc.name, l.Err())
+		}
+	}
+	if _, err := l.Produce(ctxFor(t, 20*time.Second), coord.Message{Topic: topic, Partition: 0, Key: []byte("k"), Value: []byte("ok")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Wrong SASL credentials are AUTHENTICATION, distinct from a missing ACL
+// (AUTHORIZATION).
+func TestWrongSASLPasswordIsAuthentication(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{SASL: true})
+	cl := saslClient(t, c, kafkatest.AliceUser, "not-the-password")
+	_, err := cl.Describe(ctxFor(t, 30*time.Second), core.MustRole(uniq("alice.it-auth-")))
+	if !errors.Is(err, coord.ErrAuthentication) || errors.Is(err, coord.ErrAuthorization) {
+		t.Fatalf("wrong password: %v", err)
+	}
+}

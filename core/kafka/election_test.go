@@ -350,7 +350,7 @@ func TestFailedGuardedWriteKeepsTheToken(t *testing.T) {
 		role := core.MustRole(uniq("it-failwrite-"))
 		l := acquire(t, cl, role, "a")
 		_, err := l.Produce(ctxFor(t, 10*time.Second), coord.Message{Topic: uniq("it-missing-"), Partition: 0, Key: []byte("k")})
-		wantErr(t, err, coord.ErrTransport, "guarded write to a missing topic")
+		wantErr(t, err, coord.ErrUnknownTopicOrPartition, "guarded write to a missing topic")
 		if l.State() != coord.Active {
 			t.Fatalf("state %s", l.State())
 		}

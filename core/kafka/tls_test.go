@@ -101,15 +101,15 @@ func TestTLSMisconfigurationsNameTheProblem(t *testing.T) {
 		atNew   bool // refused when the client is built
 	}{
 		{"wrong-ca", c.TLSBootstrap, []string{"security.protocol", "SSL", "ssl.ca.location", cert(c, "other-ca.pem")},
-			coord.ErrTransport, "the broker's certificate is not signed by a CA in ssl.ca.location", false},
+			coord.ErrTLS, "the broker's certificate is not signed by a CA in ssl.ca.location", false},
 		{"plaintext-on-tls-port", c.TLSBootstrap, nil, coord.ErrTransport, "plaintext client (security.protocol=PLAINTEXT or SASL_PLAINTEXT) on a TLS listener", false},
 		{"tls-on-plaintext-port", c.Bootstrap, []string{"security.protocol", "SSL", "ssl.ca.location", ca},
 			coord.ErrTransport, "not a TLS listener", false},
 		{"no-client-certificate", c.MTLSBootstrap, []string{"security.protocol", "SSL", "ssl.ca.location", ca},
-			coord.ErrTransport, "refused the TLS handshake", false},
+			coord.ErrTLS, "refused the TLS handshake", false},
 		{"client-certificate-from-another-ca", c.MTLSBootstrap, []string{"security.protocol", "SSL", "ssl.ca.location", ca,
 			"ssl.certificate.location", cert(c, "stranger.pem"), "ssl.key.location", cert(c, "stranger.key")},
-			coord.ErrTransport, "refused the TLS handshake", false},
+			coord.ErrTLS, "refused the TLS handshake", false},
 		{"expired-client-certificate", c.MTLSBootstrap, []string{"security.protocol", "SSL", "ssl.ca.location", ca,
 			"ssl.certificate.location", cert(c, "expired.pem"), "ssl.key.location", cert(c, "expired.key")},
 			coord.ErrInvalidConfig, "expired at 2021-01-01T00:00:00Z", true},

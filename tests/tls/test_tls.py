@@ -69,14 +69,14 @@ def test_tls_misconfigurations_name_the_problem(tls: dict) -> None:
     ca = cert(tls, "ca.pem")
     bad = [
         ("wrong CA", tls["KRABKA_TLS_BOOTSTRAP"], {"security.protocol": "SSL", "ssl.ca.location": cert(tls, "other-ca.pem")},
-         "TRANSPORT", "not signed by a CA in ssl.ca.location"),
+         "TLS", "not signed by a CA in ssl.ca.location"),
         ("plaintext on the TLS port", tls["KRABKA_TLS_BOOTSTRAP"], {}, "TRANSPORT", "on a TLS listener"),
         ("expired client certificate", tls["KRABKA_TLS_MTLS_BOOTSTRAP"], {
             "security.protocol": "SSL", "ssl.ca.location": ca,
             "ssl.certificate.location": cert(tls, "expired.pem"), "ssl.key.location": cert(tls, "expired.key")},
          "INVALID_CONFIG", "expired"),
         ("no client certificate", tls["KRABKA_TLS_MTLS_BOOTSTRAP"], {"security.protocol": "SSL", "ssl.ca.location": ca},
-         "TRANSPORT", "client certificate"),
+         "TLS", "client certificate"),
     ]
     for label, bootstrap, extra, code, mention in bad:
         with pytest.raises(kc.KrabkaError) as info:

@@ -152,10 +152,10 @@ int main(void) {
     const char *k_bad_pw[] = {"security.protocol", "SSL", "ssl.ca.location", cert("ca.pem"),
                               "ssl.certificate.location", cert("client.pem"), "ssl.key.location", cert("client.key"),
                               "ssl.key.password", "wrong", NULL};
-    fails("wrong CA", ssl, k_wrong_ca, KRABKA_ERR_TRANSPORT, "not signed by a CA in ssl.ca.location");
+    fails("wrong CA", ssl, k_wrong_ca, KRABKA_ERR_TLS, "not signed by a CA in ssl.ca.location");
     fails("expired client certificate", mtls, k_expired, KRABKA_ERR_INVALID_CONFIG, "expired");
     fails("plaintext client on the TLS port", ssl, NULL, KRABKA_ERR_TRANSPORT, "on a TLS listener");
-    fails("no client certificate on the mTLS port", mtls, k_no_cert, KRABKA_ERR_TRANSPORT, "client certificate");
+    fails("no client certificate on the mTLS port", mtls, k_no_cert, KRABKA_ERR_TLS, "client certificate");
     fails("wrong key password", mtls, k_bad_pw, KRABKA_ERR_INVALID_CONFIG, "ssl.key.password");
     if (failures) {
         fprintf(stderr, "tls: %d failure(s)\n", failures);

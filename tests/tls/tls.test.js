@@ -57,14 +57,14 @@ for (const [label, [bootstrap, extra]] of Object.entries(cases)) {
 if (ok) {
   const bad = [
     ['wrong CA', process.env.KRABKA_TLS_BOOTSTRAP, { 'security.protocol': 'SSL', 'ssl.ca.location': cert('other-ca.pem') },
-      'TRANSPORT', 'not signed by a CA in ssl.ca.location'],
+      'TLS', 'not signed by a CA in ssl.ca.location'],
     ['plaintext on the TLS port', process.env.KRABKA_TLS_BOOTSTRAP, {}, 'TRANSPORT', 'on a TLS listener'],
     ['expired client certificate', process.env.KRABKA_TLS_MTLS_BOOTSTRAP, {
       'security.protocol': 'SSL', 'ssl.ca.location': cert('ca.pem'),
       'ssl.certificate.location': cert('expired.pem'), 'ssl.key.location': cert('expired.key'),
     }, 'INVALID_CONFIG', 'expired'],
     ['no client certificate', process.env.KRABKA_TLS_MTLS_BOOTSTRAP, { 'security.protocol': 'SSL', 'ssl.ca.location': cert('ca.pem') },
-      'TRANSPORT', 'client certificate'],
+      'TLS', 'client certificate'],
   ];
   for (const [label, bootstrap, extra, code, mention] of bad) {
     test(`${label} fails naming the problem`, { timeout: 60_000 }, async () => {

@@ -19,6 +19,10 @@ from __future__ import annotations
 from ._native import ABI_VERSION, ForkedProcessError, LibraryLoadError, lib as _lib, library_path
 from ._errors import (
     AuthorizationError,
+    AuthenticationError,
+    MessageTooLargeError,
+    UnknownTopicOrPartitionError,
+    TLSError,
     ClosedError,
     ConfigError,
     DataError,
@@ -81,6 +85,10 @@ __all__ = [
     "NAME_MAX",
     "NO_EPOCH",
     "AuthorizationError",
+    "AuthenticationError",
+    "MessageTooLargeError",
+    "UnknownTopicOrPartitionError",
+    "TLSError",
     "Client",
     "ClosedError",
     "ConfigError",

@@ -17,6 +17,10 @@ __all__ = [
     "NotLeaderError",
     "KrabkaTimeoutError",
     "AuthorizationError",
+    "AuthenticationError",
+    "MessageTooLargeError",
+    "UnknownTopicOrPartitionError",
+    "TLSError",
     "UnsupportedError",
     "TransportError",
     "ClosedError",
@@ -57,6 +61,11 @@ class ErrorCode:
     UNSUPPORTED = 35
     TRANSPORT = 36
     CLOSED = 37
+    AUTHENTICATION = 38
+    MESSAGE_TOO_LARGE = 39
+    UNKNOWN_TOPIC_OR_PARTITION = 40
+    TLS = 41
+    FORKED = 42
     INTERNAL = 50
 
 
@@ -90,6 +99,11 @@ class KrabkaError(Exception):
         super().__init__(self.code, reason)
 
     def __str__(self) -> str:
+        # The library's reason already names the category ("krabka: fenced:
+        # ...", "krabka: token: producer_epoch: token_form: ..."); the name
+        # is prefixed only to the generic description.
+        if self.reason.startswith("krabka: "):
+            return self.reason
         return "%s: %s" % (self.name, self.reason)
 
     def __repr__(self) -> str:
@@ -140,6 +154,23 @@ class AuthorizationError(KrabkaError):
     """A Kafka ACL is missing; the reason names it."""
 
 
+class AuthenticationError(KrabkaError):
+    """The cluster refused the SASL credentials (not a missing ACL)."""
+
+
+class MessageTooLargeError(KrabkaError):
+    """A record is larger than the broker or topic accepts (permanent)."""
+
+
+class UnknownTopicOrPartitionError(KrabkaError):
+    """A guarded write names a topic or partition that does not exist."""
+
+
+class TLSError(KrabkaError):
+    """The TLS handshake failed for a lasting reason (untrusted, expired or
+    misnamed broker certificate; client certificate refused)."""
+
+
 class UnsupportedError(KrabkaError):
     """The cluster lacks transactions or DescribeTransactions."""
 
@@ -164,6 +195,10 @@ _BY_CODE: dict[int, type[KrabkaError]] = {
     ErrorCode.UNSUPPORTED: UnsupportedError,
     ErrorCode.TRANSPORT: TransportError,
     ErrorCode.CLOSED: ClosedError,
+    ErrorCode.AUTHENTICATION: AuthenticationError,
+    ErrorCode.MESSAGE_TOO_LARGE: MessageTooLargeError,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: UnknownTopicOrPartitionError,
+    ErrorCode.TLS: TLSError,
 }
 for _c in range(ErrorCode.TRUNCATED, ErrorCode.INVALID_LEASE_CONFIG + 1):
     _BY_CODE[_c] = DataError
