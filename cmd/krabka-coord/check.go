@@ -190,8 +190,11 @@ func runCheck(e *env, args []string) int {
 			authFix = "check sasl.username, sasl.password and sasl.mechanism (" + cfg.SASLMechanism + ") against the user the cluster knows, and that the listener speaks " + cfg.SecurityProtocol
 		}
 		switch {
-		case errors.Is(err, coord.ErrAuthorization) && strings.Contains(err.Error(), "SASL"):
+		case errors.Is(err, coord.ErrAuthentication):
 			ch.fail("authentication", fmt.Sprintf("%s %s login as %s was refused: %v", cfg.SecurityProtocol, cfg.SASLMechanism, who, err), authFix)
+		case errors.Is(err, coord.ErrTLS):
+			ch.fail("authentication", fmt.Sprintf("the TLS handshake over %s failed: %v", cfg.SecurityProtocol, err),
+				"check ssl.ca.location (the CA that signed the brokers' certificates), the broker host names in bootstrap.servers, and the client certificate (ssl.certificate.location, ssl.key.location) when the listener requires one")
 		case errors.Is(err, coord.ErrAuthorization):
 			ch.fail("authentication", fmt.Sprintf("%s may not read the cluster's metadata: %v", who, err), "grant DESCRIBE on the Cluster or the topic to "+who)
 		default:
@@ -223,7 +226,7 @@ func runCheck(e *env, args []string) int {
 	case ci.TxnMaxTimeoutMs < 0:
 		ch.ok("txn timeout", "krabka.lease.ms=%d; transaction.max.timeout.ms not readable (needs DESCRIBE_CONFIGS on the Cluster): Kafka's default is 900000", leaseMs)
 	case ci.TxnMaxTimeoutMs < leaseMs:
-		ch.warn("txn timeout", fmt.Sprintf("krabka.lease.ms=%d is above the broker's transaction.max.timeout.ms=%d: the transaction timeout is capped there", leaseMs, ci.TxnMaxTimeoutMs),
+		ch.fail("txn timeout", fmt.Sprintf("krabka.lease.ms=%d is above the broker's transaction.max.timeout.ms=%d: the lease is the transaction timeout, so every acquire fails (INVALID_CONFIG)", leaseMs, ci.TxnMaxTimeoutMs),
 			"lower krabka.lease.ms or raise transaction.max.timeout.ms on the brokers")
 	default:
 		ch.ok("txn timeout", "krabka.lease.ms=%d within transaction.max.timeout.ms=%d", leaseMs, ci.TxnMaxTimeoutMs)

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/kafka"
 )
 
@@ -227,4 +229,28 @@ func TestACLJudgement(t *testing.T) {
 			t.Errorf("%s: granted %v missing %v, want %q %q", c.name, g, m, c.granted, c.missing)
 		}
 	}
+}
+
+func TestExporterCountsFailoversBetweenLeases(t *testing.T) {
+	s := newExporterState(nil)
+	at := time.UnixMilli(1_000_000)
+	lease := func(m string, id int64, epoch int16, deadline int64) *core.Lease {
+		return &core.Lease{Member: core.MustMemberID(m), Token: core.FencingToken{ProducerID: id, ProducerEpoch: epoch}, GrantedAt: deadline - 30000, Deadline: deadline}
+	}
+	step := func(l *core.Lease, wantFailovers float64, wantChange time.Time) {
+		t.Helper()
+		at = at.Add(time.Second)
+		s.observe("r", l, 2, at)
+		v := s.roles["r"]
+		if v.failovers != wantFailovers || !v.lastChange.Equal(wantChange) {
+			t.Fatalf("after %+v: failovers %v last change %v, want %v %v", l, v.failovers, v.lastChange, wantFailovers, wantChange)
+		}
+	}
+	first := at.Add(time.Second)
+	step(lease("a", 7, 0, 5000), 0, first)                // first look: no failover
+	step(lease("a", 7, 0, 9000), 0, first)                // a renewal
+	step(lease("b", 7, 2, 12000), 1, at.Add(time.Second)) // b took over
+	step(nil, 1, at.Add(time.Second))                     // lease cleared
+	step(lease("b", 7, 4, 20000), 2, at.Add(time.Second)) // b again, new token: a failover
+	step(lease("b", 7, 4, 25000), 2, at)                  // renewal
 }

@@ -53,10 +53,9 @@ curl -s http://127.0.0.1:9464/metrics | grep krabka_role_leader_info`,
 // roleView is what the exporter knows of one role.
 type roleView struct {
 	seen       bool
-	hasLease   bool
-	holder     string
-	token      string
-	lease      core.Lease
+	lease      *core.Lease // the current lease (nil: none, or cleared)
+	lastHolder string      // the member and token of the last lease seen (kept when it is cleared)
+	lastToken  string
 	members    int
 	failovers  float64
 	lastChange time.Time
@@ -83,42 +82,38 @@ func (s *exporterState) view(role string) *roleView {
 	return v
 }
 
-// observe records the lease and roster of a role at instant at. A lease
-// naming another member or token than the last one seen is a failover
-// (not the first observation).
+// observe records the role's current lease (nil: none) and roster size at
+// instant at. A lease that names another member or token than the last
+// lease seen is a failover, unless it is the exporter's first look at the
+// role; an expired or cleared lease in between does not hide it.
 func (s *exporterState) observe(role string, lease *core.Lease, members int, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.view(role)
-	holder, token := "", ""
-	if lease != nil {
-		holder, token = lease.Member.String(), lease.Token.String()
-	}
-	changed := lease != nil && (!v.hasLease || v.holder != holder || v.token != token)
 	if !v.seen {
 		v.lastChange = at
-	} else if changed {
-		v.lastChange = at
-		if v.hasLease {
-			v.failovers++
+	}
+	if lease != nil {
+		holder, token := lease.Member.String(), lease.Token.String()
+		if v.lastHolder != holder || v.lastToken != token {
+			if v.seen {
+				v.lastChange = at
+				if v.lastHolder != "" {
+					v.failovers++
+				}
+			}
+			v.lastHolder, v.lastToken = holder, token
 		}
+		l := *lease
+		v.lease = &l
+	} else {
+		if v.lease != nil {
+			v.lastChange = at
+		}
+		v.lease = nil
 	}
 	v.seen = true
 	v.members = members
-	if lease != nil {
-		v.hasLease, v.holder, v.token, v.lease = true, holder, token, *lease
-	}
-}
-
-// clear records that the role has no lease any more (a lease tombstone).
-func (s *exporterState) clear(role string, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := s.view(role)
-	if v.hasLease {
-		v.lastChange = at
-	}
-	v.seen, v.hasLease, v.holder, v.token = true, false, "", ""
 }
 
 func (s *exporterState) fail(role string) {
@@ -176,8 +171,8 @@ func (s *exporterState) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range names {
 		v := s.roles[r]
 		live, remaining := 0.0, 0.0
-		if v.hasLease {
-			ch <- prometheus.MustNewConstMetric(descLeaderInfo, prometheus.GaugeValue, 1, r, v.holder, v.token)
+		if v.lease != nil {
+			ch <- prometheus.MustNewConstMetric(descLeaderInfo, prometheus.GaugeValue, 1, r, v.lease.Member.String(), v.lease.Token.String())
 			if v.lease.LiveAt(now.UnixMilli()) {
 				live = 1
 			}
@@ -255,7 +250,12 @@ func runExporter(e *env, args []string) int {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	observeRoles(ctx, &wg, e, c, state, roles, interval)
+	if code := observeRoles(ctx, &wg, e, c, state, roles, e.o.allRoles, interval); code != exitOK {
+		cancel()
+		srv.Close()
+		wg.Wait()
+		return code
+	}
 
 	code = exitOK
 	select {
@@ -272,34 +272,4 @@ func runExporter(e *env, args []string) int {
 	}
 	wg.Wait()
 	return code
-}
-
-// observeRoles starts the observers of the roles: one poller per role that
-// re-reads it with Describe every interval.
-func observeRoles(ctx context.Context, wg *sync.WaitGroup, e *env, c *coord.Client, state *exporterState, roles []core.Role, interval time.Duration) {
-	for _, r := range roles {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				st, err := c.Describe(ctx, r)
-				switch {
-				case ctx.Err() != nil:
-					return
-				case err != nil:
-					state.fail(r.String())
-					e.errorf("exporter: reading %s: %v", r, err)
-				case st.Lease == nil:
-					state.clear(r.String(), time.Now())
-				default:
-					state.observe(r.String(), st.Lease, len(st.Roster), time.Now())
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(interval):
-				}
-			}
-		}()
-	}
 }

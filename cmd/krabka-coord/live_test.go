@@ -255,6 +255,19 @@ func createTopic(t *testing.T, bootstrap, topic string, partitions int32, config
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatalf("creating %s: %v", topic, err)
 	}
+	// The broker answers CreateTopics before its metadata lists the topic.
+	for {
+		md, err := admin(t, bootstrap).Metadata(ctx, topic)
+		if err == nil {
+			if td, ok := md.Topics[topic]; ok && td.Err == nil && len(td.Partitions) == int(partitions) {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s never appeared in the metadata: %v", topic, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func tv2(t *testing.T) string {
@@ -449,7 +462,7 @@ func TestCheckWarnsOnATopicWithoutTheCompactionSettings(t *testing.T) {
 	del := uniqueRole("krabka-cli-delete")
 	createTopic(t, bs, del, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")})
 	code, out, _ = cli(t, "-b", bs, "-X", "krabka.topic="+del, "check")
-	if code != exitCheck || !regexp.MustCompile(`(?m)^FAIL\s+topic\s+` + del + `: cleanup\.policy=delete`).MatchString(out) {
+	if code != exitCheck || !regexp.MustCompile(`(?m)^FAIL\s+topic\s+`+del+`: cleanup\.policy=delete`).MatchString(out) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
@@ -533,5 +546,14 @@ func stopWith(t *testing.T, p *lineProc, sig syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCheckFailsWhenTheLeaseExceedsTheBrokersTransactionTimeout(t *testing.T) {
+	bs := tv2(t)
+	// The test brokers keep Kafka's default transaction.max.timeout.ms, 15 min.
+	code, out, _ := cli(t, "-b", bs, "-X", "krabka.lease.ms=1200000", "-X", "krabka.renew.interval.ms=10000", "check")
+	if code != exitCheck || !regexp.MustCompile(`(?m)^FAIL\s+txn timeout\s+krabka\.lease\.ms=1200000 is above the broker's transaction\.max\.timeout\.ms=900000`).MatchString(out) {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
