@@ -96,7 +96,10 @@ func TestStatsCountAcquisitionsRenewalsWritesHandoffsAndEnds(t *testing.T) {
 
 	// b waits out a's lease and takes over: a handoff for b; a is fenced.
 	e.clock.Advance(31 * time.Second)
-	lb, err := cb.Acquire(bg(), role, mb)
+	ch := acquireAsync(cb, bg(), mb) // the live view may wait on the clock
+	e.advanceUntil(time.Second, time.Minute, ready(ch))
+	got := <-ch
+	lb, err := got.l, got.err
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +174,10 @@ func TestLogsAtTheirLevelsAndFilteredByKrabkaLogLevel(t *testing.T) {
 	cb, _ := e.client()
 	la, _ := ca.Acquire(bg(), role, ma)
 	e.clock.Advance(31 * time.Second)
-	if _, err := cb.Acquire(bg(), role, mb); err != nil {
-		t.Fatal(err)
+	ch := acquireAsync(cb, bg(), mb)
+	e.advanceUntil(time.Second, time.Minute, ready(ch))
+	if got := <-ch; got.err != nil {
+		t.Fatal(got.err)
 	}
 	if err := la.Renew(bg()); !errors.Is(err, coord.ErrFenced) {
 		t.Fatal(err)
