@@ -367,7 +367,12 @@ krabka_err_t krabka_client_destroy(krabka_client_t *client);
  *  say (registers the member once, then waits for its turn, then mints a
  *  new epoch and writes a lease). On success *out is a new leadership:
  *  destroy with krabka_leadership_destroy. Blocks up to timeout_ms
- *  (KRABKA_TIMEOUT_DEFAULT: no limit); KRABKA_ERR_TIMEOUT when it passes. */
+ *  (KRABKA_TIMEOUT_DEFAULT: no limit; a value beyond what the clock holds
+ *  means no limit too); KRABKA_ERR_TIMEOUT when it passes, with the last
+ *  reason in errstr. Failures that may pass (a broker down, nothing
+ *  listening yet: TRANSPORT) are logged and retried with backoff until the
+ *  timeout, with or without one; KRABKA_ERR_CLOSED when the client is
+ *  destroyed meanwhile. */
 krabka_err_t krabka_client_acquire(krabka_client_t *client, const char *role,
                                    size_t role_len, const char *member,
                                    size_t member_len, int64_t timeout_ms,

@@ -184,8 +184,11 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 // earlier incarnation) mints too, fencing that incarnation.
 //
 // Blocks until the role is won, ctx ends (ErrTimeout on a deadline) or the
-// client is closed (ErrClosed). Errors of the cluster (ErrAuthorization,
-// ErrUnsupported, ErrTransport) end the call; the caller may retry.
+// client is closed (ErrClosed). Failures that may pass (ErrTransport: a
+// broker down, nothing listening yet) are logged and retried with backoff
+// until ctx ends (then ErrTimeout carrying the last reason); permanent
+// errors of the cluster (ErrAuthorization, ErrAuthentication,
+// ErrUnsupported, ErrInvalidConfig ...) end the call.
 func (c *Client) Acquire(ctx context.Context, role core.Role, member core.MemberID) (*Leadership, error) {
 	l, _, err := c.acquire(ctx, role, member, false)
 	return l, err
@@ -216,17 +219,27 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	p, err := c.partition(cctx, role)
-	if err != nil {
-		return nil, 0, c.fail(cctx, err)
+	rt := rideThrough{c: c, role: role, try: try}
+	var p int32
+	for {
+		if p, err = c.partition(cctx, role); err == nil {
+			break
+		}
+		if !rt.retry(cctx, err) {
+			return nil, 0, c.fail(cctx, err)
+		}
 	}
 	poll := c.cfg.PollInterval
 	registered := false
 	for {
 		st, err := c.readState(cctx, role, p)
 		if err != nil {
+			if rt.retry(cctx, err) {
+				continue
+			}
 			return nil, 0, c.fail(cctx, err)
 		}
+		rt.ok()
 		now := c.clock.NowMs()
 		d := core.Evaluate(st, member, now, c.cfg.Lease)
 		switch d.Kind {
@@ -243,6 +256,9 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 			}
 			reg := core.Registration{Member: member, RegisteredAt: now}
 			if _, err := c.t.Append(cctx, p, core.EncodeKey(core.RegistrationKey(role, member)), core.EncodeRegistration(reg)); err != nil {
+				if rt.retry(cctx, err) {
+					continue
+				}
 				return nil, 0, c.fail(cctx, err)
 			}
 			registered = true
@@ -265,6 +281,9 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 				return l, 0, nil
 			}
 			if !errors.Is(err, ErrFenced) {
+				if rt.retry(cctx, err) {
+					continue
+				}
 				return nil, 0, c.fail(cctx, err)
 			}
 			// A competitor minted after us: back off, then re-read.
@@ -280,6 +299,39 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 			}
 		}
 	}
+}
+
+// rideThrough makes Acquire ride through failures that may pass (a broker
+// down, a leader moving, nothing listening yet: ErrTransport): it logs the
+// reason and retries with a growing backoff (50 ms doubling up to
+// krabka.poll.interval.ms) until the caller's context ends, which then
+// reports TIMEOUT (or CLOSED) with the last reason. With or without a
+// timeout the behaviour is the same. TryAcquire (one pass) does not retry.
+type rideThrough struct {
+	c       *Client
+	role    core.Role
+	try     bool
+	backoff time.Duration
+}
+
+func (r *rideThrough) ok() { r.backoff = 0 }
+
+func (r *rideThrough) retry(ctx context.Context, err error) bool {
+	if r.try || ClientErrorKind(err) != ErrTransport || ctx.Err() != nil {
+		return false
+	}
+	first := r.backoff == 0
+	if first {
+		r.backoff = 50 * time.Millisecond
+	} else if r.backoff *= 2; r.backoff > r.c.cfg.PollInterval {
+		r.backoff = r.c.cfg.PollInterval
+	}
+	lvl := slog.LevelDebug
+	if first {
+		lvl = slog.LevelWarn // once per streak of failures
+	}
+	r.c.log().Log(ctx, lvl, "krabka: acquire: retrying after a transport error", "role", r.role.String(), "backoff_ms", r.backoff.Milliseconds(), "error", err.Error())
+	return r.c.sleep(ctx, r.backoff) == nil
 }
 
 // leaseMessage is the lease record of role (value nil: a tombstone).

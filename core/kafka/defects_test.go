@@ -126,3 +126,44 @@ func TestWrongSASLPasswordIsAuthentication(t *testing.T) {
 		t.Fatalf("wrong password: %v", err)
 	}
 }
+
+// On three brokers, a standby waiting in Acquire rides through the SIGKILL
+// of a broker (the leader of the role's coordination partition): its
+// acquire never fails with a transport error and wins once the holder's
+// lease lapses (issue 16.5).
+func TestStandbyRidesThroughABrokerKill(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{Nodes: 3})
+	topic := uniq("it-ride-")
+	kv := []string{"krabka.topic", topic, "krabka.topic.partitions", "1", "request.timeout.ms", "5000",
+		"krabka.lease.ms", "6000", "krabka.renew.interval.ms", "2000", "krabka.challenge.stagger.ms", "500"}
+	ca := newClient(t, c.Bootstrap, kv...)
+	cb := newClient(t, c.Bootstrap, kv...)
+	role := core.MustRole(uniq("it-ride-"))
+	a := acquire(t, ca, role, "a")
+	got := acquireAsync(ctxFor(t, 120*time.Second), cb, role, "b")
+	// b is registered and waiting before the kill.
+	for {
+		st, err := ca.Describe(ctxFor(t, 10*time.Second), role)
+		if err == nil && len(st.Roster) == 2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	md, err := admin(t, c.Bootstrap).Metadata(ctxFor(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := int(md.Topics[topic].Partitions[0].Leader)
+	c.KillNode(t, victim)
+	defer c.StartNode(t, victim)
+	a.Close() // the holder goes away without resigning: b waits out the lease
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the standby's acquire failed while node %d was down: %v", victim, r.err)
+	}
+	defer r.l.Close()
+	if r.l.State() != coord.Active || !r.l.Token().Supersedes(a.Token()) {
+		t.Fatalf("b: %s %s (a had %s)", r.l.State(), r.l.Token(), a.Token())
+	}
+	t.Logf("b won with %s while node %d was down", r.l.Token(), victim)
+}

@@ -321,17 +321,31 @@ func TestPoisonedRecordIsSkipped(t *testing.T) {
 
 // A broker nobody listens on gives a transport error or a timeout within
 // request.timeout.ms, never a hang; bad names fail before any network call.
-func TestUnreachableClusterFailsFast(t *testing.T) {
+func TestUnreachableClusterRetriesUntilTimeoutOrClose(t *testing.T) {
 	cl := newClient(t, "127.0.0.1:1", "request.timeout.ms", "1500")
+	// Nothing listens: acquire rides through (retries with backoff) until
+	// its own timeout, then answers TIMEOUT with the reason (issue 16.5).
+	_, err := cl.Acquire(ctxFor(t, 2*time.Second), core.MustRole("r"), core.MustMemberID("m"))
+	if !errors.Is(err, coord.ErrTimeout) || errors.Is(err, coord.ErrTransport) == false {
+		t.Fatalf("got %v, want TIMEOUT carrying the transport reason", err)
+	}
+	// Without a timeout it retries the same way until the client is closed:
+	// CLOSED, not TRANSPORT.
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.Acquire(context.Background(), core.MustRole("r"), core.MustMemberID("m"))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("an acquire without a timeout gave up by itself: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	cl.Close()
+	if err := <-done; !errors.Is(err, coord.ErrClosed) || errors.Is(err, coord.ErrTransport) {
+		t.Fatalf("acquire under Close: %v", err)
+	}
 	start := time.Now()
-	_, err := cl.Acquire(context.Background(), core.MustRole("r"), core.MustMemberID("m"))
-	if !errors.Is(err, coord.ErrTransport) && !errors.Is(err, coord.ErrTimeout) {
-		t.Fatalf("got %v", err)
-	}
-	if d := time.Since(start); d > 4*time.Second {
-		t.Fatalf("took %v", d)
-	}
-	start = time.Now()
 	_, err = cl.Acquire(context.Background(), core.Role{}, core.MustMemberID("m"))
 	wantErr(t, err, core.ErrEmptyRole, "zero role")
 	if time.Since(start) > 50*time.Millisecond {
