@@ -52,6 +52,9 @@ func TestClientErrorsMapOntoTheirCodes(t *testing.T) {
 		"CLOSED": coord.ErrClosed, "TIMEOUT": coord.ErrTimeout, "AUTHORIZATION": coord.ErrAuthorization,
 		"UNSUPPORTED": coord.ErrUnsupported, "TRANSPORT": coord.ErrTransport,
 		"UNKNOWN_CONFIG": coord.ErrUnknownConfig, "INVALID_CONFIG": coord.ErrInvalidConfig,
+		"INVALID_ARG": coord.ErrInvalidArgument, "AUTHENTICATION": coord.ErrAuthentication,
+		"MESSAGE_TOO_LARGE": coord.ErrMessageTooLarge, "UNKNOWN_TOPIC_OR_PARTITION": coord.ErrUnknownTopicOrPartition,
+		"TLS": coord.ErrTLS,
 	} {
 		wrapped := coord.WrapError(err, errors.New("cause"), "role %s", "r")
 		if got := errTable[codeOf(wrapped)].name; got != name {
@@ -62,6 +65,16 @@ func TestClientErrorsMapOntoTheirCodes(t *testing.T) {
 	both := coord.WrapError(coord.ErrFenced, coord.WrapError(coord.ErrTransport, nil, "io"), "")
 	if got := errTable[codeOf(both)].name; got != "FENCED" {
 		t.Errorf("fenced over transport maps onto %s", got)
+	}
+}
+
+// The new codes keep their numbers and flags: permanent, not retriable.
+func TestNewCodesArePermanent(t *testing.T) {
+	for code, name := range map[int]string{38: "AUTHENTICATION", 39: "MESSAGE_TOO_LARGE", 40: "UNKNOWN_TOPIC_OR_PARTITION", 41: "TLS", 42: "FORKED"} {
+		e, ok := errTable[cErr(code)]
+		if !ok || e.name != name || e.retriable {
+			t.Errorf("%d: %+v", code, e)
+		}
 	}
 }
 

@@ -138,3 +138,6 @@ func krabka_version_number() C.int {
 
 //export krabka_abi_version
 func krabka_abi_version() C.int { return abiVersion }
+
+// cErr is a code number as a krabka_err_t (for the tests, which cannot use C).
+func cErr(n int) C.krabka_err_t { return C.krabka_err_t(n) }
