@@ -11,6 +11,7 @@ import (
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/demo"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
 
@@ -174,7 +175,8 @@ func TestGroupCommitManyWriters(t *testing.T) {
 
 // A takeover while 64 writers write: every caller in flight fails with
 // FENCED, nothing acknowledged is missing, nothing unacknowledged is
-// committed, and tokens never go backwards in the log.
+// committed, and tokens never go backwards in the log (our check and the
+// demo's, demo.CheckLog).
 func TestGroupCommitTakeoverFencesEveryCaller(t *testing.T) {
 	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
 		const writers = 64
@@ -234,6 +236,16 @@ func TestGroupCommitTakeoverFencesEveryCaller(t *testing.T) {
 		checkLog(t, log, acked)
 		if last := log[len(log)-1]; last.tok != b.Token() {
 			t.Fatalf("the log ends with %s, want b's %s", last.tok, b.Token())
+		}
+		// The demo's check on the same log: token text and batch producer
+		// epochs never go backwards, every acknowledged command is there.
+		acks := make([]demo.Ack, 0, len(acked))
+		for k, off := range acked {
+			acks = append(acks, demo.Ack{Member: fmt.Sprintf("w%d", k.w), Offset: off})
+		}
+		chk, err := demo.CheckLog(ctxFor(t, 60*time.Second), c.Bootstrap, topic, acks)
+		if err != nil || !chk.OK() {
+			t.Fatalf("the demo's log check: %v\n%s", err, chk)
 		}
 		t.Logf("%d writes of a acknowledged before the fence", len(acked)-3)
 	})
