@@ -14,7 +14,7 @@ include tests/kafka/kafka.mk
 # cross-language conformance table, the demo's scenario as a test and the
 # operator's command line (cmd/krabka-coord) on real brokers.
 TEST_TARGETS := core-test core-fuzz kafka-test client-test capi-test python-test node-test \
-	conformance conformance-table-test demo-unit demo-test tls-test chaos-unit chaos-short cli-test
+	conformance conformance-table-test demo-unit demo-test tls-test chaos-unit chaos-short cli-test dist-short-test
 
 # The test suites that need brokers run inside with-clusters.sh, which starts the
 # clusters once, exports their addresses and stops them on every exit path.
@@ -26,5 +26,5 @@ test-inner: $(TEST_TARGETS)
 
 bench: $(BENCH_TARGETS)
 
-clean:
+clean: dist-clean
 	rm -rf build
