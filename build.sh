@@ -14,7 +14,7 @@
 # Release builds (make dist; the debug build above stays the default):
 #   ./build.sh --release TARGET [--out DIR]
 # TARGET is one of x86_64-linux-gnu, aarch64-linux-gnu, armv7-linux-gnueabihf,
-# x86_64-linux-musl, aarch64-linux-musl, or "host" (the host's own C compiler,
+# or "host" (the host's own C compiler,
 # no cross toolchain: what an sdist build from source uses). It writes
 # DIR (default build/release/TARGET):
 #   lib/libkrabka_coord.so.1.0.0 (+ .so.1, .so)  stripped (-s -w), -trimpath, SONAME .so.1
@@ -43,7 +43,7 @@ force=0
 # ---------------------------------------------------------------- release ---
 release() { # TARGET [--out DIR]
     local target=${1:-} out="" goarch goarm="" ztarget zflags="" glibc_max="" cc ar
-    [[ -n $target ]] || { echo "build.sh: --release needs a target (x86_64-linux-gnu, aarch64-linux-gnu, armv7-linux-gnueabihf, x86_64-linux-musl, aarch64-linux-musl, host)" >&2; exit 2; }
+    [[ -n $target ]] || { echo "build.sh: --release needs a target (x86_64-linux-gnu, aarch64-linux-gnu, armv7-linux-gnueabihf, host)" >&2; exit 2; }
     shift
     if [[ ${1:-} == --out ]]; then out=${2:?--out needs a directory}; shift 2; fi
     [[ $# == 0 ]] || { echo "build.sh: unexpected argument $1" >&2; exit 2; }
@@ -54,8 +54,7 @@ release() { # TARGET [--out DIR]
     # ARMv7-A, hard float, VFPv3-D16 and no NEON: Debian's armhf baseline
     # (GOARM=7 needs VFPv3 and nothing more).
     armv7-linux-gnueabihf) goarch=arm goarm=7 ztarget=arm-linux-gnueabihf.2.28 zflags=-mcpu=generic+v7a+vfp3d16-neon-d32 glibc_max=2.28 ;;
-    x86_64-linux-musl) goarch=amd64 ztarget=x86_64-linux-musl ;;
-    aarch64-linux-musl) goarch=arm64 ztarget=aarch64-linux-musl ;;
+    # No musl targets: the musl c-shared build crashed on load (docs/PLATFORMS.md).
     host) goarch=$("$GO" env GOARCH) ;;
     *) echo "build.sh: unknown release target '$target'" >&2; exit 2 ;;
     esac

@@ -1,7 +1,7 @@
 # Release artifacts (packaging/, docs/PLATFORMS.md). The debug build (`make lib`)
 # stays the default for development; these targets build release libraries.
-#   make dist          every target (x86_64, aarch64, armv7 hard-float on glibc >= 2.28;
-#                      x86_64 and aarch64 on musl): library tarballs with the static archive,
+#   make dist          every target (x86_64, aarch64, armv7 hard-float on glibc >= 2.28):
+#                      library tarballs with the static archive,
 #                      header and pkg-config file, one wheel per target, the sdist, the npm
 #                      package and one npm package per target, into dist/ with SHA256SUMS.
 #                      DIST_TARGETS="x86_64-linux-gnu ..." limits the targets.

@@ -5,7 +5,7 @@
 # with describe and resigns (packaging/smoke/):
 #   C       the tarball unpacked into a fresh prefix; smoke.c built with its
 #           pkg-config file against the .so, and again linked statically
-#           against libkrabka_coord.a (x86_64 musl too, run by musl's loader)
+#           against libkrabka_coord.a
 #   Python  the manylinux wheel into a fresh venv; the sdist into another one
 #           (built from source with Go), and without Go on PATH: it must fail
 #           with its one-sentence message
@@ -93,18 +93,6 @@ c_static() {
     if ldd "$WORK/smoke-static" | grep -q krabka; then echo "linked dynamically"; return 1; fi
     "$WORK/smoke-static"
 }
-c_musl() {
-    local mt=x86_64-linux-musl prefix=$WORK/prefix-musl zbin loader
-    mkdir -p "$prefix"
-    tar xzf "$DIST/krabka-coord-$VERSION-$mt.tar.gz" -C "$prefix" --strip-components=1
-    zbin=$(packaging/toolchain.sh zig)
-    loader=$(packaging/toolchain.sh musl)
-    "$zbin/zig-cc" -target x86_64-linux-musl -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror packaging/smoke/smoke.c \
-        -o "$WORK/smoke-musl" -I"$prefix/include" -L"$prefix/lib" -lkrabka_coord
-    # Debian's musl loader, with the prefix's lib as its search path.
-    "$loader" --library-path "$prefix/lib" "$WORK/smoke-musl"
-}
-
 # ---- Python ----------------------------------------------------------------
 py_wheel() {
     local venv=$WORK/venv-wheel
@@ -165,7 +153,6 @@ check python-sdist-without-go py_sdist_without_go
 check node-packages node_packages
 check node-without-platform-package node_without_platform_package
 if [[ $SHORT != 1 ]]; then
-    check c-tarball-musl c_musl
     check python-sdist-from-source py_sdist
     reproducible() {
         # A second build in another directory, with an empty Go cache, gives the same bytes.

@@ -3,7 +3,7 @@
 # target and writes every artifact to dist/ (see docs/PLATFORMS.md):
 #   krabka-coord-VERSION-TARGET.tar.gz      lib/ (.so, .so.1, .so.1.0.0, .a), lib/pkgconfig,
 #                                           include/, LICENSE, README
-#   krabka_coord-VERSION-py3-none-PLAT.whl  one per target (manylinux_2_28 / musllinux_1_2)
+#   krabka_coord-VERSION-py3-none-PLAT.whl  one per target (manylinux_2_28)
 #   krabka_coord-VERSION.tar.gz             the Python sdist (builds from source with Go)
 #   krabka-coord-VERSION.tgz                the npm package
 #   krabka-coord-PLATFORM-VERSION.tgz       one npm package per target (@krabka/coord-PLATFORM)
@@ -12,13 +12,13 @@
 # show, no setuptools warning, nothing left in the source tree, the library in
 # each wheel and npm package is the one built for its target.
 #
-# DIST_TARGETS="x86_64-linux-gnu ..." limits the targets (default: all five).
+# DIST_TARGETS="x86_64-linux-gnu ..." limits the targets (default: all three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 DIST=$ROOT/dist
 STAGE=$ROOT/build/dist-stage
-ALL_TARGETS="x86_64-linux-gnu aarch64-linux-gnu armv7-linux-gnueabihf x86_64-linux-musl aarch64-linux-musl"
+ALL_TARGETS="x86_64-linux-gnu aarch64-linux-gnu armv7-linux-gnueabihf"
 TARGETS=${DIST_TARGETS:-$ALL_TARGETS}
 VERSION=$(sed -n 's/^#define KRABKA_VERSION_STRING "\(.*\)"$/\1/p' include/krabka_coord.h)
 REAL=libkrabka_coord.so.$VERSION
@@ -33,8 +33,6 @@ wheel_plat() {
     x86_64-linux-gnu) echo manylinux_2_28_x86_64 ;;
     aarch64-linux-gnu) echo manylinux_2_28_aarch64 ;;
     armv7-linux-gnueabihf) echo manylinux_2_28_armv7l ;;
-    x86_64-linux-musl) echo musllinux_1_2_x86_64 ;;
-    aarch64-linux-musl) echo musllinux_1_2_aarch64 ;;
     *) die "no wheel platform for $1" ;;
     esac
 }
@@ -43,8 +41,6 @@ npm_plat() { # -> "suffix os cpu libc"
     x86_64-linux-gnu) echo "linux-x64-gnu linux x64 glibc" ;;
     aarch64-linux-gnu) echo "linux-arm64-gnu linux arm64 glibc" ;;
     armv7-linux-gnueabihf) echo "linux-arm-gnueabihf linux arm glibc" ;;
-    x86_64-linux-musl) echo "linux-x64-musl linux x64 musl" ;;
-    aarch64-linux-musl) echo "linux-arm64-musl linux arm64 musl" ;;
     *) die "no npm platform for $1" ;;
     esac
 }

@@ -161,8 +161,6 @@ const PLATFORM_PACKAGES = {
   'linux-x64-glibc': '@krabka/coord-linux-x64-gnu',
   'linux-arm64-glibc': '@krabka/coord-linux-arm64-gnu',
   'linux-arm-glibc': '@krabka/coord-linux-arm-gnueabihf',
-  'linux-x64-musl': '@krabka/coord-linux-x64-musl',
-  'linux-arm64-musl': '@krabka/coord-linux-arm64-musl',
 };
 
 /** 'glibc' or 'musl' on Linux (null elsewhere). */
@@ -296,7 +294,8 @@ function native() {
     : pkgName
       ? `Install ${pkgName} (npm installs it with krabka-coord unless optional dependencies are omitted), ` +
         'set KRABKA_COORD_LIBRARY to a built libkrabka_coord.so, or install the library system-wide.'
-      : `No prebuilt library exists for ${process.platform}-${process.arch}: build it with ./build.sh in the repository ` +
+      : `No prebuilt library exists for ${process.platform}-${process.arch}` +
+        `${libcFamily() ? ` (${libcFamily()})` : ''}: build it with ./build.sh in the repository ` +
         'and set KRABKA_COORD_LIBRARY to its path.';
   loadError = loadFailure(
     'KRABKA_LIBRARY_NOT_FOUND',
