@@ -88,7 +88,7 @@ c_static() {
     export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
     # shellcheck disable=SC2046
     "$CC" -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror packaging/smoke/smoke.c -o "$WORK/smoke-static" \
-        $(pkg-config --cflags krabka_coord) -Wl,-Bstatic $(pkg-config --libs-only-l krabka_coord) -Wl,-Bdynamic \
+        $(pkg-config --cflags --libs-only-L krabka_coord) -Wl,-Bstatic -lkrabka_coord -Wl,-Bdynamic \
         $(pkg-config --static --libs-only-l krabka_coord | sed 's/-lkrabka_coord//')
     if ldd "$WORK/smoke-static" | grep -q krabka; then echo "linked dynamically"; return 1; fi
     "$WORK/smoke-static"

@@ -61,7 +61,12 @@ rm -rf "$DIST" "$STAGE"
 mkdir -p "$DIST" "$STAGE"
 
 # ---- libraries ----------------------------------------------------------
+# DIST_REUSE_BUILDS=1 (for iterating on packaging only) keeps existing build/release/TARGET.
 for t in $TARGETS; do
+    if [[ ${DIST_REUSE_BUILDS:-0} == 1 && -f build/release/$t/lib/$REAL ]]; then
+        log "reusing build/release/$t (DIST_REUSE_BUILDS=1)"
+        continue
+    fi
     ./build.sh --release "$t"
 done
 
@@ -119,7 +124,7 @@ EOF
     echo "$aw" >"$STAGE/auditwheel-$t.txt"
     got=$(echo "$aw" | tr '\n' ' ' | grep -o 'platform tag: *"[a-z]*_[0-9]*_[0-9]*_[a-z0-9_]*"' | grep -o '"[^"]*"' | tr -d '"')
     [[ -n $got ]] || { echo "$aw" >&2; die "auditwheel gave no platform tag for $whl"; }
-    echo "$aw" | grep -q 'requires no external shared libraries' || { echo "$aw" >&2; die "$whl needs external libraries"; }
+    if echo "$aw" | grep -q 'external shared libraries are required'; then echo "$aw" >&2; die "$whl needs external libraries"; fi
     "$PY" - "$plat" "$got" <<'EOF' || die "auditwheel says $got, the wheel claims $plat"
 import re, sys
 claim, got = sys.argv[1], sys.argv[2]
@@ -133,7 +138,8 @@ done
 pybuild sdist --sdist
 sdist=$DIST/krabka_coord-$VERSION.tar.gz
 [[ -f $sdist ]] || die "no sdist $sdist"
-tar tzf "$sdist" | grep -q "krabka_coord-$VERSION/native/go.mod" || die "the sdist lacks the Go sources"
+tar tzf "$sdist" >"$STAGE/sdist.list"
+grep -q "^krabka_coord-$VERSION/native/go.mod$" "$STAGE/sdist.list" || die "the sdist lacks the Go sources"
 log "$(basename "$sdist")"
 
 # ---- npm ------------------------------------------------------------------
