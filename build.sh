@@ -76,7 +76,14 @@ release() { # TARGET [--out DIR]
     fi
     local stamp="krabka-coord-build: $VERSION $target $commit"
     # The version has one source (the header); the Go constants must agree.
-    grep -q "versionMajor = ${VERSION%%.*}\$" capi/errors.go || { echo "build.sh: capi/errors.go's version differs from the header's $VERSION" >&2; exit 1; }
+    # (The Go constants VersionMajor/Minor/Patch live in capi/ or core/.)
+    local part name i=0
+    for name in Major Minor Patch; do
+        i=$((i + 1))
+        part=$(echo "$VERSION" | cut -d. -f$i)
+        grep -rqE "[vV]ersion$name += +$part\$" --include='*.go' capi core ||
+            { echo "build.sh: the Go constant version$name differs from the header's $VERSION" >&2; exit 1; }
+    done
 
     local tmp
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/krabka-release.XXXXXX")
