@@ -8,10 +8,11 @@
  *   2. node-b's krabka_client_acquire_async waits on the library's threads;
  *      the host sees its result through the queue fd in poll(2) once node-a's
  *      lease has run out, with a newer token.
- *   3. the host blocks in poll(2) on node-a's event fd; node-a's next guarded
- *      write is refused: poll wakes, the state is FENCED, end_error says
- *      FENCED, krabka_leadership_wait returns FENCED, and the
- *      krabka_leadership_ended_async event arrives with FENCED.
+ *   3. the host blocks in poll(2) on node-a's event fd; node-a learns that it
+ *      was superseded (from its view of the log, or when its next guarded
+ *      write is refused): poll wakes, the state is FENCED, the write answers
+ *      FENCED, end_error says FENCED, krabka_leadership_wait returns FENCED,
+ *      and the krabka_leadership_ended_async event arrives with FENCED.
  *   4. krabka_leadership_wait returns when another thread resigns.
  *   5. destroying a client while an acquire_async waits posts CLOSED.
  *   6. node-a's log callback received the fenced end (warning) and the role
@@ -231,7 +232,6 @@ int main(void) {
         return 1;
     krabka_token_t tb = token_of(lb);
     CHECK(krabka_token_supersedes(tb, ta), "node-b's token supersedes node-a's");
-    CHECK(!readable(fa), "node-a's event fd readable before node-a learnt anything");
 
     /* 3. */
     pthread_t th;
@@ -284,7 +284,7 @@ int main(void) {
     OK(krabka_client_stats_json(ca, &json, &len));
     CHECK(json && strlen(json) == len && json_balanced(json), "stats json %s", json ? json : "(null)");
     CHECK(json && strstr(json, "\"acquisitions\":1") && strstr(json, "\"ends_fenced\":1") &&
-              strstr(json, "\"guarded_writes_failed\":1") && strstr(json, "\"client_id\":\"events-a\"") &&
+              strstr(json, "\"client_id\":\"events-a\"") &&
               strstr(json, role) && strstr(json, "\"is_leader\":false"),
           "node-a's stats %s", json ? json : "(null)");
     krabka_free(json);
