@@ -56,13 +56,13 @@ func classifyTxn(err error, what, acl string, txn bool) error {
 		return coord.WrapError(coord.ErrAuthorization, err, "%s: the principal lacks an ACL on a group", what)
 	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState),
 		errors.Is(err, kerr.UnsupportedSaslMechanism):
-		return coord.WrapError(coord.ErrAuthentication, err, "%s: SASL authentication failed (check sasl.username, sasl.password and sasl.mechanism)", what)
+		return coord.WrapError(coord.ErrAuthentication, err, "%s: the SASL credentials were refused (check sasl.username, sasl.password and sasl.mechanism)", what)
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
-		return coord.WrapError(coord.ErrMessageTooLarge, err, "%s: a record is larger than the broker or the topic accepts (max.message.bytes)", what)
+		return coord.WrapError(coord.ErrMessageTooLarge, err, "%s (max.message.bytes of the topic or the broker)", what)
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
-		return coord.WrapError(coord.ErrUnknownTopicOrPartition, err, "%s: the topic or partition does not exist", what)
+		return coord.WrapError(coord.ErrUnknownTopicOrPartition, err, "%s", what)
 	case strings.Contains(err.Error(), "invalid record partitioning choice"):
-		return coord.WrapError(coord.ErrUnknownTopicOrPartition, err, "%s: the partition does not exist", what)
+		return coord.WrapError(coord.ErrUnknownTopicOrPartition, err, "%s: no such partition", what)
 	case errors.Is(err, kerr.UnsupportedVersion), brokerTooOld(err),
 		errors.Is(err, kerr.UnsupportedForMessageFormat), txn && errors.Is(err, kerr.InvalidRequest):
 		return coord.WrapError(coord.ErrUnsupported, err, "%s: the cluster does not support the transactional protocol this needs", what)
@@ -94,17 +94,17 @@ func classifyTLS(err error, what string) error {
 	msg := err.Error()
 	switch {
 	case errors.As(err, &ua):
-		return coord.WrapError(coord.ErrTLS, err, "%s: TLS: the broker's certificate is not signed by a CA in ssl.ca.location (wrong CA?)", what)
+		return coord.WrapError(coord.ErrTLS, err, "%s: the broker's certificate is not signed by a CA in ssl.ca.location (wrong CA?)", what)
 	case errors.As(err, &ci) && ci.Reason == x509.Expired:
-		return coord.WrapError(coord.ErrTLS, err, "%s: TLS: the broker's certificate has expired (or is not yet valid)", what)
+		return coord.WrapError(coord.ErrTLS, err, "%s: the broker's certificate has expired (or is not yet valid)", what)
 	case errors.As(err, &ci):
-		return coord.WrapError(coord.ErrTLS, err, "%s: TLS: the broker's certificate is not acceptable", what)
+		return coord.WrapError(coord.ErrTLS, err, "%s: the broker's certificate is not acceptable", what)
 	case errors.As(err, &he):
-		return coord.WrapError(coord.ErrTLS, err, "%s: TLS: the broker's certificate is not for the address in bootstrap.servers or its advertised listener", what)
+		return coord.WrapError(coord.ErrTLS, err, "%s: the broker's certificate is not for the address in bootstrap.servers or its advertised listener", what)
 	case strings.Contains(msg, "remote error: tls: certificate expired"):
-		return coord.WrapError(coord.ErrTLS, err, "%s: TLS: the broker refused the TLS handshake: the client certificate (ssl.certificate.location) has expired", what)
+		return coord.WrapError(coord.ErrTLS, err, "%s: the broker refused the TLS handshake: the client certificate (ssl.certificate.location) has expired", what)
 	case strings.Contains(msg, "remote error: tls:"):
-		return coord.WrapError(coord.ErrTLS, err, "%s: TLS: the broker refused the TLS handshake: it requires a client certificate signed by a CA it trusts (ssl.certificate.location, ssl.key.location)", what)
+		return coord.WrapError(coord.ErrTLS, err, "%s: the broker refused the TLS handshake: it requires a client certificate signed by a CA it trusts (ssl.certificate.location, ssl.key.location)", what)
 	case strings.Contains(msg, "tls alert record"):
 		return coord.WrapError(coord.ErrTransport, err, "%s: a plaintext client (security.protocol=PLAINTEXT or SASL_PLAINTEXT) on a TLS listener: use SSL or SASL_SSL", what)
 	case strings.Contains(msg, "client is using TLS when the broker is not expecting it"):
