@@ -429,7 +429,12 @@ typedef struct krabka_produce_result {
     int64_t offset;
 } krabka_produce_result_t;
 
-/** The fencing token this leadership holds. Never blocks. */
+/** The fencing token this leadership holds. Never blocks. It is the minted
+ *  token, or, after an own epoch recovery (the producer re-initialised
+ *  itself after a failed transaction and the coordinator granted it because
+ *  nobody else minted in between; COORDINATION.md 10.5), the new one: the
+ *  next lease carries it and a log line says so. Read it again after an
+ *  error if commands carry it. A timeout of a call never changes it. */
 krabka_err_t krabka_leadership_token(const krabka_leadership_t *leadership,
                                      krabka_token_t *out);
 /** The lease this leadership last wrote (copied into *out). Never blocks. */
@@ -453,7 +458,9 @@ krabka_err_t krabka_leadership_renew_due(const krabka_leadership_t *leadership,
  *  runs past it; one started after it (the host was late, or was paused) is
  *  still sent, and the broker rejects it (FENCED) if a standby took over.
  *  Other errors (TIMEOUT, TRANSPORT) leave the leadership active: retry
- *  until the deadline. Blocks up to timeout_ms. */
+ *  until the deadline; a timeout is never turned into FENCED (the
+ *  transaction in flight is finished or aborted in the background).
+ *  Blocks up to timeout_ms. */
 krabka_err_t krabka_leadership_renew(krabka_leadership_t *leadership,
                                      int64_t timeout_ms, char *errstr,
                                      size_t errstr_size);

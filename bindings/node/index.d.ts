@@ -185,6 +185,8 @@ export class Leadership {
   private constructor();
   readonly role: string;
   readonly member: string;
+  /** The minted token, or the one an own epoch recovery continued the
+   *  leadership under (the next lease carries it); a timeout never changes it. */
   readonly token: FencingToken;
   readonly lease: Lease;
   readonly state: LeadershipState;

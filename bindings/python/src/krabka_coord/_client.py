@@ -239,7 +239,9 @@ class Leadership:
 
     @property
     def token(self) -> FencingToken:
-        """The fencing token this leadership holds. Never blocks."""
+        """The fencing token this leadership holds. Never blocks. The minted
+        token, or the one an own epoch recovery continued the leadership
+        under (the next lease carries it); a timeout never changes it."""
         out = Token()
         raise_for(lib.krabka_leadership_token(self._ptr(), ctypes.byref(out)))
         return FencingToken._from_c(out)
