@@ -37,6 +37,9 @@ type State struct {
 	Roster  []RosterEntry
 	Lease   *Lease
 	Skipped int
+	// Removed counts the members whose latest registration record is a
+	// tombstone: they resigned, were pruned by a winner or left (spec 10).
+	Removed int
 }
 
 type memberSlot struct {
@@ -160,9 +163,11 @@ func (f *Folder) State() State {
 	s := State{Skipped: f.skipped}
 	s.Roster = make([]RosterEntry, 0, len(f.members))
 	for _, m := range f.members {
-		if !m.removed {
-			s.Roster = append(s.Roster, RosterEntry{Member: m.member, Offset: m.offset, RegisteredAt: m.registeredAt})
+		if m.removed {
+			s.Removed++
+			continue
 		}
+		s.Roster = append(s.Roster, RosterEntry{Member: m.member, Offset: m.offset, RegisteredAt: m.registeredAt})
 	}
 	slices.SortFunc(s.Roster, func(a, b RosterEntry) int {
 		switch {
