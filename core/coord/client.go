@@ -1,8 +1,6 @@
 package coord
 
 import (
-	"github.com/krabka/krabka-coord/core"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/krabka/krabka-coord/core"
 )
 
 // Client takes roles, renews and checks them over a Transport. It is safe

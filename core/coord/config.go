@@ -1,8 +1,6 @@
 package coord
 
 import (
-	"github.com/krabka/krabka-coord/core"
-
 	"fmt"
 	"log/slog"
 	"sort"
@@ -10,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/krabka/krabka-coord/core"
 )
 
 // DefaultTopic is the coordination topic shared with the other krabka
@@ -90,6 +90,9 @@ type Config struct {
 	// GroupLinger: krabka.produce.group.linger.ms, how long a group
 	// transaction may wait for more callers (default 1 ms; see Produce).
 	GroupLinger time.Duration
+	// LeaveOnClose: krabka.leave.on.close, Client.Close removes the
+	// registrations the client made for roles it does not hold.
+	LeaveOnClose bool
 }
 
 // ConfigKey describes one configuration property.
@@ -328,17 +331,7 @@ var configTable = []configEntry{
 		},
 		func(c *Config) string { return strconv.FormatInt(int64(c.TopicReplication), 10) }},
 	{ConfigKey{"krabka.renew.background", "bool", "false", "true: each leadership renews itself in the background when due."},
-		func(c *Config, v string) error {
-			switch strings.ToLower(strings.TrimSpace(v)) {
-			case "true", "1":
-				c.BackgroundRenew = true
-			case "false", "0":
-				c.BackgroundRenew = false
-			default:
-				return invalid("krabka.renew.background", v, "must be true or false")
-			}
-			return nil
-		},
+		func(c *Config, v string) error { return parseBool("krabka.renew.background", v, &c.BackgroundRenew) },
 		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
 	{ConfigKey{"krabka.log.level", "enum", "info", "Least severe level logged: error, warn, info or debug."},
 		func(c *Config, v string) error {
@@ -351,17 +344,7 @@ var configTable = []configEntry{
 		},
 		func(c *Config) string { return logLevelName(c.LogLevel) }},
 	{ConfigKey{"krabka.debug", "bool", "false", "true: log at debug level, including franz-go's own lines (connections, requests, retries)."},
-		func(c *Config, v string) error {
-			switch strings.ToLower(strings.TrimSpace(v)) {
-			case "true", "1":
-				c.Debug = true
-			case "false", "0":
-				c.Debug = false
-			default:
-				return invalid("krabka.debug", v, "must be true or false")
-			}
-			return nil
-		},
+		func(c *Config, v string) error { return parseBool("krabka.debug", v, &c.Debug) },
 		func(c *Config) string { return strconv.FormatBool(c.Debug) }},
 	// TEST ONLY (hidden from ConfigKeys and the documentation): see
 	// Config.TestClockOffsetMs.
@@ -404,6 +387,21 @@ var configTable = []configEntry{
 			return err
 		},
 		func(c *Config) string { return strconv.FormatInt(c.GroupLinger.Milliseconds(), 10) }},
+	{ConfigKey{"krabka.leave.on.close", "bool", "true", "true: closing the client removes the registrations it made for roles it does not hold (a leadership closed without resigning stays registered; its standbys wait for its lease)."},
+		func(c *Config, v string) error { return parseBool("krabka.leave.on.close", v, &c.LeaveOnClose) },
+		func(c *Config) string { return strconv.FormatBool(c.LeaveOnClose) }},
+}
+
+func parseBool(name, v string, out *bool) error {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1":
+		*out = true
+	case "false", "0":
+		*out = false
+	default:
+		return invalid(name, v, "must be true or false")
+	}
+	return nil
 }
 
 // testClockOffsetKey is the test-only clock hook (never documented for users).

@@ -1,11 +1,11 @@
 package coord
 
 import (
-	"github.com/krabka/krabka-coord/core"
-
 	"context"
 	"sort"
 	"sync"
+
+	"github.com/krabka/krabka-coord/core"
 )
 
 // Status is the answer of Describe: what the coordinator and the log say

@@ -1,13 +1,13 @@
 package coord
 
 import (
-	"github.com/krabka/krabka-coord/core"
-
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/krabka/krabka-coord/core"
 )
 
 // LeadershipState says whether a leadership is active and, if not, how it

@@ -1,10 +1,10 @@
 package coord
 
 import (
-	"github.com/krabka/krabka-coord/core"
-
 	"context"
 	"time"
+
+	"github.com/krabka/krabka-coord/core"
 )
 
 // Transport is everything the client needs from the cluster. core/kafka
@@ -26,6 +26,22 @@ type Transport interface {
 	// stable offset at the time of the call), in offset order. Records of
 	// aborted transactions and control records are left out.
 	Read(ctx context.Context, partition int32) ([]core.RawRecord, error)
+
+	// StableOffset returns the offset a reader must reach to have seen
+	// every record committed before the call: the last stable offset,
+	// listed after waiting a bounded time for the commit markers of
+	// transactions already answered (one ListOffsets round trip when there
+	// are none).
+	StableOffset(ctx context.Context, partition int32) (int64, error)
+
+	// Fetch reads committed records of partition from offset (a long poll:
+	// it waits up to maxWait for records to arrive). The live view calls it
+	// in a loop, continuing from Fetched.Next.
+	Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (Fetched, error)
+
+	// Unfollow releases what Fetch holds for partition (the view stopped
+	// following it). Never blocks.
+	Unfollow(partition int32)
 
 	// Append writes one record outside any transaction (the registrar
 	// producer; acks=all) to the given partition of the coordination topic
@@ -76,4 +92,19 @@ type TxnProducer interface {
 // current token; a renewal calls it before it builds its lease.
 type TokenRecoverer interface {
 	Recover(ctx context.Context) (core.FencingToken, error)
+}
+
+// Fetched is the answer of one Transport.Fetch.
+type Fetched struct {
+	// Records are committed records at or after the offset asked for, in
+	// offset order (aborted data and control records left out).
+	Records []core.RawRecord
+	// Next is the offset to fetch from next.
+	Next int64
+	// Reset: the offset asked for is no longer in the log (the log start
+	// moved past it, or the topic was recreated); Next is the log start and
+	// the reader must fold the partition again from there.
+	Reset bool
+	// LastStable is the last stable offset the broker reported (-1 unknown).
+	LastStable int64
 }

@@ -35,7 +35,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -118,6 +117,7 @@ type Transport struct {
 	leaders    map[int32]int32
 	txnMax     time.Duration
 	prods      map[string]*txnProducer // newest producer per transactional id
+	followers  map[int32]*kgo.Client   // long-polling fetch clients, one per followed partition
 }
 
 var _ coord.Transport = (*Transport)(nil)
@@ -158,7 +158,7 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	}
 	return &Transport{
 		cfg: cfg, opts: opts, admin: admin, adm: kadm.NewClient(admin),
-		leaders: map[int32]int32{}, prods: map[string]*txnProducer{},
+		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, followers: map[int32]*kgo.Client{},
 	}, nil
 }
 
@@ -345,213 +345,6 @@ func (t *Transport) forgetLeaders() {
 	t.mu.Lock()
 	t.leaders = map[int32]int32{}
 	t.mu.Unlock()
-}
-
-// Read implements coord.Transport.
-func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord, error) {
-	if err := t.checkOpen(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := t.bound(ctx)
-	defer cancel()
-	topic := t.cfg.Topic
-	readACL := topicACL(topic, "READ")
-
-	// The high watermark at the start is the target: a transaction whose
-	// EndTxn was answered before this read began may not have its commit
-	// marker in the partition yet (the coordinator writes markers after
-	// answering), which keeps the last stable offset below it. Wait for the
-	// LSO to reach it, at most markerWait, so a read right after a lease
-	// write sees that lease; an abandoned transaction (its producer died)
-	// keeps the LSO down until the coordinator aborts it, and then the read
-	// stops at the LSO when the wait runs out.
-	var (
-		hwm    int64
-		hwmErr error
-		hwmWG  sync.WaitGroup
-	)
-	hwmWG.Add(1)
-	go func() {
-		defer hwmWG.Done()
-		hwm, hwmErr = t.listEnd(ctx, partition)
-	}()
-	lso, err := t.listOffset(ctx, partition, true)
-	hwmWG.Wait()
-	if err == nil {
-		err = hwmErr
-	}
-	if err != nil {
-		return nil, err
-	}
-	waitUntil := time.Now().Add(min(markerWait, t.cfg.RequestTimeout/2))
-	var out []core.RawRecord
-	offset := int64(0)
-	for {
-		if offset >= lso {
-			if lso >= hwm || !time.Now().Before(waitUntil) {
-				break
-			}
-			if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-				return nil, classify(err, "waiting for the last stable offset", "")
-			}
-			if lso, err = t.listOffset(ctx, partition, true); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		leader, id, err := t.meta(ctx, partition)
-		if err != nil {
-			return nil, t.retryable(ctx, err, "metadata")
-		}
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID = -1
-		req.MaxWaitMillis = 0
-		req.MinBytes = 1
-		req.MaxBytes = 16 << 20
-		req.IsolationLevel = 1
-		req.SessionID = 0
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rt.TopicID = id
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = partition
-		rp.FetchOffset = offset
-		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = 16 << 20
-		rp.CurrentLeaderEpoch = -1
-		rp.LastFetchedEpoch = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		kresp, err := t.admin.Broker(int(leader)).Request(ctx, req)
-		if err != nil {
-			t.forgetLeaders()
-			if rerr := t.retryable(ctx, err, "fetch"); rerr != nil {
-				return nil, rerr
-			}
-			continue
-		}
-		resp := kresp.(*kmsg.FetchResponse)
-		if e := kerr.ErrorForCode(resp.ErrorCode); e != nil {
-			return nil, classify(e, "fetch of "+topic, readACL)
-		}
-		var got *kmsg.FetchResponseTopicPartition
-		for i := range resp.Topics {
-			for j := range resp.Topics[i].Partitions {
-				if resp.Topics[i].Partitions[j].Partition == partition {
-					got = &resp.Topics[i].Partitions[j]
-				}
-			}
-		}
-		if got == nil {
-			return nil, coord.WrapError(coord.ErrTransport, nil, "fetch response without partition %d", partition)
-		}
-		if e := kerr.ErrorForCode(got.ErrorCode); e != nil {
-			switch {
-			case errors.Is(e, kerr.OffsetOutOfRange):
-				start, err := t.listStart(ctx, partition)
-				if err != nil {
-					return nil, err
-				}
-				if start <= offset {
-					return nil, coord.WrapError(coord.ErrTransport, e, "fetch at %d of partition %d", offset, partition)
-				}
-				offset = start
-				continue
-			case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
-				errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
-				errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
-				errors.Is(e, kerr.InconsistentTopicID):
-				t.forgetLeaders()
-				if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
-					return nil, rerr
-				}
-				continue
-			default:
-				return nil, classify(e, "fetch of "+topic, readACL)
-			}
-		}
-		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
-		}, got, kgo.DefaultDecompressor(), nil)
-		if fp.Err != nil {
-			return nil, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
-		}
-		// The broker returns stable data only (below its current LSO, which
-		// may be past the one listed above): keep all of it, or the records
-		// between the two would be skipped when offset moves to next.
-		for _, r := range fp.Records {
-			if r.Attrs.IsControl() {
-				continue
-			}
-			out = append(out, core.RawRecord{Offset: r.Offset, Key: r.Key, Value: r.Value})
-		}
-		if next <= offset {
-			// No progress (nothing returned below the LSO yet): retry shortly.
-			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-				return nil, classify(err, fmt.Sprintf("reading partition %d to offset %d (at %d)", partition, lso, offset), "")
-			}
-			continue
-		}
-		offset = next
-	}
-	return out, nil
-}
-
-// markerWait bounds how long a read waits for commit markers of
-// transactions that ended before it began (see Read).
-const markerWait = time.Second
-
-func (t *Transport) listEndOnce(ctx context.Context, p int32) (int64, error) {
-	lo, err := t.adm.ListEndOffsets(ctx, t.cfg.Topic)
-	if err != nil {
-		return 0, classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
-	}
-	o, ok := lo.Lookup(t.cfg.Topic, p)
-	if !ok || o.Err != nil {
-		return 0, classify(o.Err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
-	}
-	return o.Offset, nil
-}
-
-// retryable sleeps briefly when err may pass and ctx has time left;
-// otherwise it returns err classified.
-func (t *Transport) retryable(ctx context.Context, err error, what string) error {
-	if k := coord.ClientErrorKind(err); k != nil && k != coord.ErrTransport {
-		return err
-	}
-	if serr := sleepCtx(ctx, 50*time.Millisecond); serr != nil {
-		return classify(err, what, "")
-	}
-	return nil
-}
-
-// listOffset returns the last stable offset (committed=true) of a partition.
-func (t *Transport) listOffsetOnce(ctx context.Context, p int32, committed bool) (int64, error) {
-	var (
-		lo  kadm.ListedOffsets
-		err error
-	)
-	if committed {
-		lo, err = t.adm.ListCommittedOffsets(ctx, t.cfg.Topic)
-	} else {
-		lo, err = t.adm.ListStartOffsets(ctx, t.cfg.Topic)
-	}
-	if err != nil {
-		return 0, classify(err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
-	}
-	o, ok := lo.Lookup(t.cfg.Topic, p)
-	if !ok {
-		return 0, coord.WrapError(coord.ErrTransport, nil, "no offset listed for partition %d of %s", p, t.cfg.Topic)
-	}
-	if o.Err != nil {
-		return 0, classify(o.Err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
-	}
-	return o.Offset, nil
-}
-
-func (t *Transport) listStart(ctx context.Context, p int32) (int64, error) {
-	return t.listOffset(ctx, p, false)
 }
 
 func (t *Transport) registrar() (*kgo.Client, error) {
@@ -763,9 +556,14 @@ func (t *Transport) Close() error {
 	t.closed = true
 	prods := t.prods
 	t.prods = map[string]*txnProducer{}
+	followers := t.followers
+	t.followers = map[int32]*kgo.Client{}
 	t.mu.Unlock()
 	for _, p := range prods {
 		p.Close()
+	}
+	for _, cl := range followers {
+		cl.Close()
 	}
 	if t.reg != nil {
 		t.reg.Close()
@@ -825,12 +623,4 @@ func withRetry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 func coordinatorMoving(err error) bool {
 	return errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.CoordinatorLoadInProgress) ||
 		errors.Is(err, kerr.NotCoordinator)
-}
-
-func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
-	return withRetry(ctx, func() (int64, error) { return t.listOffsetOnce(ctx, p, committed) })
-}
-
-func (t *Transport) listEnd(ctx context.Context, p int32) (int64, error) {
-	return withRetry(ctx, func() (int64, error) { return t.listEndOnce(ctx, p) })
 }

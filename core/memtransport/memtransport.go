@@ -53,12 +53,13 @@ type Cluster struct {
 	hideReads  bool // new appends stay invisible to Read until ShowReads
 	appends    int
 	mints      int
+	changed    chan struct{} // closed and replaced whenever records appear
 }
 
 // NewCluster returns a cluster whose coordination topic will have the given
 // number of partitions.
 func NewCluster(partitions int32) *Cluster {
-	return &Cluster{partitions: partitions, logs: map[string][][]record{}, txns: map[string]*txnState{}, nextPID: 1000}
+	return &Cluster{partitions: partitions, logs: map[string][][]record{}, txns: map[string]*txnState{}, nextPID: 1000, changed: make(chan struct{})}
 }
 
 func (c *Cluster) log(topic string, n int32) [][]record {
@@ -84,6 +85,7 @@ func (c *Cluster) appendLocked(topic string, p int32, key, value []byte) (int64,
 	}
 	off := int64(len(l[p]))
 	l[p] = append(l[p], record{offset: off, key: clone(key), value: clone(value), visible: !c.hideReads})
+	c.notifyLocked()
 	return off, nil
 }
 
@@ -122,6 +124,28 @@ func (c *Cluster) ShowReads() {
 			}
 		}
 	}
+	c.notifyLocked()
+}
+
+// notifyLocked wakes the long polls waiting in Fetch.
+func (c *Cluster) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// stableLocked returns the first offset of partition p of topic that is not
+// visible (or its length): what a read_committed reader can reach.
+func (c *Cluster) stableLocked(topic string, p int32) int64 {
+	l := c.log(topic, c.partitions)
+	if int(p) >= len(l) {
+		return 0
+	}
+	for i, r := range l[p] {
+		if !r.visible {
+			return int64(i)
+		}
+	}
+	return int64(len(l[p]))
 }
 
 // Appends returns how many non-transactional appends (registrations) were made.
@@ -213,6 +237,55 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 	}
 	return t.c.Records(t.topic, partition), nil
 }
+
+// StableOffset implements coord.Transport: the first record not visible yet.
+func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, error) {
+	if err := t.check(ctx); err != nil {
+		return 0, err
+	}
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.c.stableLocked(t.topic, partition), nil
+}
+
+// Fetch implements coord.Transport: the visible records from offset,
+// waiting up to maxWait for one to appear.
+func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (coord.Fetched, error) {
+	timer := time.NewTimer(maxWait)
+	defer timer.Stop()
+	for {
+		if err := t.check(ctx); err != nil {
+			return coord.Fetched{}, err
+		}
+		t.c.mu.Lock()
+		stable := t.c.stableLocked(t.topic, partition)
+		changed := t.c.changed
+		var out coord.Fetched
+		if offset > stable {
+			out = coord.Fetched{Next: 0, Reset: true, LastStable: stable}
+		} else if offset < stable {
+			l := t.c.log(t.topic, t.c.partitions)[partition]
+			for _, r := range l[offset:stable] {
+				out.Records = append(out.Records, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value})
+			}
+			out.Next, out.LastStable = stable, stable
+		}
+		t.c.mu.Unlock()
+		if out.Reset || len(out.Records) > 0 {
+			return out, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return coord.Fetched{Next: offset, LastStable: stable}, nil
+		case <-ctx.Done():
+			return coord.Fetched{}, coord.WrapError(coord.ErrTimeout, ctx.Err(), "memtransport")
+		}
+	}
+}
+
+// Unfollow implements coord.Transport (nothing to release).
+func (t *Transport) Unfollow(int32) {}
 
 // Append implements coord.Transport.
 func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {

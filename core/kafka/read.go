@@ -1,0 +1,346 @@
+package kafka
+
+// The reading side of the transport: one-shot reads of a partition (Read),
+// and the long-polling fetches of a partition follower (Fetch, StableOffset)
+// that core/coord's live view is built on (COORDINATION.md section 10.1).
+//
+// Every read is a raw read_committed Fetch request to the partition leader,
+// decoded with kgo.ProcessFetchPartition, so aborted data is dropped and an
+// aborted tail cannot stall a read. Followers long-poll on kgo clients of
+// their own (one per followed partition): a fetch that waits at the broker
+// holds its connection, and Kafka answers the requests of one connection in
+// order, so a long poll on a shared connection would hold up every other
+// request behind it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
+)
+
+// fetched is one answered fetch of one partition.
+type fetched struct {
+	recs []core.RawRecord
+	next int64 // the offset to fetch from next
+	// reset: the offset asked for was out of range (below the log start,
+	// records deleted; or past the end, topic recreated): next is the log
+	// start and recs is empty. A reader folds again from there.
+	reset bool
+	lso   int64 // the last stable offset the broker reported (-1: unknown)
+}
+
+// fetchOnce sends one read_committed Fetch for partition from offset to the
+// partition leader through cl, waiting at most maxWait at the broker for
+// data. Retriable errors (a moving leader) are retried while ctx lasts.
+func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int32, offset int64, maxWait time.Duration) (fetched, error) {
+	topic := t.cfg.Topic
+	readACL := topicACL(topic, "READ")
+	for {
+		leader, id, err := t.meta(ctx, partition)
+		if err != nil {
+			if rerr := t.retryable(ctx, err, "metadata"); rerr != nil {
+				return fetched{}, rerr
+			}
+			continue
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = int32(maxWait / time.Millisecond)
+		req.MinBytes = 1
+		req.MaxBytes = 16 << 20
+		req.IsolationLevel = 1
+		req.SessionID = 0
+		req.SessionEpoch = -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rt.TopicID = id
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = partition
+		rp.FetchOffset = offset
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = 16 << 20
+		rp.CurrentLeaderEpoch = -1
+		rp.LastFetchedEpoch = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := cl.Broker(int(leader)).Request(ctx, req)
+		if err != nil {
+			t.forgetLeaders()
+			if rerr := t.retryable(ctx, err, "fetch"); rerr != nil {
+				return fetched{}, rerr
+			}
+			continue
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if e := kerr.ErrorForCode(resp.ErrorCode); e != nil {
+			return fetched{}, classify(e, "fetch of "+topic, readACL)
+		}
+		var got *kmsg.FetchResponseTopicPartition
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if resp.Topics[i].Partitions[j].Partition == partition {
+					got = &resp.Topics[i].Partitions[j]
+				}
+			}
+		}
+		if got == nil {
+			return fetched{}, coord.WrapError(coord.ErrTransport, nil, "fetch response without partition %d", partition)
+		}
+		if e := kerr.ErrorForCode(got.ErrorCode); e != nil {
+			switch {
+			case errors.Is(e, kerr.OffsetOutOfRange):
+				start, err := t.listStart(ctx, partition)
+				if err != nil {
+					return fetched{}, err
+				}
+				if start == offset {
+					// Raced with a retention step; ask again.
+					continue
+				}
+				return fetched{next: start, reset: true, lso: -1}, nil
+			case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
+				errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
+				errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
+				errors.Is(e, kerr.InconsistentTopicID):
+				t.forgetLeaders()
+				if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
+					return fetched{}, rerr
+				}
+				continue
+			default:
+				return fetched{}, classify(e, "fetch of "+topic, readACL)
+			}
+		}
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
+		}, got, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			return fetched{}, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
+		}
+		out := fetched{next: next, lso: got.LastStableOffset}
+		if next < offset {
+			out.next = offset
+		}
+		for _, r := range fp.Records {
+			if r.Attrs.IsControl() {
+				continue
+			}
+			out.recs = append(out.recs, core.RawRecord{Offset: r.Offset, Key: r.Key, Value: r.Value})
+		}
+		return out, nil
+	}
+}
+
+// StableOffset implements coord.Transport: the last stable offset of the
+// partition, listed after waiting (at most markerWait, and at most
+// request.timeout.ms/2) for it to reach the high watermark seen at the
+// start. A transaction whose EndTxn was answered before this call may not
+// have its commit marker in the partition yet (the coordinator writes
+// markers after answering), which keeps the last stable offset below it; the
+// wait makes a lease written just before visible. An abandoned transaction
+// (its producer died) keeps the LSO down until the coordinator aborts it;
+// then the wait runs out and the LSO is returned as it is.
+func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, error) {
+	if err := t.checkOpen(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	var (
+		hwm    int64
+		hwmErr error
+		hwmWG  sync.WaitGroup
+	)
+	hwmWG.Add(1)
+	go func() {
+		defer hwmWG.Done()
+		hwm, hwmErr = t.listEnd(ctx, partition)
+	}()
+	lso, err := t.listOffset(ctx, partition, true)
+	hwmWG.Wait()
+	if err == nil {
+		err = hwmErr
+	}
+	if err != nil {
+		return 0, err
+	}
+	waitUntil := time.Now().Add(min(markerWait, t.cfg.RequestTimeout/2))
+	for lso < hwm && time.Now().Before(waitUntil) {
+		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+			return 0, classify(err, "waiting for the last stable offset", "")
+		}
+		if lso, err = t.listOffset(ctx, partition, true); err != nil {
+			return 0, err
+		}
+	}
+	return lso, nil
+}
+
+// Read implements coord.Transport: every committed record from the log
+// start to the stable offset (see StableOffset).
+func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord, error) {
+	if err := t.checkOpen(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := t.bound(ctx)
+	defer cancel()
+	lso, err := t.StableOffset(ctx, partition)
+	if err != nil {
+		return nil, err
+	}
+	var out []core.RawRecord
+	offset := int64(0)
+	for offset < lso {
+		f, err := t.fetchOnce(ctx, t.admin, partition, offset, 0)
+		if err != nil {
+			return nil, err
+		}
+		if f.reset {
+			if f.next <= offset {
+				return nil, coord.WrapError(coord.ErrTransport, kerr.OffsetOutOfRange, "fetch at %d of partition %d", offset, partition)
+			}
+			out, offset = out[:0], f.next
+			continue
+		}
+		// The broker returns stable data only (below its current LSO, which
+		// may be past the one listed above): keep all of it, or the records
+		// between the two would be skipped when offset moves on.
+		out = append(out, f.recs...)
+		if f.next <= offset {
+			// No progress (nothing returned below the LSO yet): retry shortly.
+			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+				return nil, classify(err, fmt.Sprintf("reading partition %d to offset %d (at %d)", partition, lso, offset), "")
+			}
+			continue
+		}
+		offset = f.next
+	}
+	return out, nil
+}
+
+// Fetch implements coord.Transport: one long-polling read_committed fetch
+// of a followed partition from offset, on the partition's own follower
+// client.
+func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (coord.Fetched, error) {
+	if err := t.checkOpen(); err != nil {
+		return coord.Fetched{}, err
+	}
+	cl, err := t.follower(partition)
+	if err != nil {
+		return coord.Fetched{}, err
+	}
+	bctx, cancel := context.WithTimeout(ctx, maxWait+t.cfg.RequestTimeout)
+	defer cancel()
+	f, err := t.fetchOnce(bctx, cl, partition, offset, maxWait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return coord.Fetched{}, classify(ctx.Err(), "fetch", "")
+		}
+		return coord.Fetched{}, err
+	}
+	return coord.Fetched{Records: f.recs, Next: f.next, Reset: f.reset, LastStable: f.lso}, nil
+}
+
+// follower returns the kgo client that long-polls partition (built once).
+func (t *Transport) follower(partition int32) (*kgo.Client, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, coord.WrapError(coord.ErrClosed, nil, "transport closed")
+	}
+	if cl, ok := t.followers[partition]; ok {
+		return cl, nil
+	}
+	cl, err := kgo.NewClient(t.opts...)
+	if err != nil {
+		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building a follower client")
+	}
+	t.followers[partition] = cl
+	return cl, nil
+}
+
+// Unfollow implements coord.Transport: it releases the follower client of
+// partition (the view stopped following it).
+func (t *Transport) Unfollow(partition int32) {
+	t.mu.Lock()
+	cl, ok := t.followers[partition]
+	delete(t.followers, partition)
+	t.mu.Unlock()
+	if ok {
+		go cl.Close()
+	}
+}
+
+// markerWait bounds how long a read waits for commit markers of
+// transactions that ended before it began (see Read).
+const markerWait = time.Second
+
+func (t *Transport) listEndOnce(ctx context.Context, p int32) (int64, error) {
+	lo, err := t.adm.ListEndOffsets(ctx, t.cfg.Topic)
+	if err != nil {
+		return 0, classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	o, ok := lo.Lookup(t.cfg.Topic, p)
+	if !ok || o.Err != nil {
+		return 0, classify(o.Err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	return o.Offset, nil
+}
+
+// retryable sleeps briefly when err may pass and ctx has time left;
+// otherwise it returns err classified.
+func (t *Transport) retryable(ctx context.Context, err error, what string) error {
+	if k := coord.ClientErrorKind(err); k != nil && k != coord.ErrTransport {
+		return err
+	}
+	if serr := sleepCtx(ctx, 50*time.Millisecond); serr != nil {
+		return classify(err, what, "")
+	}
+	return nil
+}
+
+// listOffset returns the last stable offset (committed=true) of a partition.
+func (t *Transport) listOffsetOnce(ctx context.Context, p int32, committed bool) (int64, error) {
+	var (
+		lo  kadm.ListedOffsets
+		err error
+	)
+	if committed {
+		lo, err = t.adm.ListCommittedOffsets(ctx, t.cfg.Topic)
+	} else {
+		lo, err = t.adm.ListStartOffsets(ctx, t.cfg.Topic)
+	}
+	if err != nil {
+		return 0, classify(err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	o, ok := lo.Lookup(t.cfg.Topic, p)
+	if !ok {
+		return 0, coord.WrapError(coord.ErrTransport, nil, "no offset listed for partition %d of %s", p, t.cfg.Topic)
+	}
+	if o.Err != nil {
+		return 0, classify(o.Err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	return o.Offset, nil
+}
+
+func (t *Transport) listStart(ctx context.Context, p int32) (int64, error) {
+	return t.listOffset(ctx, p, false)
+}
+
+func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
+	return withRetry(ctx, func() (int64, error) { return t.listOffsetOnce(ctx, p, committed) })
+}
+
+func (t *Transport) listEnd(ctx context.Context, p int32) (int64, error) {
+	return withRetry(ctx, func() (int64, error) { return t.listEndOnce(ctx, p) })
+}
