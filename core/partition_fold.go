@@ -51,6 +51,16 @@ func (f *PartitionFolder) State(r Role) State {
 	return s
 }
 
+// Skipped returns how many records of the partition were skipped: keys that
+// do not decode, and values of a role that do not decode.
+func (f *PartitionFolder) Skipped() int {
+	n := f.keySkipped
+	for _, rf := range f.roles {
+		n += rf.skipped
+	}
+	return n
+}
+
 // Roles returns every role that has a record in the partition, sorted by name.
 func (f *PartitionFolder) Roles() []Role {
 	out := make([]Role, 0, len(f.roles))

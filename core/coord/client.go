@@ -32,6 +32,16 @@ type Client struct {
 	partitions  int32                     // 0 until read from the cluster
 	leaderships map[*Leadership]struct{}  // not yet ended
 	byRole      map[core.Role]*Leadership // the newest leadership of each role
+	views       map[int32]*partView       // live views of the partitions followed
+	// joined: the (role, member) pairs this client registered (or found
+	// registered) in an acquire; Close leaves those it does not hold
+	// (krabka.leave.on.close).
+	joined map[roleMember]struct{}
+}
+
+type roleMember struct {
+	role   core.Role
+	member core.MemberID
 }
 
 // NewClient returns a client over t. The configuration is validated; nothing
@@ -51,6 +61,8 @@ func NewClient(cfg Config, t Transport, clock core.Clock) (*Client, error) {
 		cfg: cfg, t: t, clock: clock, root: root, cancel: cancel, logger: NewLogger(cfg), stats: newClientStats(),
 		leaderships: map[*Leadership]struct{}{},
 		byRole:      map[core.Role]*Leadership{},
+		views:       map[int32]*partView{},
+		joined:      map[roleMember]struct{}{},
 	}, nil
 }
 
@@ -142,6 +154,16 @@ func checkNames(role core.Role, member *core.MemberID) error {
 
 // partition returns the role's partition, reading the partition count once.
 func (c *Client) partition(ctx context.Context, role core.Role) (int32, error) {
+	n, err := c.partitionCount(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return core.RolePartition(role, n)
+}
+
+// partitionCount returns the coordination topic's partition count, read
+// from the cluster once.
+func (c *Client) partitionCount(ctx context.Context) (int32, error) {
 	c.mu.Lock()
 	n := c.partitions
 	c.mu.Unlock()
@@ -155,7 +177,7 @@ func (c *Client) partition(ctx context.Context, role core.Role) (int32, error) {
 		c.partitions = n
 		c.mu.Unlock()
 	}
-	return core.RolePartition(role, n)
+	return n, nil
 }
 
 func (c *Client) readState(ctx context.Context, role core.Role, p int32) (core.State, error) {
@@ -177,11 +199,17 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Acquire takes role for member, waiting as long as the succession rules
-// say: it registers the member (at most once per call), waits for its turn
-// (each WAIT step sleeps until the WAIT instant, at most
-// krabka.poll.interval.ms, then re-reads the role), then mints a new epoch
-// and writes a lease. A member that finds itself holding a live lease (an
-// earlier incarnation) mints too, fencing that incarnation.
+// say (COORDINATION.md sections 6 and 10): it registers the member, waits
+// for its turn, then mints a new epoch and writes a lease. A member that
+// finds itself holding a live lease (an earlier incarnation) mints too,
+// fencing that incarnation.
+//
+// It reads the role through the client's live view of the role's
+// partition: a WAIT ends at its instant or as soon as a record arrives
+// (krabka.poll.interval.ms only bounds how long it goes without
+// re-checking), and before it challenges it brings the view up to the
+// partition's last stable offset. It registers at most once, and again only
+// when the log shows its registration removed after that (it was pruned).
 //
 // Blocks until the role is won, ctx ends (ErrTimeout on a deadline) or the
 // client is closed (ErrClosed). Failures that may pass (ErrTransport: a
@@ -220,50 +248,67 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	rt := rideThrough{c: c, role: role, try: try}
-	var p int32
-	for {
+	var (
+		p int32
+		v *partView
+	)
+	for v == nil {
 		if p, err = c.partition(cctx, role); err == nil {
-			break
+			v, err = c.follow(p)
 		}
-		if !rt.retry(cctx, err) {
+		if err != nil && !rt.retry(cctx, err) {
 			return nil, 0, c.fail(cctx, err)
 		}
 	}
+	defer v.release()
+
 	poll := c.cfg.PollInterval
-	registered := false
+	regOffset := int64(-1) // offset of this call's latest registration
+	synced := false        // the view reached the stable offset listed since the last decision to act
 	for {
-		st, err := c.readState(cctx, role, p)
-		if err != nil {
-			if rt.retry(cctx, err) {
-				continue
-			}
-			return nil, 0, c.fail(cctx, err)
-		}
-		rt.ok()
-		now := c.clock.NowMs()
-		d := core.Evaluate(st, member, now, c.cfg.Lease)
-		switch d.Kind {
-		case core.NotRegistered:
-			if registered {
-				// A lagging read: never push the member to the tail twice.
-				if try {
-					return nil, core.SatAdd(now, poll.Milliseconds()), nil
-				}
-				if err := c.sleep(cctx, poll); err != nil {
-					return nil, 0, c.fail(cctx, err)
-				}
-				continue
-			}
-			reg := core.Registration{Member: member, RegisteredAt: now}
-			if _, err := c.t.Append(cctx, p, core.EncodeKey(core.RegistrationKey(role, member)), core.EncodeRegistration(reg)); err != nil {
+		if !synced {
+			if err := v.sync(cctx); err != nil {
 				if rt.retry(cctx, err) {
 					continue
 				}
 				return nil, 0, c.fail(cctx, err)
 			}
-			registered = true
-			c.log().Debug("krabka: registered", "role", role.String(), "member", member.String(), "partition", p)
+			synced = true
+			rt.ok()
+		}
+		st, next, changed := v.snapshot(role)
+		now := c.clock.NowMs()
+		d := core.Evaluate(st, member, now, c.cfg.Lease)
+		switch d.Kind {
+		case core.NotRegistered:
+			if regOffset >= 0 && next <= regOffset {
+				// The view has not reached this call's registration yet.
+				if try {
+					return nil, core.SatAdd(now, poll.Milliseconds()), nil
+				}
+				if err := c.waitChange(cctx, changed, poll); err != nil {
+					return nil, 0, c.fail(cctx, err)
+				}
+				continue
+			}
+			if regOffset >= 0 {
+				c.log().Info("krabka: registration was removed (pruned by a winner); registering again at the tail",
+					"role", role.String(), "member", member.String())
+			}
+			reg := core.Registration{Member: member, RegisteredAt: now}
+			off, err := c.t.Append(cctx, p, core.EncodeKey(core.RegistrationKey(role, member)), core.EncodeRegistration(reg))
+			if err != nil {
+				if rt.retry(cctx, err) {
+					continue
+				}
+				return nil, 0, c.fail(cctx, err)
+			}
+			regOffset = off
+			synced = false // decide on a view that holds the registration
+			c.joinedRole(role, member)
+			c.log().Debug("krabka: registered", "role", role.String(), "member", member.String(), "partition", p, "offset", off)
 		case core.Wait:
+			c.joinedRole(role, member)
 			if try {
 				return nil, d.WaitUntil, nil
 			}
@@ -271,11 +316,28 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 			if wait > poll {
 				wait = poll
 			}
-			if err := c.sleep(cctx, wait); err != nil {
+			if err := c.waitChange(cctx, changed, wait); err != nil {
 				return nil, 0, c.fail(cctx, err)
 			}
 		case core.Hold, core.Challenge:
-			l, err := c.challenge(cctx, role, member, p)
+			if !synced {
+				continue
+			}
+			synced = false // the next decision to act needs a fresh sync
+			// Act only on a view that holds everything committed before now.
+			if err := v.sync(cctx); err != nil {
+				if rt.retry(cctx, err) {
+					continue
+				}
+				return nil, 0, c.fail(cctx, err)
+			}
+			st, _, changed = v.snapshot(role)
+			now = c.clock.NowMs()
+			if d2 := core.Evaluate(st, member, now, c.cfg.Lease); d2.Kind != core.Hold && d2.Kind != core.Challenge {
+				synced = true
+				continue
+			}
+			l, err := c.challenge(cctx, role, member, p, st, now)
 			c.stats.role(role).challenge(member, st.Lease, err)
 			if err == nil {
 				return l, 0, nil
@@ -286,7 +348,8 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 				}
 				return nil, 0, c.fail(cctx, err)
 			}
-			// A competitor minted after us: back off, then re-read.
+			// A competitor minted after us: back off until its lease shows
+			// (or the smaller of the poll interval and the stagger passes).
 			back := poll
 			if s := time.Duration(c.cfg.Lease.ChallengeStaggerMs) * time.Millisecond; s < back {
 				back = s
@@ -294,7 +357,7 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 			if try {
 				return nil, core.SatAdd(c.clock.NowMs(), back.Milliseconds()), nil
 			}
-			if err := c.sleep(cctx, back); err != nil {
+			if err := c.waitChange(cctx, changed, back); err != nil {
 				return nil, 0, c.fail(cctx, err)
 			}
 		}
@@ -334,13 +397,54 @@ func (r *rideThrough) retry(ctx context.Context, err error) bool {
 	return r.c.sleep(ctx, r.backoff) == nil
 }
 
+// joinedRole remembers that this client registered member for role (Close
+// leaves it when krabka.leave.on.close is set and the role is not held).
+func (c *Client) joinedRole(role core.Role, member core.MemberID) {
+	c.mu.Lock()
+	c.joined[roleMember{role, member}] = struct{}{}
+	c.mu.Unlock()
+}
+
 // leaseMessage is the lease record of role (value nil: a tombstone).
 func (c *Client) leaseMessage(role core.Role, p int32, value []byte) Message {
 	return Message{Topic: c.cfg.Topic, Partition: p, Key: core.EncodeKey(core.LeaseKey(role)), Value: value}
 }
 
-// challenge mints a new epoch for role and writes member's lease under it.
-func (c *Client) challenge(ctx context.Context, role core.Role, member core.MemberID, p int32) (*Leadership, error) {
+// registrationTombstone is the record that removes member's registration.
+func (c *Client) registrationTombstone(role core.Role, p int32, member core.MemberID) Message {
+	return Message{Topic: c.cfg.Topic, Partition: p, Key: core.EncodeKey(core.RegistrationKey(role, member))}
+}
+
+// pruneList returns the members a winner removes in its first lease
+// transaction (COORDINATION.md 10.3): the member of the previous lease when
+// that lease had expired and the member is still registered, and every
+// member ranked ahead of the winner.
+func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
+	var out []core.MemberID
+	holder, hasHolder := st.Holder()
+	if hasHolder && holder != me && !st.Lease.LiveAt(now) {
+		if _, ok := st.Registered(holder); ok {
+			out = append(out, holder)
+		}
+	}
+	myRank, ok := st.Rank(me)
+	if !ok {
+		return out
+	}
+	for _, e := range st.Roster {
+		if e.Member == me || (hasHolder && e.Member == holder) {
+			continue
+		}
+		if r, _ := st.Rank(e.Member); r < myRank {
+			out = append(out, e.Member)
+		}
+	}
+	return out
+}
+
+// challenge mints a new epoch for role and writes member's lease under it,
+// pruning in the same transaction the members that let their turn pass.
+func (c *Client) challenge(ctx context.Context, role core.Role, member core.MemberID, p int32, st core.State, now int64) (*Leadership, error) {
 	txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
 	prod, err := c.t.Mint(ctx, role.String(), txnTimeout) // role is scoped: the prefix is in it
 	if err != nil {
@@ -348,19 +452,34 @@ func (c *Client) challenge(ctx context.Context, role core.Role, member core.Memb
 	}
 	tok := prod.Token()
 	lease := c.cfg.Lease.Grant(member, tok, c.clock.NowMs())
-	res, err := prod.Transact(ctx, []Message{c.leaseMessage(role, p, core.EncodeLease(lease))})
-	if err == nil && (len(res) != 1 || res[0].Partition != p || res[0].Offset < 0) {
+	msgs := []Message{c.leaseMessage(role, p, core.EncodeLease(lease))}
+	pruned := pruneList(st, member, now)
+	for _, m := range pruned {
+		msgs = append(msgs, c.registrationTombstone(role, p, m))
+	}
+	res, err := prod.Transact(ctx, msgs)
+	if err == nil && (len(res) != len(msgs) || res[0].Partition != p || res[0].Offset < 0) {
 		err = WrapError(ErrTransport, nil, "lease write of %s returned no produce result for partition %d", role, p)
 	}
 	if err != nil {
 		prod.Close()
 		return nil, err
 	}
-	l := newLeadership(c, role, member, p, prod, lease)
+	if len(pruned) > 0 {
+		c.log().Info("krabka: won the role and pruned members that let their turn pass",
+			"role", role.String(), "member", member.String(), "token", tok.String(), "pruned", len(pruned))
+	}
+	view, err := c.follow(p)
+	if err != nil {
+		prod.Close()
+		return nil, err
+	}
+	l := newLeadership(c, role, member, p, prod, lease, view)
 
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		view.release()
 		prod.Close()
 		return nil, WrapError(ErrClosed, nil, "")
 	}
@@ -375,6 +494,34 @@ func (c *Client) challenge(ctx context.Context, role core.Role, member core.Memb
 	l.start()
 	c.log().Info("krabka: role won", "role", role.String(), "member", member.String(), "token", tok.String(), "partition", p)
 	return l, nil
+}
+
+// Leave removes member's registration of role (a tombstone of it, written
+// outside any transaction: COORDINATION.md 10.4). A member that leaves is no
+// longer in the succession order; an acquire registers it again at the
+// tail. Leaving does not end a leadership: a holder that leaves keeps its
+// lease until it resigns, closes or its lease runs out. Blocks for one
+// write (until ctx ends).
+func (c *Client) Leave(ctx context.Context, role core.Role, member core.MemberID) error {
+	if err := checkNames(role, &member); err != nil {
+		return err
+	}
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	p, err := c.partition(cctx, role)
+	if err != nil {
+		return c.fail(cctx, err)
+	}
+	if _, err := c.t.Append(cctx, p, core.EncodeKey(core.RegistrationKey(role, member)), nil); err != nil {
+		return c.fail(cctx, err)
+	}
+	c.mu.Lock()
+	delete(c.joined, roleMember{role, member})
+	c.mu.Unlock()
+	return nil
 }
 
 func (c *Client) forget(l *Leadership) {
@@ -398,11 +545,22 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	ls := make([]*Leadership, 0, len(c.leaderships))
+	held := map[roleMember]bool{}
 	for l := range c.leaderships {
 		ls = append(ls, l)
+		held[roleMember{l.role, l.member}] = true
+	}
+	var leave []roleMember
+	if c.cfg.LeaveOnClose {
+		for rm := range c.joined {
+			if !held[rm] {
+				leave = append(leave, rm)
+			}
+		}
 	}
 	c.mu.Unlock()
 	c.cancel()
+	c.leaveAll(leave)
 	// End the leaderships in parallel: each may wait (bounded by
 	// request.timeout.ms) for its producer's transaction in flight.
 	var ends sync.WaitGroup
@@ -416,6 +574,36 @@ func (c *Client) Close() error {
 	ends.Wait()
 	c.wg.Wait()
 	return c.t.Close()
+}
+
+// leaveOnCloseTimeout bounds the writes of Close's leaving: a client closed
+// while the cluster is unreachable does not hang for request.timeout.ms.
+const leaveOnCloseTimeout = 5 * time.Second
+
+// leaveAll writes the registration tombstones of leave (Close with
+// krabka.leave.on.close), in parallel, each bounded by request.timeout.ms
+// and leaveOnCloseTimeout.
+// Failures are logged: the members then keep their places until a winner
+// prunes them.
+func (c *Client) leaveAll(leave []roleMember) {
+	var wg sync.WaitGroup
+	for _, rm := range leave {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), min(c.cfg.RequestTimeout, leaveOnCloseTimeout))
+			defer cancel()
+			p, err := c.partition(ctx, rm.role)
+			if err == nil {
+				_, err = c.t.Append(ctx, p, core.EncodeKey(core.RegistrationKey(rm.role, rm.member)), nil)
+			}
+			if err != nil {
+				c.log().Warn("krabka: leaving on close failed; the member keeps its place until a winner prunes it",
+					"role", rm.role.String(), "member", rm.member.String(), "error", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // String describes the client for logs.

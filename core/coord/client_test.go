@@ -3,6 +3,8 @@ package coord_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,19 +141,19 @@ func TestStandbyWaitsUntilDeadlineThenChallenges(t *testing.T) {
 	if !r.l.Token().Supersedes(a.Token()) {
 		t.Fatal("new token does not supersede")
 	}
-	// The old holder never tried to renew, so the deadline alone did not end
-	// it: its next write goes to the cluster, which fences it.
-	if a.State() != coord.Active {
-		t.Fatalf("old holder ended locally without a failed renewal: %s %v", a.State(), a.Err())
+	// The old holder wrote nothing, yet its view of the log shows the
+	// newer token: it ends FENCED at once (COORDINATION.md 10), and the
+	// cluster refuses its writes as well.
+	select {
+	case <-a.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("old holder not told by its view: %s", a.State())
 	}
-	if !a.RenewDue() {
-		t.Fatal("a renewal is due past the deadline")
+	if a.State() != coord.Fenced || !errors.Is(a.Err(), coord.ErrFenced) || !strings.Contains(a.Err().Error(), "the log shows a lease of node-b") {
+		t.Fatalf("old holder %s %v", a.State(), a.Err())
 	}
 	if _, err := a.Produce(bg(), coord.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("produce of the deposed holder: %v", err)
-	}
-	if a.State() != coord.Fenced || !errors.Is(a.Err(), coord.ErrFenced) {
-		t.Fatalf("old holder %s %v", a.State(), a.Err())
 	}
 	if err := a.Renew(bg()); !errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("renew after the fence: %v", err)
@@ -335,28 +337,213 @@ func TestBackgroundRenewal(t *testing.T) {
 	}
 }
 
-func TestResignLetsStandbyChallengeAtOnce(t *testing.T) {
+func TestResignStepsAsideSoTheFirstStandbyChallengesAtOnce(t *testing.T) {
 	e := newEnv(t)
 	ca, _ := e.client()
 	cb, _ := e.client()
+	cc, _ := e.client()
 	a, _ := ca.Acquire(bg(), role, ma)
-	if _, _, err := cb.TryAcquire(bg(), role, mb); err != nil {
-		t.Fatal(err)
+	for _, x := range []struct {
+		c *coord.Client
+		m core.MemberID
+	}{{cb, mb}, {cc, mc}} {
+		if _, _, err := x.c.TryAcquire(bg(), role, x.m); err != nil {
+			t.Fatal(err)
+		}
 	}
-	e.clock.Advance(6 * time.Second) // past b's registered_at + 1 stagger
+	// No time passes: without the amended resign, b would wait for its own
+	// registered_at + 1 stagger (it ranks 1 behind the resigner).
 	if err := a.Resign(bg()); err != nil {
 		t.Fatal(err)
 	}
 	if a.State() != coord.Resigned || !errors.Is(a.Err(), coord.ErrNotLeader) {
 		t.Fatalf("%s %v", a.State(), a.Err())
 	}
+	st, _ := cb.Describe(bg(), role)
+	if st.Lease == nil || st.Lease.Member != ma || st.Lease.Token != a.Token() || st.Lease.Deadline != st.Lease.GrantedAt ||
+		st.Removed != 1 || len(st.Roster) != 2 || st.Roster[0].Member != mb || st.Roster[0].Rank != 0 || st.Roster[1].Rank != 1 {
+		t.Fatalf("after resign: expired lease of a, a deregistered, b rank 0, c rank 1; got %+v lease %+v", st, st.Lease)
+	}
 	b, _, err := cb.TryAcquire(bg(), role, mb)
 	if err != nil || b == nil {
-		t.Fatalf("standby after resign: %v %v", b, err)
+		t.Fatalf("first standby after resign: %v %v", b, err)
 	}
+	if l, at, err := cc.TryAcquire(bg(), role, mc); err != nil || l != nil || at.UnixMilli() != b.Lease().Deadline {
+		t.Fatalf("second standby: %v %v %v, want to wait for b's deadline %d", l, at.UnixMilli(), err, b.Lease().Deadline)
+	}
+	if e.cluster.Token("controller") != b.Token() || b.Token().ProducerEpoch != a.Token().ProducerEpoch+1 {
+		t.Fatalf("one mint after the resign: coordinator %s, a %s, b %s", e.cluster.Token("controller"), a.Token(), b.Token())
+	}
+}
+
+// The winner prunes the members that let their turn pass: the expired
+// holder and every member ranked ahead of it (COORDINATION.md 10.3).
+func TestWinnerPrunesDeadMembersAheadOfIt(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client("krabka.leave.on.close", "false")
+	a, _ := ca.Acquire(bg(), role, ma)
+	var dead []*coord.Client
+	for i := 0; i < 3; i++ {
+		c, _ := e.client("krabka.leave.on.close", "false")
+		if _, _, err := c.TryAcquire(bg(), role, core.MustMemberID(fmt.Sprintf("dead-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, c)
+	}
+	cb, _ := e.client()
+	if _, _, err := cb.TryAcquire(bg(), role, mb); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range dead {
+		c.Close() // crashed: never leave
+	}
+	ca.Close()
 	st, _ := cb.Describe(bg(), role)
-	if st.Holder != mb || !st.Current {
-		t.Fatalf("%+v", st)
+	if r := st.Roster[len(st.Roster)-1]; r.Member != mb || r.Rank != 3 {
+		t.Fatalf("b should rank 3 behind the dead: %+v", st.Roster)
+	}
+	ch := acquireAsync(cb, bg(), mb)
+	e.advanceUntil(250*time.Millisecond, 60*time.Second, ready(ch))
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// b waited for the three dead turns once: deadline + 3 staggers.
+	if now := e.clock.NowMs(); now < a.Lease().Deadline+3*5000 {
+		t.Fatalf("b took over at %d, before deadline + 3 staggers %d", now, a.Lease().Deadline+3*5000)
+	}
+	st, _ = cb.Describe(bg(), role)
+	if len(st.Roster) != 1 || st.Roster[0].Member != mb || st.Removed != 4 {
+		t.Fatalf("after the win the roster is b alone with 4 removed: %+v", st)
+	}
+}
+
+// A pruned member that is alive registers again, at the tail, once.
+func TestPrunedMemberRegistersAgainAtTheTail(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, _ := e.client()
+	cc, _ := e.client()
+	a, _ := ca.Acquire(bg(), role, ma)
+	if _, _, err := cb.TryAcquire(bg(), role, mb); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cc.TryAcquire(bg(), role, mc); err != nil {
+		t.Fatal(err)
+	}
+	// b is "paused": it does not acquire; c waits a deadline + 1 stagger and wins.
+	e.clock.Set(a.Lease().Deadline + 5000)
+	l, _, err := cc.TryAcquire(bg(), role, mc)
+	if err != nil || l == nil {
+		t.Fatalf("c: %v %v", l, err)
+	}
+	st, _ := cc.Describe(bg(), role)
+	if len(st.Roster) != 1 || st.Roster[0].Member != mc {
+		t.Fatalf("a (expired holder) and b (ranked ahead) are pruned: %+v", st.Roster)
+	}
+	appends := e.cluster.Appends()
+	if l, _, err := cb.TryAcquire(bg(), role, mb); err != nil || l != nil {
+		t.Fatalf("b resumed: %v %v", l, err)
+	}
+	st, _ = cc.Describe(bg(), role)
+	if len(st.Roster) != 2 || st.Roster[1].Member != mb || st.Roster[1].Offset <= st.Roster[0].Offset || e.cluster.Appends() != appends+1 {
+		t.Fatalf("b registers again once, at the tail: %+v (appends %d -> %d)", st.Roster, appends, e.cluster.Appends())
+	}
+	// The old holder was deposed: its writes are refused.
+	if _, err := a.Produce(bg(), coord.Message{Topic: "cmds", Partition: 0}); !errors.Is(err, coord.ErrFenced) {
+		t.Fatalf("old holder: %v", err)
+	}
+}
+
+func TestLeaveAndCloseWithLeaveRemoveTheMember(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, _ := e.client()
+	cc, _ := e.client()
+	a, _ := ca.Acquire(bg(), role, ma)
+	for _, x := range []struct {
+		c *coord.Client
+		m core.MemberID
+	}{{cb, mb}, {cc, mc}} {
+		if _, _, err := x.c.TryAcquire(bg(), role, x.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cb.Leave(bg(), role, mb); err != nil {
+		t.Fatal(err)
+	}
+	cc.Close() // krabka.leave.on.close defaults to true
+	ca.Close() // a holds the role: closing does not leave
+	if a.State() != coord.Closed {
+		t.Fatalf("a: %s", a.State())
+	}
+	cd, _ := e.client()
+	st, err := cd.Describe(bg(), role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Roster) != 1 || st.Roster[0].Member != ma || st.Removed != 2 || st.Holder != ma {
+		t.Fatalf("only the holder stays registered: %+v", st)
+	}
+}
+
+func TestWatchReportsHolderChangesRosterAndFreeRole(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, _ := e.client()
+	cw, _ := e.client()
+	a, _ := ca.Acquire(bg(), role, ma)
+	w, err := cw.Watch(bg(), role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	next := func(want coord.EventKind) coord.Event {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bg(), 10*time.Second)
+		defer cancel()
+		ev, err := w.Next(ctx)
+		if err != nil || ev.Kind != want {
+			t.Fatalf("next event: %v %v, want %s", ev.Kind, err, want)
+		}
+		return ev
+	}
+	ev := next(coord.EventHolderChanged)
+	if ev.Holder != ma || ev.Token != a.Token() || ev.HasPrevHolder {
+		t.Fatalf("initial holder: %+v", ev)
+	}
+	next(coord.EventRosterChanged)
+	if _, _, err := cb.TryAcquire(bg(), role, mb); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(coord.EventRosterChanged); len(ev.Roster) != 2 || ev.Roster[1].Member != mb {
+		t.Fatalf("b joined: %+v", ev.Roster)
+	}
+	e.clock.Set(a.Lease().Deadline)
+	if ev := next(coord.EventRoleFree); ev.Offset != -1 || ev.Holder != ma {
+		t.Fatalf("free by the clock: %+v", ev)
+	}
+	b, _, err := cb.TryAcquire(bg(), role, mb)
+	if err != nil || b == nil {
+		t.Fatalf("b: %v %v", b, err)
+	}
+	ev = next(coord.EventHolderChanged)
+	if ev.Holder != mb || ev.PrevHolder != ma || ev.PrevToken != a.Token() || !ev.Token.Supersedes(a.Token()) {
+		t.Fatalf("takeover: %+v", ev)
+	}
+	if ev := next(coord.EventRosterChanged); len(ev.Roster) != 1 || ev.Roster[0].Member != mb {
+		t.Fatalf("a pruned: %+v", ev.Roster)
+	}
+	if err := b.Resign(bg()); err != nil {
+		t.Fatal(err)
+	}
+	next(coord.EventRoleFree)
+	if ev := next(coord.EventRosterChanged); len(ev.Roster) != 0 {
+		t.Fatalf("b resigned and left the roster: %+v", ev.Roster)
+	}
+	w.Close()
+	if ev, err := w.Next(bg()); !errors.Is(err, coord.ErrClosed) {
+		t.Fatalf("after close: %+v %v", ev, err)
 	}
 }
 

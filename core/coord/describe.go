@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/krabka/krabka-coord/core"
@@ -26,6 +27,9 @@ type Status struct {
 	Lease   *core.Lease
 	Roster  []RosterRank // in succession order
 	Skipped int          // undecodable records skipped by the fold
+	// Removed counts the registrations removed by a tombstone (members that
+	// resigned, were pruned by a winner or left); they are not in Roster.
+	Removed int
 }
 
 // RosterRank is one registered member with its rank (spec 5.7).
@@ -37,8 +41,11 @@ type RosterRank struct {
 }
 
 // Describe is the third-party check: it asks the transaction coordinator
-// for the role's current token (DescribeTransactions) and folds the role's
-// partition, concurrently. Blocks until both answered or ctx ends.
+// for the role's current token (DescribeTransactions) and, concurrently,
+// folds the role's partition. When the client follows that partition (it
+// acquires, holds or watches a role there) the answer comes from the live
+// view, brought up to the partition's last stable offset first; otherwise
+// the partition is read once. Blocks until both answered or ctx ends.
 func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) {
 	if err := checkNames(role, nil); err != nil {
 		return nil, err
@@ -67,7 +74,7 @@ func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) 
 		defer wg.Done()
 		tok, tokErr = c.t.CurrentToken(cctx, role.String()) // role is scoped
 	}()
-	st, err := c.readState(cctx, role, p)
+	st, err := c.stateOf(cctx, role, p)
 	wg.Wait()
 	if tokErr != nil {
 		return nil, c.fail(cctx, tokErr)
@@ -75,18 +82,96 @@ func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) 
 	if err != nil {
 		return nil, c.fail(cctx, err)
 	}
-	s := &Status{Role: name, Partition: p, Token: tok, Skipped: st.Skipped}
+	return newStatus(name, p, tok, st), nil
+}
+
+// stateOf returns role's state from the live view when the client follows
+// partition p (synced first), otherwise from a one-shot read.
+func (c *Client) stateOf(ctx context.Context, role core.Role, p int32) (core.State, error) {
+	c.mu.Lock()
+	v, ok := c.views[p]
+	if ok {
+		v.mu.Lock()
+		v.refs++
+		v.mu.Unlock()
+	}
+	c.mu.Unlock()
+	if !ok {
+		return c.readState(ctx, role, p)
+	}
+	defer v.release()
+	if err := v.sync(ctx); err != nil {
+		return core.State{}, err
+	}
+	st, _, _ := v.snapshot(role)
+	return st, nil
+}
+
+// newStatus builds Describe's answer from a folded state and the
+// coordinator's token.
+func newStatus(role core.Role, p int32, tok core.FencingToken, st core.State) *Status {
+	s := &Status{Role: role, Partition: p, Token: tok, Skipped: st.Skipped, Removed: st.Removed}
 	if st.Lease != nil {
 		lease := *st.Lease
 		s.Lease = &lease
 		s.Holder, s.HasHolder = lease.Member, true
 		s.Current = lease.Token == tok
 	}
+	s.Roster = rosterRanks(st)
+	return s
+}
+
+// rosterRanks returns the roster with ranks, in succession order: the
+// lease's member (rank 0) first, then by offset.
+func rosterRanks(st core.State) []RosterRank {
+	out := make([]RosterRank, 0, len(st.Roster))
 	for _, e := range st.Roster {
 		r, _ := st.Rank(e.Member)
-		s.Roster = append(s.Roster, RosterRank{Member: e.Member, Offset: e.Offset, RegisteredAt: e.RegisteredAt, Rank: r})
+		out = append(out, RosterRank{Member: e.Member, Offset: e.Offset, RegisteredAt: e.RegisteredAt, Rank: r})
 	}
-	// Succession order: the lease's member (rank 0) first, then by offset.
-	sort.SliceStable(s.Roster, func(i, j int) bool { return s.Roster[i].Rank < s.Roster[j].Rank })
-	return s, nil
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	return out
+}
+
+// Roles reads every partition of the coordination topic once and returns
+// the state of every role found in it (sorted by partition, then name;
+// with krabka.role.prefix, only the roles of that prefix, named without it),
+// with each role's current token from the coordinator, and how many records
+// were read. Blocks until done or ctx ends.
+func (c *Client) Roles(ctx context.Context) (int64, []*Status, error) {
+	if err := c.checkOpen(); err != nil {
+		return 0, nil, err
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	n, err := c.partitionCount(cctx)
+	if err != nil {
+		return 0, nil, c.fail(cctx, err)
+	}
+	var (
+		read int64
+		out  []*Status
+	)
+	for p := int32(0); p < n; p++ {
+		recs, err := c.t.Read(cctx, p)
+		if err != nil {
+			return 0, nil, c.fail(cctx, err)
+		}
+		read += int64(len(recs))
+		f := core.NewPartitionFolder()
+		for _, r := range recs {
+			f.AddRaw(r)
+		}
+		for _, role := range f.Roles() {
+			if !strings.HasPrefix(role.String(), c.cfg.RolePrefix) {
+				continue // another environment's role (krabka.role.prefix)
+			}
+			tok, err := c.t.CurrentToken(cctx, role.String()) // role is scoped
+			if err != nil {
+				return 0, nil, c.fail(cctx, err)
+			}
+			out = append(out, newStatus(c.unscoped(role), p, tok, f.State(role)))
+		}
+	}
+	return read, out, nil
 }

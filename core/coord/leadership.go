@@ -91,6 +91,7 @@ type Leadership struct {
 	member    core.MemberID
 	partition int32
 	prod      TxnProducer
+	view      *partView // the client's live view of the role's partition (released at the end)
 
 	op chan struct{} // one-slot semaphore serialising transport calls
 
@@ -112,20 +113,21 @@ type Leadership struct {
 	grp group // concurrent Produce calls waiting for their transaction (group.go)
 }
 
-func newLeadership(c *Client, role core.Role, member core.MemberID, p int32, prod TxnProducer, lease core.Lease) *Leadership {
+func newLeadership(c *Client, role core.Role, member core.MemberID, p int32, prod TxnProducer, lease core.Lease, view *partView) *Leadership {
 	bg, cancel := context.WithCancel(context.Background())
 	return &Leadership{
-		c: c, role: role, member: member, partition: p, prod: prod,
+		c: c, role: role, member: member, partition: p, prod: prod, view: view,
 		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		bg: bg, bgCancel: cancel,
 		grp: group{kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1)},
 	}
 }
 
-// start launches the deadline watcher, the group committer and, with
+// start launches the deadline watcher, the group committer, the view
+// watcher and, with
 // krabka.renew.background, the renewer.
 func (l *Leadership) start() {
-	l.c.wg.Add(2)
+	l.c.wg.Add(3)
 	go func() {
 		defer l.c.wg.Done()
 		l.watchDeadline()
@@ -133,6 +135,10 @@ func (l *Leadership) start() {
 	go func() {
 		defer l.c.wg.Done()
 		l.commitLoop()
+	}()
+	go func() {
+		defer l.c.wg.Done()
+		l.watchView()
 	}()
 	if l.c.cfg.BackgroundRenew {
 		l.c.wg.Add(1)
@@ -169,6 +175,30 @@ func (l *Leadership) watchDeadline() {
 			}
 		}
 		if err := l.c.clock.Sleep(l.bg, time.Duration(core.SatSub(deadline, now))*time.Millisecond); err != nil {
+			return
+		}
+	}
+}
+
+// watchView ends the leadership as Fenced as soon as the client's view of
+// the log shows a lease whose token supersedes this leadership's
+// (COORDINATION.md 10, section 11.4 of the issue): another member (or
+// another incarnation of this one) minted and wrote its lease, so the
+// broker already rejects this token. No write is needed to learn it.
+func (l *Leadership) watchView() {
+	for {
+		st, _, changed := l.view.snapshot(l.role)
+		if st.Lease != nil {
+			if tok := l.Token(); st.Lease.Token.Supersedes(tok) {
+				l.end(Fenced, WrapError(ErrFenced, nil,
+					"role %s: the log shows a lease of %s with token %s, which supersedes this leadership's token %s",
+					l.role, st.Lease.Member, st.Lease.Token, tok))
+				return
+			}
+		}
+		select {
+		case <-changed:
+		case <-l.bg.Done():
 			return
 		}
 	}
@@ -236,6 +266,7 @@ func (l *Leadership) end(s LeadershipState, err error) {
 	l.bgCancel()
 	l.c.forget(l)
 	l.closeProducer()
+	l.view.release()
 }
 
 func (l *Leadership) closeProducer() { l.prodOnce.Do(func() { l.prod.Close() }) }
@@ -490,11 +521,15 @@ func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]Prod
 	}
 }
 
-// Resign gives the role up: it writes a lease tombstone under this token (in
-// a transaction) so standbys challenge at once. A courtesy, not a fence:
-// stop guarded writes first. The leadership is Resigned afterwards even if
-// the write failed (the error says why). Resigning an ended leadership
-// returns the error it ended with (nil if it was resigned).
+// Resign gives the role up and steps aside (COORDINATION.md sections 8 and
+// 10.2): one transaction under this token holding an expired lease
+// (granted_at = deadline = now, same member and token) and a tombstone of
+// this member's registration. The first standby then ranks 0 and challenges
+// at once; the others keep their stagger. A courtesy, not a fence: stop
+// guarded writes first. The leadership is Resigned afterwards even if the
+// write failed (the error says why). Resigning an ended leadership returns
+// the error it ended with (nil if it was resigned). An acquire registers the
+// member again, at the tail.
 func (l *Leadership) Resign(ctx context.Context) error {
 	cctx, release, _, err := l.begin(ctx, false)
 	if err != nil {
@@ -506,12 +541,20 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		}
 		return err
 	}
-	_, werr := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, nil)})
+	now := l.c.clock.NowMs()
+	expired := core.Lease{Member: l.member, Token: l.Token(), GrantedAt: now, Deadline: now}
+	_, werr := l.prod.Transact(cctx, []Message{
+		l.c.leaseMessage(l.role, l.partition, core.EncodeLease(expired)),
+		l.c.registrationTombstone(l.role, l.partition, l.member),
+	})
 	release()
 	l.end(Resigned, WrapError(ErrNotLeader, nil, "role %s was resigned", l.role))
 	if werr != nil {
 		return l.c.fail(ctx, werr)
 	}
+	l.c.mu.Lock()
+	delete(l.c.joined, roleMember{l.role, l.member})
+	l.c.mu.Unlock()
 	return nil
 }
 

@@ -78,7 +78,9 @@ type RoleStats struct {
 	// lease (0 past it; -1 when not leader).
 	LeaseRemainingMs int64 `json:"lease_remaining_ms"`
 	// ViewLagMs: how old this client's newest view of the role's partition
-	// is (ms since the last completed read of it; -1 when never read).
+	// is: ms since the client's live view of the partition last heard from
+	// the broker (its long poll answers at least every 5 s) or since the
+	// last one-shot read of it; -1 when never read.
 	ViewLagMs int64 `json:"view_lag_ms"`
 }
 
@@ -145,6 +147,14 @@ func (s *clientStats) read(r core.Role, records int, st core.State, nowMs int64)
 		nowMs = 1
 	}
 	s.role(r).lastReadMs.Store(nowMs)
+}
+
+// fetched records one answered fetch of a followed partition (the live
+// view): records folded and, of them, skipped.
+func (s *clientStats) fetched(records, skipped int) {
+	s.reads.Add(1)
+	s.folded.Add(int64(records))
+	s.skipped.Add(int64(skipped))
 }
 
 // challenge records the outcome of a challenge; prev is the lease the
@@ -275,7 +285,11 @@ func (c *Client) Stats() Stats {
 	c.mu.Unlock()
 	for r, rc := range roles {
 		rs := RoleStats{Counters: rc.snapshot(), LeaseRemainingMs: -1, ViewLagMs: -1}
-		if at := rc.lastReadMs.Load(); at > 0 {
+		at := rc.lastReadMs.Load()
+		if v := c.viewOf(r); v != nil {
+			at = max(at, v.heard())
+		}
+		if at > 0 {
 			rs.ViewLagMs = core.SatSub(now, at)
 			if rs.ViewLagMs < 0 {
 				rs.ViewLagMs = 0

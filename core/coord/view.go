@@ -1,0 +1,256 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// The live view (COORDINATION.md section 10.1). A client follows each
+// partition of the coordination topic it cares about (a role it acquires,
+// holds, watches or describes) with one follower goroutine that fetches
+// read_committed from the next offset with long polls, folds every record
+// into a core.PartitionFolder and wakes whoever waits on the partition.
+// Every acquire, leadership and watch of the client on that partition
+// shares the view; the follower stops when the last of them lets go.
+
+// followWait is how long one fetch of a follower waits at the broker for
+// new records (a long poll; the broker answers as soon as records arrive).
+const followWait = 5 * time.Second
+
+// partView is the client's live view of one partition.
+type partView struct {
+	c *Client
+	p int32
+
+	stop context.CancelFunc
+	done chan struct{} // closed when the follower goroutine has returned
+
+	mu      sync.Mutex
+	refs    int
+	fold    *core.PartitionFolder
+	next    int64         // the next offset to fetch
+	lso     int64         // the last stable offset the broker last reported
+	changed chan struct{} // closed and replaced whenever next moves or the fold restarts
+	err     error         // the follower's last error; nil after a fetch succeeded
+	folded  int64         // records folded since the view started
+	resets  int64         // times the fold restarted from the log start
+	heardMs int64         // when a fetch last answered (client clock; 0: never)
+	skipped int           // records of the partition skipped by the fold so far
+}
+
+// follow returns the client's view of partition p, starting its follower
+// when nobody follows p yet. The caller must call release once.
+func (c *Client) follow(p int32) (*partView, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, WrapError(ErrClosed, nil, "")
+	}
+	if v, ok := c.views[p]; ok {
+		v.mu.Lock()
+		v.refs++
+		v.mu.Unlock()
+		return v, nil
+	}
+	ctx, cancel := context.WithCancel(c.root)
+	v := &partView{
+		c: c, p: p, stop: cancel, done: make(chan struct{}), refs: 1,
+		fold: core.NewPartitionFolder(), lso: -1, changed: make(chan struct{}),
+	}
+	c.views[p] = v
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(v.done)
+		v.run(ctx)
+	}()
+	return v, nil
+}
+
+// release gives up one reference; the last one stops the follower.
+func (v *partView) release() {
+	c := v.c
+	c.mu.Lock()
+	v.mu.Lock()
+	v.refs--
+	last := v.refs == 0
+	v.mu.Unlock()
+	if last && c.views[v.p] == v {
+		delete(c.views, v.p)
+	}
+	c.mu.Unlock()
+	if last {
+		v.stop()
+		c.t.Unfollow(v.p)
+	}
+}
+
+// run is the follower: fetch from next, fold, wake the waiters; on errors
+// it backs off (up to a second) and tries again until the view stops.
+func (v *partView) run(ctx context.Context) {
+	backoff := 20 * time.Millisecond
+	for ctx.Err() == nil {
+		v.mu.Lock()
+		next := v.next
+		v.mu.Unlock()
+		f, err := v.c.t.Fetch(ctx, v.p, next, followWait)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			v.mu.Lock()
+			v.err = err
+			v.wakeLocked()
+			v.mu.Unlock()
+			v.c.log().Debug("krabka: following the coordination partition failed; retrying",
+				"partition", v.p, "offset", next, "error", err)
+			if v.c.clock.Sleep(ctx, backoff) != nil {
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 20 * time.Millisecond
+		v.mu.Lock()
+		v.err = nil
+		v.heardMs = v.c.clock.NowMs()
+		moved := false
+		if f.Reset {
+			// The log start passed the next offset (retention, deleted
+			// records) or the topic was recreated: fold again from the start.
+			v.fold = core.NewPartitionFolder()
+			v.next = f.Next
+			v.resets++
+			moved = true
+			v.c.log().Info("krabka: the coordination partition's log start moved past the view; folding it again from the start",
+				"partition", v.p, "from", next, "log_start", f.Next)
+		} else {
+			for _, r := range f.Records {
+				v.fold.AddRaw(r)
+			}
+			v.folded += int64(len(f.Records))
+			if f.Next > v.next {
+				v.next = f.Next
+				moved = true
+			}
+		}
+		if f.LastStable >= 0 {
+			v.lso = f.LastStable
+		}
+		skipped := v.fold.Skipped()
+		v.c.stats.fetched(len(f.Records), skipped-v.skipped)
+		v.skipped = skipped
+		if moved {
+			v.wakeLocked()
+		}
+		v.mu.Unlock()
+	}
+}
+
+func (v *partView) wakeLocked() {
+	close(v.changed)
+	v.changed = make(chan struct{})
+}
+
+// snapshot returns role's state as the view has it, the view's next offset
+// and a channel closed at the view's next change.
+func (v *partView) snapshot(role core.Role) (core.State, int64, <-chan struct{}) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.fold.State(role), v.next, v.changed
+}
+
+// sync brings the view up to the stable offset listed now (one ListOffsets
+// round trip, plus the bounded wait for commit markers of transactions
+// already answered): afterwards the view holds every record committed
+// before the call. Fails when ctx ends, or with the follower's error when
+// that error will not pass by itself (authorization, a missing topic ...).
+func (v *partView) sync(ctx context.Context) error {
+	target, err := v.c.t.StableOffset(ctx, v.p)
+	if err != nil {
+		return err
+	}
+	for {
+		v.mu.Lock()
+		next, ferr, changed := v.next, v.err, v.changed
+		v.mu.Unlock()
+		if next >= target {
+			return nil
+		}
+		if ferr != nil && !retriable(ferr) {
+			return ferr
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return WrapError(ErrTimeout, ctx.Err(), "bringing the view of partition %d to offset %d (at %d)", v.p, target, next)
+		case <-v.done:
+			return WrapError(ErrClosed, nil, "the view of partition %d stopped", v.p)
+		}
+	}
+}
+
+// retriable reports the errors that may pass by themselves: the transport's.
+func retriable(err error) bool {
+	return errors.Is(err, ErrTransport) || errors.Is(err, ErrTimeout)
+}
+
+// heard returns when the view last heard from the broker (0: never).
+func (v *partView) heard() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.heardMs
+}
+
+// lag returns how far the view is behind the last stable offset the broker
+// reported (0 when unknown or caught up).
+func (v *partView) lag() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.lso < 0 || v.next >= v.lso {
+		return 0
+	}
+	return v.lso - v.next
+}
+
+// waitChange waits until changed is closed, d passes on the client's
+// clock, or ctx ends (then its error).
+func (c *Client) waitChange(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slept := make(chan struct{})
+	go func() {
+		_ = c.clock.Sleep(wctx, d)
+		close(slept)
+	}()
+	select {
+	case <-changed:
+		return nil
+	case <-slept:
+		return ctx.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// viewOf returns the live view of role's partition if the client follows it
+// (nil otherwise). The role is as used on the wire (scoped).
+func (c *Client) viewOf(role core.Role) *partView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.partitions == 0 {
+		return nil
+	}
+	p, err := core.RolePartition(role, c.partitions)
+	if err != nil {
+		return nil
+	}
+	return c.views[p]
+}
