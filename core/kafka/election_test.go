@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -345,6 +346,7 @@ func TestUnreachableClusterRetriesUntilTimeoutOrClose(t *testing.T) {
 	if err := <-done; !errors.Is(err, coord.ErrClosed) || errors.Is(err, coord.ErrTransport) {
 		t.Fatalf("acquire under Close: %v", err)
 	}
+	cl = newClient(t, "127.0.0.1:1", "request.timeout.ms", "1500")
 	start := time.Now()
 	_, err = cl.Acquire(context.Background(), core.Role{}, core.MustMemberID("m"))
 	wantErr(t, err, core.ErrEmptyRole, "zero role")

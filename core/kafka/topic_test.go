@@ -1,8 +1,11 @@
 package kafka_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,17 +54,27 @@ func TestCoordinationTopicCreatedWhenMissingNeverChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc, _ := rcs.On(fresh, nil)
+	got := map[string]string{}
 	for _, kv := range rc.Configs {
-		if kv.Key == "cleanup.policy" && (kv.Value == nil || *kv.Value != "compact") {
-			t.Fatalf("cleanup.policy %v", kv.MaybeValue())
+		got[kv.Key] = kv.MaybeValue()
+	}
+	for k, want := range kafka.TopicConfigs {
+		if got[k] != want {
+			t.Fatalf("created topic: %s=%q, want %q", k, got[k], want)
 		}
+	}
+	if p, err := tr.TopicProblems(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("a topic this library created has no problems: %v %v", p, err)
 	}
 
 	existing := uniq("it_coord_")
 	if _, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}, existing); err != nil {
 		t.Fatal(err)
 	}
-	tr2, err := kafka.New(testConfig(t, c.Bootstrap, "krabka.topic", existing))
+	var logged syncBuffer
+	cfg2 := testConfig(t, c.Bootstrap, "krabka.topic", existing)
+	cfg2.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	tr2, err := kafka.New(cfg2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +88,25 @@ func TestCoordinationTopicCreatedWhenMissingNeverChanged(t *testing.T) {
 		if kv.Key == "cleanup.policy" && kv.MaybeValue() != "delete" {
 			t.Fatalf("existing topic's cleanup.policy changed to %s", kv.MaybeValue())
 		}
+	}
+	// One warning names every setting that lets it grow: the policy, the
+	// default 7-day segment.ms and the default 0.5 dirty ratio.
+	problems, err := tr2.TopicProblems(ctx)
+	if err != nil || len(problems) != 3 {
+		t.Fatalf("problems of a default delete topic: %q %v", problems, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logged.String(), "segment.ms=604800000") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := strings.Count(logged.String(), "grow without bound"); n != 1 ||
+		!strings.Contains(logged.String(), "cleanup.policy=delete") || !strings.Contains(logged.String(), "min.cleanable.dirty.ratio=0.5") {
+		t.Fatalf("want one warning naming the settings, logged %d:\n%s", n, logged.String())
+	}
+	tr2.Partitions(ctx)
+	time.Sleep(100 * time.Millisecond)
+	if n := strings.Count(logged.String(), "grow without bound"); n != 1 {
+		t.Fatalf("warned %d times", n)
 	}
 }
 
@@ -175,4 +207,23 @@ func TestFirstCallsOnAFreshClusterWaitForTheCoordinator(t *testing.T) {
 	if l.Token() == core.NoEpoch || l.State() != coord.Active {
 		t.Fatalf("acquire on a fresh cluster: %s", l)
 	}
+}
+
+// syncBuffer is a bytes.Buffer that log lines may be written to from other
+// goroutines while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

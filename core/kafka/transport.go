@@ -35,6 +35,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -118,6 +119,7 @@ type Transport struct {
 	txnMax     time.Duration
 	prods      map[string]*txnProducer // newest producer per transactional id
 	followers  map[int32]*kgo.Client   // long-polling fetch clients, one per followed partition
+	topicCheck sync.Once               // the settings of an existing topic are checked once
 }
 
 var _ coord.Transport = (*Transport)(nil)
@@ -222,6 +224,14 @@ func (t *Transport) bound(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, t.cfg.RequestTimeout)
 }
 
+// log returns the logger of the configuration (slog.Default() when unset).
+func (t *Transport) log() *slog.Logger {
+	if t.cfg.Logger != nil {
+		return t.cfg.Logger
+	}
+	return slog.Default()
+}
+
 func (t *Transport) checkOpen() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -242,6 +252,9 @@ func (t *Transport) Partitions(ctx context.Context) (int32, error) {
 	for {
 		n, err := t.loadMetadata(ctx)
 		if err == nil {
+			if !created {
+				t.checkTopicOnce()
+			}
 			return n, nil
 		}
 		if !errors.Is(err, kerr.UnknownTopicOrPartition) || created {
@@ -289,32 +302,6 @@ func (t *Transport) loadMetadata(ctx context.Context) (int32, error) {
 	t.partitions, t.topicID, t.leaders = n, td.ID, leaders
 	t.mu.Unlock()
 	return n, nil
-}
-
-func (t *Transport) createTopic(ctx context.Context) error {
-	rf := t.cfg.TopicReplication
-	if rf < 1 {
-		md, err := t.adm.BrokerMetadata(ctx)
-		if err != nil {
-			return classify(err, "broker metadata", "")
-		}
-		rf = int16(min(3, len(md.Brokers)))
-		if rf < 1 {
-			rf = 1
-		}
-	}
-	configs := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
-	if rf >= 3 {
-		configs["min.insync.replicas"] = kadm.StringPtr("2")
-	}
-	resp, err := t.adm.CreateTopic(ctx, t.cfg.TopicPartitions, rf, configs, t.cfg.Topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
-		return nil
-	}
-	return classify(err, "creating "+t.cfg.Topic, topicACL(t.cfg.Topic, "CREATE"))
 }
 
 func (t *Transport) meta(ctx context.Context, p int32) (leader int32, id [16]byte, err error) {

@@ -1,0 +1,127 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TopicConfigs are the settings the coordination topic is created with
+// (COORDINATION.md section 8, "Topic"; docs/OPERATIONS.md explains the
+// values):
+//
+//   - cleanup.policy=compact: a role's state is the latest record of each
+//     key;
+//   - segment.ms=3600000 (one hour): Kafka never compacts the active
+//     segment, and the default of 7 days lets a week of lease renewals pile
+//     up in it. An hour bounds the uncompacted tail to an hour of renewals
+//     (360 records a role at the default 10 s renew interval) while keeping
+//     the number of segment files small;
+//   - min.cleanable.dirty.ratio=0.1: the cleaner runs once a tenth of the
+//     log is uncompacted (default 0.5: half), so the compacted size stays
+//     within about 10 % of the live state.
+var TopicConfigs = map[string]string{
+	"cleanup.policy":            "compact",
+	"segment.ms":                "3600000",
+	"min.cleanable.dirty.ratio": "0.1",
+}
+
+// The limits past which an existing topic counts as growing without bound.
+const (
+	maxSegmentMs  = 24 * 60 * 60 * 1000 // a day of uncompacted renewals
+	maxDirtyRatio = 0.5                 // Kafka's default: half the log may stay dirty
+)
+
+func (t *Transport) createTopic(ctx context.Context) error {
+	rf := t.cfg.TopicReplication
+	if rf < 1 {
+		md, err := t.adm.BrokerMetadata(ctx)
+		if err != nil {
+			return classify(err, "broker metadata", "")
+		}
+		rf = int16(min(3, len(md.Brokers)))
+		if rf < 1 {
+			rf = 1
+		}
+	}
+	configs := map[string]*string{}
+	for k, v := range TopicConfigs {
+		configs[k] = kadm.StringPtr(v)
+	}
+	if rf >= 3 {
+		configs["min.insync.replicas"] = kadm.StringPtr("2")
+	}
+	resp, err := t.adm.CreateTopic(ctx, t.cfg.TopicPartitions, rf, configs, t.cfg.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
+	return classify(err, "creating "+t.cfg.Topic, topicACL(t.cfg.Topic, "CREATE"))
+}
+
+// checkTopicOnce reads the settings of the existing coordination topic once
+// (in the background: it never delays a call) and logs one warning naming
+// each setting that lets the topic grow without bound. The topic is used as
+// it is, never changed.
+func (t *Transport) checkTopicOnce() {
+	t.topicCheck.Do(func() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
+			defer cancel()
+			problems, err := t.TopicProblems(ctx)
+			if err != nil {
+				t.log().Debug("krabka: could not read the coordination topic's settings", "topic", t.cfg.Topic, "error", err)
+				return
+			}
+			if len(problems) > 0 {
+				t.log().Warn("krabka: the coordination topic's settings let it grow without bound; it is used as it is",
+					"topic", t.cfg.Topic, "settings", strings.Join(problems, "; "))
+			}
+		}()
+	})
+}
+
+// TopicProblems returns one sentence for each setting of the coordination
+// topic that lets it grow without bound (empty: none).
+func (t *Transport) TopicProblems(ctx context.Context) ([]string, error) {
+	rcs, err := t.adm.DescribeTopicConfigs(ctx, t.cfg.Topic)
+	if err != nil {
+		return nil, classify(err, "describing the configs of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE_CONFIGS"))
+	}
+	rc, err := rcs.On(t.cfg.Topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return nil, classify(err, "describing the configs of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE_CONFIGS"))
+	}
+	vals := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Value != nil {
+			vals[c.Key] = *c.Value
+		}
+	}
+	return topicProblems(vals), nil
+}
+
+// topicProblems judges a topic's settings (see TopicProblems).
+func topicProblems(vals map[string]string) []string {
+	var out []string
+	if p := vals["cleanup.policy"]; !strings.Contains(p, "compact") {
+		out = append(out, "cleanup.policy="+p+" (want compact)")
+	}
+	if ms, err := strconv.ParseInt(vals["segment.ms"], 10, 64); err == nil && ms > maxSegmentMs {
+		out = append(out, "segment.ms="+vals["segment.ms"]+" (the active segment is never compacted: want about "+
+			TopicConfigs["segment.ms"]+", at most "+strconv.Itoa(maxSegmentMs)+")")
+	}
+	if r, err := strconv.ParseFloat(vals["min.cleanable.dirty.ratio"], 64); err == nil && r >= maxDirtyRatio {
+		out = append(out, "min.cleanable.dirty.ratio="+vals["min.cleanable.dirty.ratio"]+" (want about "+TopicConfigs["min.cleanable.dirty.ratio"]+")")
+	}
+	return out
+}
