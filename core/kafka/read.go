@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -285,18 +284,6 @@ func (t *Transport) Unfollow(partition int32) {
 // transactions that ended before it began (see Read).
 const markerWait = time.Second
 
-func (t *Transport) listEndOnce(ctx context.Context, p int32) (int64, error) {
-	lo, err := t.adm.ListEndOffsets(ctx, t.cfg.Topic)
-	if err != nil {
-		return 0, classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
-	}
-	o, ok := lo.Lookup(t.cfg.Topic, p)
-	if !ok || o.Err != nil {
-		return 0, classify(o.Err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
-	}
-	return o.Offset, nil
-}
-
 // retryable sleeps briefly when err may pass and ctx has time left;
 // otherwise it returns err classified.
 func (t *Transport) retryable(ctx context.Context, err error, what string) error {
@@ -309,38 +296,74 @@ func (t *Transport) retryable(ctx context.Context, err error, what string) error
 	return nil
 }
 
-// listOffset returns the last stable offset (committed=true) of a partition.
-func (t *Transport) listOffsetOnce(ctx context.Context, p int32, committed bool) (int64, error) {
-	var (
-		lo  kadm.ListedOffsets
-		err error
-	)
-	if committed {
-		lo, err = t.adm.ListCommittedOffsets(ctx, t.cfg.Topic)
-	} else {
-		lo, err = t.adm.ListStartOffsets(ctx, t.cfg.Topic)
-	}
+// listOne lists one offset of partition p at the partition's leader (one
+// ListOffsets request naming that partition alone, so a broker that leads
+// other partitions and is down does not matter): at ts -1 the end (the last
+// stable offset when committed, else the high watermark), at ts -2 the log
+// start.
+func (t *Transport) listOne(ctx context.Context, p int32, ts int64, committed bool) (int64, error) {
+	what := "listing offsets of " + t.cfg.Topic
+	leader, _, err := t.meta(ctx, p)
 	if err != nil {
-		return 0, classify(err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+		return 0, err
 	}
-	o, ok := lo.Lookup(t.cfg.Topic, p)
-	if !ok {
-		return 0, coord.WrapError(coord.ErrTransport, nil, "no offset listed for partition %d of %s", p, t.cfg.Topic)
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	if committed {
+		req.IsolationLevel = 1
 	}
-	if o.Err != nil {
-		return 0, classify(o.Err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = t.cfg.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = p
+	rp.Timestamp = ts
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := t.admin.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		t.forgetLeaders()
+		return 0, classify(err, fmt.Sprintf("%s partition %d at broker %d", what, p, leader), topicACL(t.cfg.Topic, "DESCRIBE"))
 	}
-	return o.Offset, nil
+	resp := kresp.(*kmsg.ListOffsetsResponse)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Partition != p {
+				continue
+			}
+			if e := kerr.ErrorForCode(rp.ErrorCode); e != nil {
+				if kerr.IsRetriable(e) {
+					t.forgetLeaders()
+					return 0, e // withRetry tries again
+				}
+				return 0, classify(e, what, topicACL(t.cfg.Topic, "DESCRIBE"))
+			}
+			return rp.Offset, nil
+		}
+	}
+	return 0, coord.WrapError(coord.ErrTransport, nil, "no offset listed for partition %d of %s", p, t.cfg.Topic)
+}
+
+func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
+	ts := int64(-1)
+	if !committed {
+		ts = -2
+	}
+	v, err := withRetry(ctx, func() (int64, error) { return t.listOne(ctx, p, ts, committed) })
+	if err != nil && coord.ClientErrorKind(err) == nil {
+		err = classify(err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	return v, err
 }
 
 func (t *Transport) listStart(ctx context.Context, p int32) (int64, error) {
 	return t.listOffset(ctx, p, false)
 }
 
-func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (int64, error) {
-	return withRetry(ctx, func() (int64, error) { return t.listOffsetOnce(ctx, p, committed) })
-}
-
 func (t *Transport) listEnd(ctx context.Context, p int32) (int64, error) {
-	return withRetry(ctx, func() (int64, error) { return t.listEndOnce(ctx, p) })
+	v, err := withRetry(ctx, func() (int64, error) { return t.listOne(ctx, p, -1, false) })
+	if err != nil && coord.ClientErrorKind(err) == nil {
+		err = classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+	}
+	return v, err
 }

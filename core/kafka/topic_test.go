@@ -122,8 +122,9 @@ func TestDescribeRoleNeverTaken(t *testing.T) {
 	}
 }
 
-// A cluster that never answers (a black hole from the first byte) gives
-// ErrTimeout or ErrTransport within about request.timeout.ms, never a hang.
+// A cluster that never answers (a black hole from the first byte): Describe
+// gives ErrTimeout or ErrTransport within about request.timeout.ms; Acquire
+// retries until its own deadline and then gives ErrTimeout. Never a hang.
 func TestBlackHoledClusterDoesNotHang(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{})
 	px := newProxy()
@@ -136,7 +137,10 @@ func TestBlackHoledClusterDoesNotHang(t *testing.T) {
 	defer cl.Close()
 	for name, call := range map[string]func() error{
 		"acquire": func() error {
-			_, err := cl.Acquire(ctxFor(t, time.Minute), core.MustRole("r"), core.MustMemberID("m"))
+			_, err := cl.Acquire(ctxFor(t, 2*time.Second), core.MustRole("r"), core.MustMemberID("m"))
+			if !errors.Is(err, coord.ErrTimeout) {
+				t.Fatalf("acquire: %v, want ErrTimeout at its deadline", err)
+			}
 			return err
 		},
 		"describe": func() error { _, err := cl.Describe(ctxFor(t, time.Minute), core.MustRole("r")); return err },

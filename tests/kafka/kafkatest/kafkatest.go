@@ -344,10 +344,28 @@ func (c *Cluster) KillNode(t testing.TB, n int) {
 	c.nodeVerb(t, "kill-node", n)
 }
 
-// StartNode restarts node n on its data and waits until all nodes are back.
+// StartNode restarts node n on its data and waits until all nodes are back:
+// node n answers requests itself and the cluster lists every broker (the
+// controller may still list a killed broker for a while, so the script's
+// broker count alone does not prove the restart).
 func (c *Cluster) StartNode(t testing.TB, n int) {
 	t.Helper()
 	c.nodeVerb(t, "start-node", n)
+	addrs := strings.Split(c.Bootstrap, ",")
+	if n < 1 || n > len(addrs) {
+		t.Fatalf("kafkatest: no node %d in %s", n, c.Bootstrap)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		err := check(&Cluster{Bootstrap: addrs[n-1], Nodes: c.Nodes, TxnVersion: c.TxnVersion})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kafkatest: node %d did not come back: %v", n, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func (c *Cluster) nodeVerb(t testing.TB, verb string, n int) {
