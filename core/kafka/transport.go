@@ -35,7 +35,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -222,14 +221,6 @@ func (t *Transport) bound(ctx context.Context) (context.Context, context.CancelF
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, t.cfg.RequestTimeout)
-}
-
-// log returns the logger of the configuration (slog.Default() when unset).
-func (t *Transport) log() *slog.Logger {
-	if t.cfg.Logger != nil {
-		return t.cfg.Logger
-	}
-	return slog.Default()
 }
 
 func (t *Transport) checkOpen() error {
