@@ -116,7 +116,9 @@ func TestStatsCountAcquisitionsRenewalsWritesHandoffsAndEnds(t *testing.T) {
 	if rb.Acquisitions != 1 || rb.Handoffs != 1 || !rb.IsLeader || rb.Token != lb.Token().String() {
 		t.Fatalf("b: %+v", rb)
 	}
-	if ra.IsLeader || ra.LeaseRemainingMs != -1 || ra.EndsFenced != 1 || ra.RenewalsFailed != 1 || sa.Leaders != 0 || sa.EndsFenced != 1 {
+	// a may learn the fence from its view before the renewal is sent (then
+	// the renewal is refused locally and not counted as failed).
+	if ra.IsLeader || ra.LeaseRemainingMs != -1 || ra.EndsFenced != 1 || ra.RenewalsFailed > 1 || sa.Leaders != 0 || sa.EndsFenced != 1 {
 		t.Fatalf("a after the fence: %+v", ra)
 	}
 	if err := lb.Resign(bg()); err != nil {

@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
