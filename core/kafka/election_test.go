@@ -147,9 +147,9 @@ func TestDeposedHolderIsFenced(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := acquire(t, cb, role, "b") // a's lease is over on b's clock
-			if a.State() != coord.Active {
-				t.Fatalf("a is %s before writing", a.State())
-			}
+			// a learns the fence from the broker's answer to its write, or
+			// (when its view of the log saw b's lease first) before sending
+			// it; either way nothing of a's lands after b's lease.
 			msg := coord.Message{Topic: topic, Partition: 0, Key: []byte("a2"), Value: []byte("a-after")}
 			if firstProduce {
 				_, err := a.Produce(ctxFor(t, 5*time.Second), msg)
