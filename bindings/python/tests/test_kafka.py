@@ -447,3 +447,47 @@ def test_bad_topic_is_invalid_argument_and_huge_timeouts_saturate(client: kc.Cli
         lead.renew(timeout=2**63)
         assert lead.produce(topic, b"after", key=b"k", timeout=1e300).offset >= 0
         assert lead.state == kc.LeadershipState.ACTIVE
+
+
+def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, client: kc.Client) -> None:
+    """Issue 16.2: SIGINT during a blocking acquire (no timeout, the role held
+    by another member) raises KeyboardInterrupt at once instead of when the
+    role is won; the acquire the library still runs wins the role later (the
+    holder resigns) and that leadership is resigned and released in the
+    background, never left holding the role."""
+    import signal
+
+    role = unique("py-sigint")
+    holder = client.acquire(role, "a", timeout=60)
+    a_token = holder.token
+    interrupted = threading.Event()
+
+    def interrupt() -> None:
+        time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGINT)
+        # Only if the interrupt did not stop the call: free the role so a
+        # broken acquire returns a leadership (and the test fails) instead of
+        # hanging.
+        if not interrupted.wait(30):
+            holder.resign(timeout=10)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with kc.Client(conf(bootstrap)) as other:
+        try:
+            won = other.acquire(role, "b")
+        except KeyboardInterrupt:
+            interrupted.set()
+        else:
+            won.close()
+            pytest.fail("acquire returned a leadership instead of raising KeyboardInterrupt")
+        # The library's acquire goes on; the holder steps aside, b wins, and
+        # the background thread resigns b's leadership: the role ends up
+        # taken by a newer token and held by nobody.
+        holder.resign(timeout=10)
+        deadline = time.monotonic() + 60
+        while True:
+            st = client.describe(role, timeout=10)
+            if st.token > a_token and st.holder is None:
+                break
+            assert time.monotonic() < deadline, f"b's leadership was not resigned: {st}"
+            time.sleep(0.2)

@@ -8,6 +8,7 @@ import ctypes
 import datetime
 import enum
 import json
+import select
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
@@ -606,14 +607,54 @@ class Client:
         """Take `role` for `member`, waiting as long as the succession rules
         say. Blocks up to `timeout` seconds (None: no limit); raises
         KrabkaTimeoutError (also a builtin TimeoutError) when it passes.
-        The returned Leadership is a context manager that resigns on exit."""
+        The returned Leadership is a context manager that resigns on exit.
+
+        Interruptible: the library waits on its own threads and this thread
+        waits on a private event queue in 0.1 s slices, so Ctrl-C raises
+        KeyboardInterrupt within about 100 ms. The library's call goes on
+        until it ends (bounded by `timeout`, or by close()); a leadership it
+        wins after the interrupt is resigned and released by a background
+        thread, never left behind."""
         r, m, role_s, member_s = self._names(role, member)
         ms = timeout_ms(timeout)
-        out = ctypes.c_void_p()
-        buf = _errbuf()
-        code = lib.krabka_client_acquire(self._ptr(), r, len(r), m, len(m), ms, ctypes.byref(out), buf, len(buf))
-        raise_for(code, buf)
-        return Leadership(out.value, self, role_s, member_s)  # type: ignore[arg-type]
+        q = ctypes.c_void_p()
+        raise_for(lib.krabka_queue_new(ctypes.byref(q)))
+        handed_off = False
+        try:
+            fd = ctypes.c_int()
+            raise_for(lib.krabka_queue_fd(q, ctypes.byref(fd)))
+            buf = _errbuf()
+            raise_for(lib.krabka_client_acquire_async(self._ptr(), r, len(r), m, len(m), ms, q, 1, buf, len(buf)), buf)
+            ev = _native.EventStruct()
+            got = False
+            try:
+                while True:
+                    select.select([fd.value], [], [], 0.1)
+                    raise_for(lib.krabka_queue_poll(q, ctypes.byref(ev)))
+                    if ev.type == _events.EVENT_ACQUIRE:
+                        got = True
+                        break
+                if ev.err:
+                    raise error_for(ev.err, ctypes.create_string_buffer(ev.errstr or b""))
+                ptr, ev.leadership = ev.leadership, None
+                try:
+                    return Leadership(ptr, self, role_s, member_s)  # type: ignore[arg-type]
+                except BaseException:
+                    _resign_in_background(ptr, None)
+                    raise
+            except BaseException:
+                if not got:
+                    # Interrupted (or failed) while the library still waits:
+                    # the queue goes to a thread that resigns what it wins.
+                    handed_off = True
+                    _resign_in_background(None, q)
+                elif ev.leadership:
+                    ptr, ev.leadership = ev.leadership, None
+                    _resign_in_background(ptr, None)
+                raise
+        finally:
+            if not handed_off:
+                lib.krabka_queue_destroy(q)
 
     def try_acquire(self, role: Name, member: Name, timeout: Timeout = None) -> TryAcquireResult:
         """One pass of acquire that never waits for another member's lease.
@@ -709,6 +750,35 @@ class Client:
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         await self.close_async()
+
+
+def _resign_in_background(leadership: Optional[int], queue: Optional[ctypes.c_void_p]) -> None:
+    """Resigns and destroys a leadership nobody will use (won during an
+    interrupt), on a daemon thread; with a queue, first waits for the
+    acquire still pending on it, then destroys the queue."""
+
+    def run() -> None:
+        lead = leadership
+        if queue is not None:
+            ev = _native.EventStruct()
+            fd = ctypes.c_int()
+            lib.krabka_queue_fd(queue, ctypes.byref(fd))
+            while True:
+                select.select([fd.value], [], [], 1.0)
+                if lib.krabka_queue_poll(queue, ctypes.byref(ev)) != 0:
+                    break
+                if ev.type == _events.EVENT_ACQUIRE:
+                    if not ev.err and ev.leadership:
+                        lead, ev.leadership = ev.leadership, None
+                    break
+        if lead:
+            buf = _errbuf()
+            lib.krabka_leadership_resign(lead, 0, buf, len(buf))
+            lib.krabka_leadership_destroy(lead)
+        if queue is not None:
+            lib.krabka_queue_destroy(queue)
+
+    threading.Thread(target=run, name="krabka-resign-interrupted", daemon=True).start()
 
 
 def _read_status(st: int, role: str) -> Status:
