@@ -28,7 +28,8 @@ under every WARN and FAIL:
   describe         DescribeTransactions allowed on the role prefix
   topic            the coordination topic: partitions, replication, min.insync.replicas,
                    cleanup.policy=compact, segment.ms (about an hour) and
-                   min.cleanable.dirty.ratio (about 0.1), as COORDINATION.md section 8 asks
+                   min.cleanable.dirty.ratio (about 0.1), as COORDINATION.md section 8 asks;
+                   WARN where the library itself warns (kafka.TopicProblems)
   acl              the ACLs this principal has on the role prefix (TransactionalId
                    WRITE and DESCRIBE) and on the coordination topic
 It only reads: it creates nothing and writes nothing. A FAIL stops the checks
@@ -43,18 +44,6 @@ included).`,
 	},
 	run: runCheck,
 }
-
-// Compaction settings the spec asks for (COORDINATION.md section 8,
-// "Topic"): Kafka never compacts the active segment, and the default
-// segment.ms is 7 days, so a topic with the defaults keeps a week of lease
-// renewals; the default min.cleanable.dirty.ratio 0.5 lets half the log be
-// dead records. The library creates the topic with segment.ms about an hour
-// and a dirty ratio about 0.1; check accepts up to these bounds and warns
-// above them.
-const (
-	maxSegmentMs  = 6 * 60 * 60 * 1000 // 6 hours
-	maxDirtyRatio = 0.25
-)
 
 type checkLine struct {
 	Status string `json:"status"` // OK, WARN, FAIL
@@ -258,7 +247,20 @@ func runCheck(e *env, args []string) int {
 			"nothing to do if the principal may CREATE it (see acl); or create it ahead with the settings of docs/CLI.md")
 	default:
 		topicExists = true
-		checkTopic(ch, cfg, ti, len(ci.Brokers))
+		// The library's own judgement of the settings (the warning members
+		// log), so that check and the library never disagree.
+		problems := map[string]bool{}
+		if ti.ConfigsErr == nil {
+			ps, err := t.TopicProblems(ctx)
+			if err != nil {
+				ti.ConfigsErr = err
+			}
+			for _, p := range ps {
+				k, _, _ := strings.Cut(p, "=")
+				problems[k] = true
+			}
+		}
+		checkTopic(ch, cfg, ti, len(ci.Brokers), problems)
 	}
 
 	// 6. ACLs.
@@ -290,7 +292,10 @@ func aclFix(cfg coord.Config, who, ops, resourceFlag, name string) string {
 	return b.String()
 }
 
-func checkTopic(ch *checker, cfg coord.Config, ti kafka.TopicInfo, brokers int) {
+// checkTopic judges the topic's settings; problems names the settings the
+// library itself counts as letting the topic grow without bound
+// (kafka.TopicProblems).
+func checkTopic(ch *checker, cfg coord.Config, ti kafka.TopicInfo, brokers int, problems map[string]bool) {
 	name := ti.Name
 	alter := func(kv string) string {
 		return fmt.Sprintf("kafka-configs.sh --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config %s",
@@ -347,21 +352,19 @@ func checkTopic(ch *checker, cfg coord.Config, ti kafka.TopicInfo, brokers int) 
 	}
 
 	if v, ok := ti.Configs["segment.ms"]; ok {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err == nil && ms <= maxSegmentMs {
-			ch.ok("topic", "%s: segment.ms=%d (%s): compaction can reach the lease records", name, ms, time.Duration(ms)*time.Millisecond)
+		if !problems["segment.ms"] {
+			ch.ok("topic", "%s: segment.ms=%s (%s): compaction can reach the lease records", name, v, msText(v))
 		} else {
 			ch.warn("topic", fmt.Sprintf("%s: segment.ms=%s (%s): Kafka never compacts the active segment, so every lease renewal of that period piles up and slows every read", name, v, msText(v)),
-				alter("segment.ms=3600000"))
+				alter("segment.ms="+kafka.TopicConfigs["segment.ms"]))
 		}
 	}
 	if v, ok := ti.Configs["min.cleanable.dirty.ratio"]; ok {
-		r, err := strconv.ParseFloat(v, 64)
-		if err == nil && r <= maxDirtyRatio {
+		if !problems["min.cleanable.dirty.ratio"] {
 			ch.ok("topic", "%s: min.cleanable.dirty.ratio=%s", name, v)
 		} else {
 			ch.warn("topic", fmt.Sprintf("%s: min.cleanable.dirty.ratio=%s: the cleaner waits until that share of the log is superseded renewals", name, v),
-				alter("min.cleanable.dirty.ratio=0.1"))
+				alter("min.cleanable.dirty.ratio="+kafka.TopicConfigs["min.cleanable.dirty.ratio"]))
 		}
 	}
 }

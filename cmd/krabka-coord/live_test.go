@@ -416,11 +416,6 @@ func TestCheckPassesOnTheTestCluster(t *testing.T) {
 	seen := map[string]bool{}
 	for _, l := range checkLines(t, out) {
 		seen[l.Check] = true
-		// Until the library creates the topic with the compaction settings
-		// (issue 11), those two lines warn.
-		if l.Status == "WARN" && (strings.Contains(l.Detail, "segment.ms=") || strings.Contains(l.Detail, "min.cleanable.dirty.ratio=")) {
-			continue
-		}
 		if l.Status != "OK" {
 			t.Errorf("%s %s: %s (fix: %s)", l.Status, l.Check, l.Detail, l.Fix)
 		}
@@ -432,7 +427,9 @@ func TestCheckPassesOnTheTestCluster(t *testing.T) {
 	}
 	code, out, _ = cli(t, "-b", bs, "-X", "krabka.topic="+topic, "check")
 	if code != exitOK || !regexp.MustCompile(`(?m)^OK\s+transactions\s.*transaction\.version=2`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^check: \d+ OK, \d+ WARN, 0 FAIL$`).MatchString(out) {
+		!regexp.MustCompile(`(?m)^check: \d+ OK, 0 WARN, 0 FAIL$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^OK\s+topic\s+\S+: segment\.ms=3600000 \(1h0m0s\)`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^OK\s+topic\s+\S+: min\.cleanable\.dirty\.ratio=0\.1$`).MatchString(out) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
