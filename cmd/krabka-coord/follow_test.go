@@ -99,7 +99,7 @@ func TestRolesListsTheRoleACMemberHolds(t *testing.T) {
 
 	code, out, _ = cli(t, "-b", bs, "roles")
 	if code != exitOK ||
-		!regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(role)+`\s+\d+\s+c-node-1\s+`+regexp.QuoteMeta(tok)+`\s+\S+s\s+1$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(role)+`\s+\d+\s+c-node-1\s+`+regexp.QuoteMeta(tok)+`\s+true\s+\S+s\s+1$`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^\d+ role\(s\); read \d+ record\(s\) from 16 partition\(s\) of __coordination_state$`).MatchString(out) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}

@@ -13,7 +13,8 @@ var rolesCommand = &command{
 	name: "roles", summary: "every role in the coordination topic with holder, token, lease",
 	help: `Reads every partition of the coordination topic once (read_committed, from
 the log start to the last stable offset) and lists every role found in it,
-with the member its last lease names, that lease's token, the time left on
+with the member its last lease names, the coordinator's current token for the
+role and whether that lease carries it (current, as in describe), the time left on
 the lease and the roster size; then says how many records it read. With
 krabka.role.prefix set, only that prefix's roles are listed, named without it
 (as describe takes them).`,
@@ -69,7 +70,7 @@ func runRoles(e *env, args []string) int {
 		return writeJSON(e, out)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tPARTITION\tHOLDER\tTOKEN\tLEASE REMAINING\tMEMBERS")
+	fmt.Fprintln(tw, "ROLE\tPARTITION\tHOLDER\tTOKEN\tCURRENT\tLEASE REMAINING\tMEMBERS")
 	for _, s := range sts {
 		holder, token := "-", "-"
 		if s.HasHolder {
@@ -81,7 +82,7 @@ func runRoles(e *env, args []string) int {
 		case s.Lease != nil:
 			token = s.Lease.Token.String()
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\n", s.Role, s.Partition, holder, token, fmtRemaining(s.Lease, now), len(s.Roster))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%t\t%s\t%d\n", s.Role, s.Partition, holder, token, s.Current, fmtRemaining(s.Lease, now), len(s.Roster))
 	}
 	tw.Flush()
 	fmt.Fprintf(e.stdout, "%d role(s); read %d record(s) from %d partition(s) of %s\n", len(sts), n, ti.Partitions, ti.Name)
