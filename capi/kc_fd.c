@@ -15,6 +15,12 @@ void kc_eventfd_signal(int fd) {
     (void)r;
 }
 
+void kc_eventfd_reset(int fd) {
+    uint64_t v;
+    ssize_t r = read(fd, &v, sizeof v);
+    (void)r;
+}
+
 static int kc_nonblock_cloexec(int fd) {
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;

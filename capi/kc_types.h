@@ -21,6 +21,7 @@ typedef const krabka_client_t kc_cclient_t;
 /* kc_fd.c */
 int kc_eventfd(void);
 void kc_eventfd_signal(int fd);
+void kc_eventfd_reset(int fd);
 int kc_pipe(int *rd, int *wr);
 void kc_pipe_signal(int fd);
 void kc_pipe_drain(int fd);

@@ -744,6 +744,54 @@ typedef struct krabka_watch_event {
     int64_t at_ms;             /**< when this client observed it (epoch ms) */
 } krabka_watch_event_t;
 
+/* ------------------------------------------------------------------------ */
+/* Watching a role                                                           */
+/* ------------------------------------------------------------------------ */
+
+/** A subscription to the changes of one role. It holds no epoch and
+ *  registers nothing: it follows the client's live view of the role's
+ *  partition. */
+typedef struct krabka_watch krabka_watch_t;
+
+/** krabka_client_watch flag: also deliver KRABKA_WATCH_LEASE_RENEWED. */
+#define KRABKA_WATCH_RENEWALS 1
+
+/** Starts watching role (flags: 0 or KRABKA_WATCH_RENEWALS). The first
+ *  events describe the current state: a HOLDER_CHANGED from no holder when a
+ *  lease exists (then a ROLE_FREE if it has expired), and a ROSTER_CHANGED
+ *  when the roster is not empty. *out: destroy with krabka_watch_destroy.
+ *  Blocks up to timeout_ms while the view catches up with the partition
+ *  (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms). */
+krabka_err_t krabka_client_watch(krabka_client_t *client, const char *role,
+                                 size_t role_len, int flags,
+                                 int64_t timeout_ms, krabka_watch_t **out,
+                                 char *errstr, size_t errstr_size);
+/** The next event, copied into *out; out->roster is library-owned and
+ *  valid until the next krabka_watch_next on this watch or its destroy.
+ *  KRABKA_ERR_TIMEOUT when no event came within timeout_ms
+ *  (KRABKA_TIMEOUT_DEFAULT: no limit); KRABKA_ERR_CLOSED once the watch
+ *  ended (its client was destroyed) and every event was taken. Events are
+ *  buffered without bound: a slow reader never holds the library up.
+ *  Blocks up to timeout_ms. */
+krabka_err_t krabka_watch_next(krabka_watch_t *watch, int64_t timeout_ms,
+                               krabka_watch_event_t *out, char *errstr,
+                               size_t errstr_size);
+/** A file descriptor (eventfd) that is readable exactly while events wait
+ *  (or the watch has ended): poll it, then call krabka_watch_next with a
+ *  short timeout until it answers KRABKA_ERR_TIMEOUT. Taking the last
+ *  waiting event clears it. Owned by the watch: never close it;
+ *  krabka_watch_destroy does. Never blocks. */
+krabka_err_t krabka_watch_event_fd(krabka_watch_t *watch, int *fd);
+/** krabka_watch_next without a waiting thread: posts exactly one
+ *  KRABKA_EVENT_WATCH with tag to queue (err OK and the event, TIMEOUT, or
+ *  CLOSED). The event's roster lives as long as the queue event. Never
+ *  blocks. */
+krabka_err_t krabka_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms,
+                                     krabka_queue_t *queue, uint64_t tag);
+/** Ends the watch and releases it (its fd is closed; pending
+ *  krabka_watch_next calls answer CLOSED). Blocks briefly. */
+krabka_err_t krabka_watch_destroy(krabka_watch_t *watch);
+
 #ifdef __cplusplus
 }
 #endif

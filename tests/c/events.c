@@ -18,6 +18,9 @@
  *   6. node-a's log callback received the fenced end (warning) and the role
  *      won (info); a log queue at debug level receives the registration.
  *   7. the statistics JSON of both clients carries the counters that moved.
+ *   8. a watch (woken through its event fd in poll(2)) sees a failover in
+ *      order: node-a holds, then node-b holds with a newer token, node-a as
+ *      the previous holder; krabka_watch_next_async delivers through a queue.
  */
 #include <inttypes.h>
 #include <poll.h>
@@ -332,6 +335,67 @@ int main(void) {
     OK(krabka_leadership_destroy(ld));
     OK(krabka_client_destroy(cd));
     OK(krabka_queue_destroy(lq));
+
+    /* 8. */
+    char role4[160];
+    snprintf(role4, sizeof role4, "%s-watch", role);
+    krabka_client_t *cw = client_from(new_conf("events-w")), *c1 = client_from(new_conf("events-1")),
+                    *c2 = client_from(new_conf("events-2"));
+    krabka_watch_t *wt = NULL;
+    OK(krabka_client_watch(cw, role4, KRABKA_NTS, 0, 15000, &wt, ES));
+    int wfd = -1;
+    OK(krabka_watch_event_fd(wt, &wfd));
+    krabka_watch_event_t we;
+    CHECK(krabka_watch_next(wt, 200, &we, ES) == KRABKA_ERR_TIMEOUT, "an event on a role nobody touched");
+    krabka_leadership_t *w1 = NULL, *w2 = NULL;
+    OK(krabka_client_acquire(c1, role4, KRABKA_NTS, "node-a", KRABKA_NTS, 30000, &w1, ES));
+    krabka_token_t wt1 = token_of(w1);
+    OK(krabka_leadership_destroy(w1)); /* no resign: node-b waits out the lease */
+    OK(krabka_client_acquire_async(c2, role4, KRABKA_NTS, "node-b", KRABKA_NTS, 60000, q, 3, ES));
+    int holders = 0, order_ok = 1, frees = 0;
+    krabka_token_t wt2 = {-1, -1};
+    for (int i = 0; i < 600 && holders < 2; i++) {
+        struct pollfd wp = {wfd, POLLIN, 0};
+        if (poll(&wp, 1, 100) != 1)
+            continue;
+        while (krabka_watch_next(wt, 1, &we, ES) == KRABKA_OK) {
+            if (we.kind == KRABKA_WATCH_ROLE_FREE)
+                frees++;
+            if (we.kind != KRABKA_WATCH_HOLDER_CHANGED)
+                continue;
+            holders++;
+            if (holders == 1)
+                order_ok &= we.has_holder && strcmp(we.holder, "node-a") == 0 && !we.has_prev_holder &&
+                            krabka_token_compare(we.token, wt1) == 0 && we.offset >= 0 && we.at_ms > 0;
+            if (holders == 2) {
+                order_ok &= we.has_holder && strcmp(we.holder, "node-b") == 0 && we.has_prev_holder &&
+                            strcmp(we.prev_holder, "node-a") == 0 && krabka_token_compare(we.prev_token, wt1) == 0 &&
+                            krabka_token_supersedes(we.token, wt1) && we.has_lease && we.roster_count >= 1 &&
+                            strcmp(we.roster[we.roster_count - 1].member, "node-b") == 0;
+                wt2 = we.token;
+            }
+        }
+    }
+    CHECK(holders == 2 && order_ok && frees >= 1, "watch: %d holder changes, order ok %d, %d role-free", holders, order_ok,
+          frees);
+    ev = next_event(q);
+    CHECK(ev.type == KRABKA_EVENT_ACQUIRE && ev.tag == 3 && ev.err == KRABKA_OK, "node-b's acquire: %s", krabka_err2name(ev.err));
+    w2 = ev.leadership;
+    CHECK(w2 && krabka_token_compare(token_of(w2), wt2) == 0, "the watch saw node-b's token");
+    OK(krabka_watch_next_async(wt, 30000, q, 4)); /* resign: the next change comes through the queue */
+    OK(krabka_leadership_resign(w2, 10000, ES));
+    ev = next_event(q);
+    CHECK(ev.type == KRABKA_EVENT_WATCH && ev.tag == 4 && ev.err == KRABKA_OK && ev.watch_event != NULL,
+          "watch event through the queue: type %d err %s", ev.type, krabka_err2name(ev.err));
+    OK(krabka_leadership_destroy(w2));
+    OK(krabka_client_destroy(c1));
+    OK(krabka_client_destroy(c2));
+    OK(krabka_client_destroy(cw)); /* ends the watch: CLOSED once drained */
+    while (krabka_watch_next(wt, 1000, &we, ES) == KRABKA_OK) {
+    }
+    CHECK(krabka_watch_next(wt, 1000, &we, ES) == KRABKA_ERR_CLOSED, "watch after its client was destroyed");
+    OK(krabka_watch_destroy(wt));
+    CHECK(krabka_watch_destroy(wt) == KRABKA_ERR_INVALID_HANDLE, "double destroy");
 
     OK(krabka_leadership_destroy(lb));
     OK(krabka_leadership_destroy(l2));

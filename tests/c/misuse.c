@@ -373,6 +373,11 @@ static void events_and_queues(void) {
     EXPECT(json != NULL && strlen(json) == len && strstr(json, "\"challenges_lost\":0") != NULL);
     krabka_free(json);
     krabka_free(NULL);
+    krabka_watch_t *w0 = NULL;
+    EXPECT_ERR(krabka_client_watch(client, "", 0, 0, 10, &w0, ES), KRABKA_ERR_EMPTY_ROLE);
+    EXPECT_ERR(krabka_client_watch(client, "r", KRABKA_NTS, 0, 10, NULL, ES), E);
+    EXPECT_ERR(krabka_client_watch(client, "r", KRABKA_NTS, 8, 10, &w0, ES), E);
+    EXPECT_ERR(krabka_client_watch(client, "r", KRABKA_NTS, 0, -1, &w0, ES), E);
     EXPECT_ERR(krabka_client_destroy(client), KRABKA_OK);
 
     /* franz-go's lines at debug level went to the log queue, never the password. */
@@ -385,6 +390,17 @@ static void events_and_queues(void) {
         secret += strstr(ev.log_line, "pw-never-logged") != NULL;
     }
     EXPECT(lines > 0 && secret == 0);
+
+    krabka_watch_t *w = NULL;
+    krabka_watch_event_t we;
+    EXPECT_ERR(krabka_client_watch(NULL, "r", KRABKA_NTS, 0, 10, &w, ES), H);
+    EXPECT_ERR(krabka_client_watch((krabka_client_t *)q, "r", KRABKA_NTS, 0, 10, &w, ES), H);
+    EXPECT_ERR(krabka_watch_next(NULL, 10, &we, ES), H);
+    EXPECT_ERR(krabka_watch_next((krabka_watch_t *)q, 10, &we, ES), H);
+    EXPECT_ERR(krabka_watch_event_fd(NULL, &fd), H);
+    EXPECT_ERR(krabka_watch_next_async(NULL, 10, q, 1), H);
+    EXPECT_ERR(krabka_watch_destroy(NULL), H);
+    EXPECT_ERR(krabka_watch_destroy((krabka_watch_t *)q), H);
 
     EXPECT_ERR(krabka_queue_destroy(q), KRABKA_OK);
     EXPECT_ERR(krabka_queue_destroy(q), H);
