@@ -118,6 +118,36 @@ export interface LeadershipEnd {
   error: KrabkaError | null;
 }
 
+/** One change of a watched role (the same fields as Go's coord.Event). */
+export interface WatchEvent {
+  kind: 'HOLDER_CHANGED' | 'LEASE_RENEWED' | 'ROSTER_CHANGED' | 'ROLE_FREE';
+  role: string;
+  /** The member the current lease names (null: no lease). */
+  holder: string | null;
+  /** The current lease's token (NO_EPOCH without one). */
+  token: FencingToken;
+  /** HOLDER_CHANGED: the previous lease's member (null: none). */
+  prevHolder: string | null;
+  prevToken: FencingToken;
+  lease: Lease | null;
+  roster: ReadonlyArray<RosterEntry>;
+  /** Offset of the record that caused it (-1n: ROLE_FREE by the clock). */
+  offset: bigint;
+  /** When this client observed it (epoch ms). */
+  atMs: bigint;
+}
+
+/** client.watch(role): an async iterator of WatchEvents; ends when closed. */
+export class Watch implements AsyncIterableIterator<WatchEvent> {
+  private constructor();
+  readonly role: string;
+  next(): Promise<IteratorResult<WatchEvent, undefined>>;
+  return(): Promise<IteratorResult<WatchEvent, undefined>>;
+  close(): Promise<void>;
+  [Symbol.asyncIterator](): Watch;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 /** Client.stats(): docs/STATISTICS.md. */
 export interface Stats {
   ts_ms: number;
@@ -172,6 +202,8 @@ export class Client extends EventEmitter {
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   /** Counters and gauges (docs/STATISTICS.md). Never blocks. */
   stats(): Stats;
+  /** Watches a role without taking part; each next() waits without a pool thread. */
+  watch(role: Name, options?: CallOptions & { renewals?: boolean }): Promise<Watch>;
   /** Waits on the library's threads (no libuv pool thread); keeps the process alive while pending. */
   acquire(role: Name, member: Name, options?: CallOptions): Promise<Leadership>;
   tryAcquire(role: Name, member: Name, options?: CallOptions): Promise<TryAcquireResult>;

@@ -178,6 +178,28 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Watches `role` without taking part (no epoch, no registration).
+   * Resolves to a Watch, an async iterator of events ({ kind, role, holder,
+   * token, prevHolder, prevToken, lease, roster, offset, atMs }); the first
+   * events describe the current state. options.renewals: also
+   * LEASE_RENEWED. Resolves once the view caught up (bounded by timeoutMs,
+   * default request.timeout.ms).
+   */
+  watch(role, options) {
+    const { Watch } = require('./watch');
+    const r = copyBytes(nameBytes(role, 'role'));
+    const t = timeoutArg(options, 'watch');
+    const flags = options && options.renewals ? 1 : 0;
+    return (async () => {
+      const h = this.#live();
+      const out = [null];
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      check(await callAsync(fns().krabka_client_watch, [h, ptr(r), r.length, flags, t, out, eb, eb.length]), eb);
+      return new Watch(out[0], r.toString('utf8'));
+    })();
+  }
+
+  /**
    * The client's statistics (schema: docs/STATISTICS.md): counters and
    * gauges per client and per role (`roles`). Never blocks.
    */

@@ -6,10 +6,12 @@ const { ABI_VERSION, libraryPath } = require('./native');
 const errors = require('./errors');
 const pure = require('./pure');
 const { Client, Leadership, pendingCalls } = require('./client');
+const { Watch } = require('./watch');
 
 module.exports = {
   Client,
   Leadership,
+  Watch,
   FencingToken: pure.FencingToken,
   Kind: pure.Kind,
   // errors

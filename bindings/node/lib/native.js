@@ -66,6 +66,26 @@ koffi.pointer('krabka_client_t', koffi.opaque('krabka_client'));
 koffi.pointer('krabka_leadership_t', koffi.opaque('krabka_leadership'));
 koffi.pointer('krabka_status_t', koffi.opaque('krabka_status'));
 koffi.pointer('krabka_queue_t', koffi.opaque('krabka_queue'));
+koffi.pointer('krabka_watch_t', koffi.opaque('krabka_watch'));
+T.watchEvent = koffi.struct('krabka_watch_event_t', {
+  kind: 'int',
+  role_len: 'uint32_t',
+  role: nameArray(),
+  has_holder: 'int',
+  holder_len: 'uint32_t',
+  holder: nameArray(),
+  token: T.token,
+  has_prev_holder: 'int',
+  prev_holder_len: 'uint32_t',
+  prev_holder: nameArray(),
+  prev_token: T.token,
+  has_lease: 'int',
+  lease: T.lease,
+  roster_count: 'size_t',
+  roster: 'void *',
+  offset: 'int64_t',
+  at_ms: 'int64_t',
+});
 T.event = koffi.struct('krabka_event_t', {
   type: 'int',
   tag: 'uint64_t',
@@ -150,6 +170,10 @@ const DECLS = [
   'int krabka_conf_set_log_queue(krabka_conf_t conf, krabka_queue_t queue, uint64_t tag)',
   'int krabka_client_stats_json(krabka_client_t client, _Out_ void **json, _Out_ size_t *len)',
   'void krabka_free(void *ptr)',
+  'int krabka_client_watch(krabka_client_t client, const uint8_t *role, size_t role_len, int flags, int64_t timeout_ms, _Out_ krabka_watch_t *out, uint8_t *errstr, size_t errstr_size)',
+  'int krabka_watch_event_fd(krabka_watch_t watch, _Out_ int *fd)',
+  'int krabka_watch_next_async(krabka_watch_t watch, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag)',
+  'int krabka_watch_destroy(krabka_watch_t watch)',
 ];
 
 // ---- Finding the library -------------------------------------------------

@@ -93,7 +93,7 @@ test('client.stats() counts what happened', async () => {
   }
 });
 
-test('50 pending acquires hold no libuv pool thread: file reads go on', async () => {
+test('50 pending acquires and 50 watches hold no libuv pool thread: file reads go on', async () => {
   const role = unique('many');
   const holder = new Client(conf({ 'krabka.lease.ms': 60000, 'krabka.renew.interval.ms': 20000 }));
   const waiters = new Client(conf({ 'krabka.poll.interval.ms': 5000 }));
@@ -117,17 +117,32 @@ test('50 pending acquires hold no libuv pool thread: file reads go on', async ()
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(st.roster.length, 51);
+    // 50 watches, each with a next() pending past the current state.
+    const watches = [];
+    for (let i = 0; i < 50; i++) watches.push(await waiters.watch(role));
+    const firsts = [];
+    for (const w of watches) {
+      for (;;) {
+        const { value } = await w.next();
+        if (value.kind === 'ROSTER_CHANGED') break; // the current state: the holder, then the roster
+      }
+      const p = w.next();
+      p.then(() => settled++);
+      firsts.push(p);
+    }
     // 200 file reads on the libuv pool (4 threads) all complete while the 50
     // acquires still wait: none of them holds a pool thread.
     const file = path.join(__dirname, 'events.test.js');
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < 200; i++) await fs.promises.readFile(file);
     const us = Number(process.hrtime.bigint() - t0) / 1000 / 200;
-    assert.equal(settled, 0, 'an acquire settled while the role is held');
+    assert.equal(settled, 0, 'an acquire or a watch settled while nothing changed');
     assert.equal(pendingCalls(), 0, 'krabka calls in flight on the libuv pool');
-    console.log(`# 200 readFile calls with 50 acquires pending: ${us.toFixed(0)} µs per read`);
+    console.log(`# 200 readFile calls with 50 acquires and 50 watches pending: ${us.toFixed(0)} µs per read`);
     await waiters.close(); // every pending acquire rejects with CLOSED
     const results = await Promise.allSettled(pending);
+    const ends = await Promise.all(firsts); // the closed client ends every watch
+    assert.ok(ends.every((r) => r.done === true));
     assert.ok(results.every((r) => r.status === 'rejected' && r.reason instanceof KrabkaError && r.reason.code === ErrorCode.CLOSED));
   } finally {
     await waiters.close();
@@ -151,4 +166,36 @@ test('a process with a pending ended exits; a pending acquire keeps it alive', (
   `;
   const out = execFileSync(process.execPath, ['-e', script], { env: process.env, timeout: 120000 }).toString();
   assert.equal(out.trim(), 'acquire CLOSED');
+});
+
+test('a watch follows two failovers, with the same fields as everywhere', async () => {
+  const role = unique('watch');
+  const watcher = new Client(conf());
+  const a = new Client(conf());
+  const b = new Client(conf());
+  try {
+    const w = await watcher.watch(role);
+    const la = await a.acquire(role, 'node-a', { timeoutMs: 30000 });
+    await la.close(); // no resign: node-b waits out the lease
+    const lb = await b.acquire(role, 'node-b', { timeoutMs: 30000 });
+    await lb.resign();
+    const la2 = await a.acquire(role, 'node-a', { timeoutMs: 30000 });
+    const seen = [];
+    for await (const ev of w) {
+      seen.push(ev);
+      if (ev.kind === 'HOLDER_CHANGED' && ev.holder === 'node-a' && ev.prevHolder === 'node-b') break; // closes the watch
+    }
+    const hc = seen.filter((e) => e.kind === 'HOLDER_CHANGED');
+    assert.deepEqual(hc.map((e) => [e.prevHolder, e.holder]), [[null, 'node-a'], ['node-a', 'node-b'], ['node-b', 'node-a']]);
+    assert.ok(hc[1].token.supersedes(hc[0].token) && hc[2].token.supersedes(hc[1].token));
+    assert.ok(hc[1].prevToken.equals(hc[0].token) && hc[2].token.equals(la2.token));
+    assert.ok(seen.some((e) => e.kind === 'ROLE_FREE'));
+    assert.ok(seen.every((e) => e.role === role && e.atMs > 0n && typeof e.offset === 'bigint' && Array.isArray(e.roster)));
+    assert.deepEqual(await w.next(), { done: true, value: undefined });
+    await la2.close();
+  } finally {
+    await watcher.close();
+    await a.close();
+    await b.close();
+  }
 });

@@ -143,3 +143,54 @@ print("done", flush=True)
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "done" and "Traceback" not in p.stderr
+
+
+def _holder_changes(events):
+    return [e for e in events if e.kind == "HOLDER_CHANGED"]
+
+
+def test_a_watch_follows_two_failovers(bootstrap: str) -> None:
+    role = unique("py-watch")
+    with kc.Client(conf(bootstrap)) as watcher, kc.Client(conf(bootstrap)) as a, kc.Client(conf(bootstrap)) as b:
+        seen = []
+        with watcher.watch(role) as w:
+            assert w.next(timeout=0.2) is None  # nobody touched the role
+            la = a.acquire(role, "node-a", timeout=30)
+            la.close()  # no resign: node-b waits out the lease
+            lb = b.acquire(role, "node-b", timeout=30)
+            lb.resign()  # node-a (registered again) takes over at once
+            la2 = a.acquire(role, "node-a", timeout=30)
+            for ev in w:
+                seen.append(ev)
+                if ev.kind == "HOLDER_CHANGED" and ev.holder == "node-a" and ev.prev_holder == "node-b":
+                    break
+        hc = _holder_changes(seen)
+        assert [(e.prev_holder, e.holder) for e in hc] == [(None, "node-a"), ("node-a", "node-b"), ("node-b", "node-a")], seen
+        assert hc[1].token.supersedes(hc[0].token) and hc[2].token.supersedes(hc[1].token)
+        assert hc[1].prev_token == hc[0].token and hc[2].token == la2.token
+        assert all(e.role == role and e.at_ms > 0 for e in seen)
+        assert any(e.kind == "ROLE_FREE" for e in seen)
+        la2.close()
+
+
+def test_async_for_over_a_watch(bootstrap: str) -> None:
+    role = unique("py-awatch")
+
+    async def main() -> None:
+        with kc.Client(conf(bootstrap)) as watcher, kc.Client(conf(bootstrap)) as a:
+            w = watcher.watch(role)
+            lead = await a.acquire_async(role, "node-a", timeout=30)
+            got = []
+            async for ev in w:
+                got.append(ev)
+                if ev.kind == "HOLDER_CHANGED":
+                    break
+            assert got[-1].holder == "node-a" and got[-1].token == lead.token and got[-1].lease is not None
+            nxt = asyncio.ensure_future(w.__anext__())
+            await asyncio.sleep(0.1)
+            w.close()  # a pending async next ends the iteration
+            with pytest.raises(StopAsyncIteration):
+                await asyncio.wait_for(nxt, 30)
+            lead.close()
+
+    asyncio.run(main())

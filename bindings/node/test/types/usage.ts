@@ -29,6 +29,11 @@ async function main(): Promise<void> {
   const stats = client.stats();
   const won: number = stats.acquisitions + (stats.roles['controller']?.lease_remaining_ms ?? 0);
   leadership.ended.then((e) => console.log(e.state, e.reason, e.error?.code, won));
+  for await (const ev of await client.watch('controller', { renewals: true })) {
+    const h: string | null = ev.holder;
+    console.log(ev.kind, h, ev.token.toString(), ev.prevToken, ev.roster.length, ev.offset, ev.atMs);
+    break;
+  }
   try {
     const r = await leadership.produce('commands', Buffer.from('go'), { key: 'k', partition: 0 });
     const offset: bigint = r.offset;

@@ -59,6 +59,7 @@ from ._pure import (
     validate_role,
     validate_token,
 )
+from ._watch import Watch, WatchEvent
 from ._client import (
     Client,
     Leadership,
@@ -81,6 +82,8 @@ NAME_MAX = 249
 """Longest role or member id in bytes."""
 
 __all__ = [
+    "Watch",
+    "WatchEvent",
     "ABI_VERSION",
     "NAME_MAX",
     "NO_EPOCH",

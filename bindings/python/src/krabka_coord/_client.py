@@ -11,7 +11,7 @@ import json
 import select
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
 
 from . import _events, _native
 from ._args import Name, Timeout, check_int, name_bytes, payload_bytes, timeout_ms
@@ -39,6 +39,9 @@ __all__ = [
     "Status",
     "RosterEntry",
 ]
+
+if TYPE_CHECKING:
+    from ._watch import Watch
 
 T = TypeVar("T")
 _check = _native.check_fork
@@ -690,6 +693,22 @@ class Client:
             return _read_status(out.value, role_s)  # type: ignore[arg-type]
         finally:
             st.release()
+
+    def watch(self, role: Name, renewals: bool = False, timeout: Timeout = None) -> "Watch":
+        """Watch `role` without taking part (no epoch, no registration):
+        iterate the returned Watch with `for` or `async for`. The first events
+        describe the current state. `renewals=True` also yields
+        LEASE_RENEWED. Blocks up to `timeout` seconds (default
+        request.timeout.ms) while the view catches up."""
+        from ._watch import Watch
+
+        r = name_bytes(role, "role")
+        role_s = validate_role(r)
+        ms = timeout_ms(timeout)
+        out = ctypes.c_void_p()
+        buf = _errbuf()
+        raise_for(lib.krabka_client_watch(self._ptr(), r, len(r), 1 if renewals else 0, ms, ctypes.byref(out), buf, len(buf)), buf)
+        return Watch(out.value, role_s)  # type: ignore[arg-type]
 
     def stats(self) -> Dict[str, Any]:
         """The client's statistics as a dict (schema: docs/STATISTICS.md):

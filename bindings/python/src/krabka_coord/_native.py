@@ -160,6 +160,30 @@ class EventStruct(Structure):
     ]
 
 
+class WatchEventStruct(Structure):
+    """krabka_watch_event_t."""
+
+    _fields_ = [
+        ("kind", c_int),
+        ("role_len", c_uint32),
+        ("role", c_char * NAME_BUF),
+        ("has_holder", c_int),
+        ("holder_len", c_uint32),
+        ("holder", c_char * NAME_BUF),
+        ("token", Token),
+        ("has_prev_holder", c_int),
+        ("prev_holder_len", c_uint32),
+        ("prev_holder", c_char * NAME_BUF),
+        ("prev_token", Token),
+        ("has_lease", c_int),
+        ("lease", LeaseStruct),
+        ("roster_count", c_size_t),
+        ("roster", POINTER(RosterEntryStruct)),
+        ("offset", c_int64),
+        ("at_ms", c_int64),
+    ]
+
+
 # krabka_log_cb: void (*)(void *opaque, krabka_log_level_t level, const char *line)
 LOG_CB = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 
@@ -305,6 +329,11 @@ def _declare(lib: ctypes.CDLL) -> None:
         "krabka_conf_set_log_queue": (err, [c_void_p, c_void_p, ctypes.c_uint64]),
         "krabka_client_stats_json": (err, [c_void_p, P(c_void_p), P(c_size_t)]),
         "krabka_free": (None, [c_void_p]),
+        "krabka_client_watch": (err, [c_void_p, c_char_p, c_size_t, c_int, c_int64, P(c_void_p), c_char_p, c_size_t]),
+        "krabka_watch_next": (err, [c_void_p, c_int64, P(WatchEventStruct), c_char_p, c_size_t]),
+        "krabka_watch_event_fd": (err, [c_void_p, P(c_int)]),
+        "krabka_watch_next_async": (err, [c_void_p, c_int64, c_void_p, ctypes.c_uint64]),
+        "krabka_watch_destroy": (err, [c_void_p]),
     }
     missing = []
     for name, (restype, argtypes) in sigs.items():
