@@ -44,8 +44,9 @@
  *   other result reaches the host through a return value or an event queue.
  * - Event loops (poll/epoll/select): nothing needs polling by timer. The
  *   fds are krabka_queue_fd (results of the *_async calls and, with
- *   krabka_conf_set_log_queue, log lines) and krabka_leadership_event_fd
- *   (readable when the leadership ends). A firmware main loop:
+ *   krabka_conf_set_log_queue, log lines), krabka_leadership_event_fd
+ *   (readable when the leadership ends) and krabka_watch_event_fd
+ *   (readable while a watch has events). A firmware main loop:
  *
  *       struct pollfd fds[3] = {{stop_pipe, POLLIN}, {queue_fd, POLLIN},
  *                               {lead_fd, POLLIN}};
