@@ -17,11 +17,30 @@ import (
 
 // endSignal is the eventfd of a leadership handle (krabka_leadership_event_fd).
 type endSignal struct {
-	mu     sync.Mutex
-	fd     C.int
-	hasFd  bool
-	closed bool
-	stop   chan struct{}
+	mu        sync.Mutex
+	fd        C.int
+	hasFd     bool
+	closed    bool
+	signalled bool
+	stop      chan struct{}
+}
+
+// signalEnd makes the eventfd readable once the leadership has ended (at
+// most one write). Called by the notifier goroutine and by every call that
+// observes the end, so that a host that saw the end through the API also
+// finds the fd readable.
+func (o *leadershipObj) signalEnd() {
+	s := &o.sig
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hasFd && !s.closed && !s.signalled {
+		select {
+		case <-o.l.Done():
+			C.kc_eventfd_signal(s.fd)
+			s.signalled = true
+		default:
+		}
+	}
 }
 
 // eventFd returns the leadership's eventfd, creating it and its notifier on
@@ -41,17 +60,19 @@ func (o *leadershipObj) eventFd() (C.int, error) {
 		return -1, &cError{C.KRABKA_ERR_INTERNAL, "krabka: eventfd failed"}
 	}
 	s.fd, s.hasFd, s.stop = fd, true, make(chan struct{})
+	select {
+	case <-o.l.Done(): // already ended: readable at once
+		C.kc_eventfd_signal(fd)
+		s.signalled = true
+	default:
+	}
 	go func() {
 		select {
 		case <-o.l.Done():
 		case <-s.stop:
 			return
 		}
-		s.mu.Lock()
-		if !s.closed {
-			C.kc_eventfd_signal(s.fd)
-		}
-		s.mu.Unlock()
+		o.signalEnd()
 	}()
 	return fd, nil
 }
@@ -93,6 +114,7 @@ func krabka_leadership_wait(leadership *C.krabka_leadership_t, timeout_ms C.int6
 	defer cancel()
 	select {
 	case <-l.l.Done():
+		l.signalEnd()
 		*state = stateCodes[l.l.State()]
 		return C.KRABKA_OK
 	case <-ctx.Done():
@@ -124,6 +146,9 @@ func krabka_leadership_end_error(leadership *C.kc_cleadership_t, code *C.krabka_
 		return c
 	}
 	_, ec, text := endOf(l.l)
+	if ec != C.KRABKA_OK {
+		l.signalEnd()
+	}
 	*code = ec
 	writeErrstr(reason, reason_size, text)
 	return C.KRABKA_OK

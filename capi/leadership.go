@@ -86,6 +86,9 @@ func krabka_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leade
 	if !ok {
 		return C.KRABKA_ERR_INTERNAL
 	}
+	if s != C.KRABKA_LEADERSHIP_ACTIVE {
+		l.signalEnd() // seen ended: its event fd is readable too
+	}
 	*out = s
 	return C.KRABKA_OK
 }

@@ -508,7 +508,8 @@ krabka_err_t krabka_leadership_wait(krabka_leadership_t *leadership,
 /** A file descriptor (Linux eventfd) for poll/epoll/select main loops: it
  *  becomes readable when the leadership leaves ACTIVE (its only state
  *  change; at once if it already has), then read the state with
- *  krabka_leadership_state. Ownership: the fd belongs to the leadership;
+ *  krabka_leadership_state. Once a call (state, wait, end_error) has
+ *  reported the end, the fd is already readable. Ownership: the fd belongs to the leadership;
  *  never close it yourself: krabka_leadership_destroy closes it (remove it
  *  from your poll set first). Every call returns the same fd. Reset: read 8
  *  bytes from it (it is non-blocking); since a leadership ends only once,
