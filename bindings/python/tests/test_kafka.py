@@ -482,12 +482,44 @@ def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, clie
             pytest.fail("acquire returned a leadership instead of raising KeyboardInterrupt")
         # The library's acquire goes on; the holder steps aside, b wins, and
         # the background thread resigns b's leadership: the role ends up
-        # taken by a newer token and held by nobody.
+        # taken by a newer token with no live lease.
         holder.resign(timeout=10)
         deadline = time.monotonic() + 60
         while True:
             st = client.describe(role, timeout=10)
-            if st.token > a_token and st.holder is None:
+            # Resigned: a newer token, and no live lease (a tombstone, or the
+            # expired lease plus registration tombstone of spec 10.2).
+            if st.token > a_token and (st.lease is None or st.lease.deadline <= st.lease.granted_at) and \
+                    all(e.member != "b" for e in st.roster):
                 break
             assert time.monotonic() < deadline, f"b's leadership was not resigned: {st}"
             time.sleep(0.2)
+
+
+def test_cancelled_acquire_async_resigns_what_it_wins(bootstrap: str, client: kc.Client) -> None:
+    """Issue 16.2, asyncio: a cancelled acquire_async raises CancelledError
+    at once; the leadership the library wins afterwards is resigned and
+    released, never left holding the role."""
+    role = unique("py-cancel")
+    holder = client.acquire(role, "a", timeout=60)
+    a_token = holder.token
+
+    async def main() -> None:
+        with kc.Client(conf(bootstrap)) as other:
+            task = asyncio.ensure_future(other.acquire_async(role, "b"))
+            await asyncio.sleep(1.0)
+            assert not task.done()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            holder.resign(timeout=10)
+            deadline = time.monotonic() + 60
+            while True:
+                st = client.describe(role, timeout=10)
+                if st.token > a_token and (st.lease is None or st.lease.deadline <= st.lease.granted_at) and \
+                        all(e.member != "b" for e in st.roster):
+                    break
+                assert time.monotonic() < deadline, f"b's leadership was not resigned: {st}"
+                await asyncio.sleep(0.2)
+
+    asyncio.run(main())

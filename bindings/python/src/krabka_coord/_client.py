@@ -728,14 +728,14 @@ class Client:
         number of acquires can wait at once without an executor thread each.
         If the awaiting task is cancelled, the call goes on until it ends
         (bounded by `timeout`, or by close()); a leadership won after the
-        cancellation is released (not resigned)."""
+        cancellation is resigned and released by a background thread."""
         r, m, role_s, member_s = self._names(role, member)
         ms = timeout_ms(timeout)
         q = _events.loop_queue()
         tag, fut = _events.future_for(
             q,
             lambda c: Leadership(c.leadership, self, role_s, member_s),
-            lambda c: lib.krabka_leadership_destroy(c.leadership) if c.leadership else None,
+            lambda c: _resign_in_background(c.leadership, None) if c.leadership else None,
         )
         buf = _errbuf()
         try:
