@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"os/exec"
@@ -59,8 +60,13 @@ func cliBin(t *testing.T) string {
 			binPath = p
 			return
 		}
-		dir, err := os.MkdirTemp("", "krabka-cli-")
-		if err != nil {
+		// One fixed place, overwritten by every run (kafkatest.Main exits the
+		// test binary, so a per-run temporary directory would be left behind).
+		// One place per checkout.
+		h := fnv.New32a()
+		h.Write([]byte(repoRoot()))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("krabka-cli-test-%08x", h.Sum32()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			binErr = err
 			return
 		}
