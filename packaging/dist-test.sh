@@ -67,6 +67,8 @@ fi
 export KRABKA_BOOTSTRAP KRABKA_SMOKE_TOPIC=$TOPIC
 "$GO" run ./tests/kafka/cmd/ktopic "$KRABKA_BOOTSTRAP" "$TOPIC" 1 >/dev/null
 
+packaging/toolchain.sh pkg-config >/dev/null
+
 # Nothing of the repository may leak into the installed artifacts' runs.
 unset KRABKA_COORD_LIBRARY PYTHONPATH NODE_PATH LD_LIBRARY_PATH
 

@@ -3,7 +3,7 @@
 # they are. Everything comes from the package registries by name, pinned:
 #   PyPI:   ziglang (zig cc: the cross C toolchain, with glibc stubs of any
 #           version), auditwheel, build, setuptools, wheel   -> one venv
-#   Debian: qemu-user, libc6-arm64-cross, libc6-armhf-cross (apt-get,
+#   Debian: qemu-user, libc6-arm64-cross, libc6-armhf-cross, pkgconf (apt-get,
 #           only when missing; needs root, as on the project's machines)
 # The venv lives in $KRABKA_TOOLS_DIR (default ~/.cache/krabka-coord), shared by
 # every checkout on the machine; a lock serialises concurrent installs.
@@ -12,6 +12,7 @@
 #   python   ensure the venv; print its python
 #   zig      ensure the venv; print the directory holding the zig-cc / zig-ar wrappers
 #   qemu     ensure qemu-user and the cross C libraries; print qemu-aarch64's path
+#   pkg-config  ensure pkg-config (Debian's pkgconf); print its path
 set -euo pipefail
 
 ZIGLANG_VERSION=0.15.2
@@ -85,5 +86,8 @@ zig) ensure_zig ;;
 qemu)
     apt_install qemu-user libc6-arm64-cross libc6-armhf-cross
     command -v qemu-aarch64 ;;
-*) die "usage: toolchain.sh python|zig|qemu" ;;
+pkg-config)
+    command -v pkg-config >/dev/null || apt_install pkgconf
+    command -v pkg-config ;;
+*) die "usage: toolchain.sh python|zig|qemu|pkg-config" ;;
 esac
