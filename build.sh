@@ -121,7 +121,9 @@ release() { # TARGET [--out DIR]
     # Checks on what was built: the stamp is in, SONAME, exports, and no glibc
     # symbol newer than the target's floor.
     grep -aq "$stamp" "$out/lib/$REAL" || { echo "build.sh: the version stamp is missing from $out/lib/$REAL" >&2; exit 1; }
-    readelf -d "$out/lib/$REAL" | grep -q "SONAME.*\[$SONAME\]" || { echo "build.sh: $REAL lacks SONAME $SONAME" >&2; exit 1; }
+    local dyn
+    dyn=$(readelf -d "$out/lib/$REAL")
+    grep -q "SONAME.*\[$SONAME\]" <<<"$dyn" || { echo "build.sh: $REAL lacks SONAME $SONAME" >&2; exit 1; }
     if [[ -n $glibc_max ]]; then
         local newest
         newest=$(objdump -T "$out/lib/$REAL" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)

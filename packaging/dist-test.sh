@@ -81,8 +81,11 @@ c_dynamic() {
     # shellcheck disable=SC2046
     "$CC" -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror packaging/smoke/smoke.c -o "$WORK/smoke-dynamic" \
         $(pkg-config --cflags --libs krabka_coord) -Wl,-rpath,"$prefix/lib"
-    ldd "$WORK/smoke-dynamic" | grep -q "libkrabka_coord.so.1 => $prefix/lib/libkrabka_coord.so.1" ||
-        { ldd "$WORK/smoke-dynamic"; echo "not linked against the prefix's library"; return 1; }
+    # (grep on a captured string: with pipefail, `ldd | grep -q` can fail by SIGPIPE.)
+    local deps
+    deps=$(ldd "$WORK/smoke-dynamic")
+    grep -q "libkrabka_coord.so.1 => $prefix/lib/libkrabka_coord.so.1" <<<"$deps" ||
+        { echo "$deps"; echo "not linked against the prefix's library"; return 1; }
     "$WORK/smoke-dynamic"
 }
 c_static() {
@@ -92,7 +95,9 @@ c_static() {
     "$CC" -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror packaging/smoke/smoke.c -o "$WORK/smoke-static" \
         $(pkg-config --cflags --libs-only-L krabka_coord) -Wl,-Bstatic -lkrabka_coord -Wl,-Bdynamic \
         $(pkg-config --static --libs-only-l krabka_coord | sed 's/-lkrabka_coord//')
-    if ldd "$WORK/smoke-static" | grep -q krabka; then echo "linked dynamically"; return 1; fi
+    local deps
+    deps=$(ldd "$WORK/smoke-static")
+    if grep -q krabka <<<"$deps"; then echo "$deps"; echo "linked dynamically"; return 1; fi
     "$WORK/smoke-static"
 }
 # ---- Python ----------------------------------------------------------------

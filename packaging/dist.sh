@@ -124,7 +124,7 @@ EOF
     echo "$aw" >"$STAGE/auditwheel-$t.txt"
     got=$(echo "$aw" | tr '\n' ' ' | grep -o 'platform tag: *"[a-z]*_[0-9]*_[0-9]*_[a-z0-9_]*"' | grep -o '"[^"]*"' | tr -d '"')
     [[ -n $got ]] || { echo "$aw" >&2; die "auditwheel gave no platform tag for $whl"; }
-    if echo "$aw" | grep -q 'external shared libraries are required'; then echo "$aw" >&2; die "$whl needs external libraries"; fi
+    if grep -q 'external shared libraries are required' <<<"$aw"; then echo "$aw" >&2; die "$whl needs external libraries"; fi
     "$PY" - "$plat" "$got" <<'EOF' || die "auditwheel says $got, the wheel claims $plat"
 import re, sys
 claim, got = sys.argv[1], sys.argv[2]

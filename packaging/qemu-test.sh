@@ -78,7 +78,8 @@ for t in $TARGETS; do
     done
     "${cc[@]}" packaging/smoke/smoke.c -o "$bin/smoke" -L"$rel/lib" -lkrabka_coord -Wl,-rpath,"$rel/lib"
     "${cc[@]}" tests/c/misuse.c -o "$bin/misuse-static" "$rel/lib/libkrabka_coord.a" -lpthread -ldl -lresolv
-    file "$bin/misuse" | grep -q "$([[ $t == aarch64* ]] && echo 'ARM aarch64' || echo 'ARM, EABI5')" || die "$bin/misuse is not a $t program"
+    kind=$(file "$bin/misuse")
+    grep -q "$([[ $t == aarch64* ]] && echo 'ARM aarch64' || echo 'ARM, EABI5')" <<<"$kind" || die "$bin/misuse is not a $t program: $kind"
     # The programs find the library through their rpath; glibc and its loader
     # come from the cross sysroot.
     q=("$qemu" -L "$sysroot")
