@@ -175,7 +175,8 @@ if [[ $SHORT != 1 ]]; then
     }
     check reproducible-build reproducible
 fi
-log "$passed passed, $failed failed (artifacts of $T$([[ $SHORT == 1 ]] && echo ', short form'))"
+log "artifacts of $T$([[ $SHORT == 1 ]] && echo ', short form'):"
+echo "dist-test: $passed passed, $failed failed"
 [[ $failed == 0 ]] || exit 1
 if [[ $SHORT != 1 ]]; then
     packaging/qemu-test.sh

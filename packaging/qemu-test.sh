@@ -89,5 +89,6 @@ for t in $TARGETS; do
     run "$t" live env KRABKA_C_TOPIC=krabka-qemu-live "${q[@]}" "$bin/live"
     run "$t" smoke env KRABKA_SMOKE_TOPIC=krabka-qemu-smoke "${q[@]}" "$bin/smoke"
 done
-log "$passed passed, $failed failed (under qemu user-mode: $TARGETS)"
+log "under qemu user-mode: $TARGETS:"
+echo "qemu-test: $passed passed, $failed failed"
 [[ $failed == 0 ]]
