@@ -165,6 +165,25 @@ func krabka_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_
 	return C.KRABKA_OK
 }
 
+//export krabka_client_leave
+func krabka_client_leave(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	var out *C.krabka_leadership_t
+	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &out)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, c.requestTimeout)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	if err := c.c.Leave(ctx, ro, me); err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	return C.KRABKA_OK
+}
+
 //export krabka_client_describe
 func krabka_client_describe(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, timeout_ms C.int64_t, out **C.krabka_status_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)

@@ -92,6 +92,12 @@ func krabka_status_skipped(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_
 	return statusField(status, out, func(s *coord.Status) C.int64_t { return C.int64_t(s.Skipped) })
 }
 
+//export krabka_status_removed
+func krabka_status_removed(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	return statusField(status, out, func(s *coord.Status) C.int64_t { return C.int64_t(s.Removed) })
+}
+
 //export krabka_status_roster_count
 func krabka_status_roster_count(status *C.kc_cstatus_t, count *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)

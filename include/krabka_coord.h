@@ -392,6 +392,18 @@ krabka_err_t krabka_client_try_acquire(krabka_client_t *client,
                                        krabka_leadership_t **out,
                                        int64_t *retry_at_ms, char *errstr,
                                        size_t errstr_size);
+/** Removes member's registration of role (writes a tombstone of it,
+ *  COORDINATION.md 10.4): the member leaves the succession order; a later
+ *  acquire registers it again, at the tail. Does not end a leadership: a
+ *  holder that leaves keeps its lease until it resigns, is destroyed or the
+ *  lease runs out. Closing a client leaves by itself the roles it registered
+ *  in and does not hold (krabka.leave.on.close, default true). Blocks for
+ *  one write, up to timeout_ms (KRABKA_TIMEOUT_DEFAULT:
+ *  request.timeout.ms). Thread-safe. */
+krabka_err_t krabka_client_leave(krabka_client_t *client, const char *role,
+                                 size_t role_len, const char *member,
+                                 size_t member_len, int64_t timeout_ms,
+                                 char *errstr, size_t errstr_size);
 /** The third-party check: asks the transaction coordinator for the role's
  *  current token and reads the role's partition. Takes no epoch and joins no
  *  group. *out: destroy with krabka_status_destroy. Blocks up to
@@ -692,6 +704,10 @@ krabka_err_t krabka_status_partition(const krabka_status_t *status,
                                      int32_t *out);
 /** How many undecodable records the read skipped. */
 krabka_err_t krabka_status_skipped(const krabka_status_t *status,
+                                   int64_t *out);
+/** How many registrations were removed by a tombstone (members that
+ *  resigned, were pruned by a winner or left); they are not in the roster. */
+krabka_err_t krabka_status_removed(const krabka_status_t *status,
                                    int64_t *out);
 /** Number of registered members. */
 krabka_err_t krabka_status_roster_count(const krabka_status_t *status,

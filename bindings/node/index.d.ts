@@ -90,6 +90,9 @@ export interface Status {
   readonly roster: readonly RosterEntry[];
   /** Undecodable records skipped while reading the partition. */
   readonly skipped: number;
+  /** Registrations removed by a tombstone (members that resigned, were
+   *  pruned by a winner or left); they are not in `roster`. */
+  readonly removed: number;
 }
 
 export type LeadershipState = 'active' | 'fenced' | 'expired' | 'resigned' | 'closed';
@@ -207,6 +210,9 @@ export class Client extends EventEmitter {
   /** Waits on the library's threads (no libuv pool thread); keeps the process alive while pending. */
   acquire(role: Name, member: Name, options?: CallOptions): Promise<Leadership>;
   tryAcquire(role: Name, member: Name, options?: CallOptions): Promise<TryAcquireResult>;
+  /** Removes member's registration of role; a later acquire registers it
+   *  again at the tail. Does not end a leadership. */
+  leave(role: Name, member: Name, options?: CallOptions): Promise<void>;
   describe(role: Name, options?: CallOptions): Promise<Status>;
   /** Idempotent: returns the same Promise every time. */
   close(): Promise<void>;

@@ -347,6 +347,34 @@ int main(void) {
     CHECK(e == KRABKA_ERR_CLOSED || e == KRABKA_ERR_NOT_LEADER, "produce after client destroy gave %s",
           krabka_err2name(e));
 
+    /* 8. roster hygiene: node-b resigned (it left the roster), node-c's
+     * client was destroyed while it waited (krabka.leave.on.close), node-a's
+     * client was destroyed while it held the role (it stays); then an
+     * operator makes node-a leave. */
+    {
+        krabka_status_t *st = NULL;
+        size_t count = 99;
+        int64_t removed = -1;
+        krabka_roster_entry_t first;
+        OK(krabka_client_describe(cb, role, KRABKA_NTS, 15000, &st, ES));
+        OK(krabka_status_roster_count(st, &count));
+        OK(krabka_status_removed(st, &removed));
+        CHECK(count == 1, "roster after the departures has %zu members", count);
+        if (count == 1) {
+            OK(krabka_status_roster_entry(st, 0, &first));
+            CHECK(strcmp(first.member, "node-a") == 0, "the holder stays registered, not %s", first.member);
+        }
+        CHECK(removed == 2, "removed %" PRId64 " (node-b resigned, node-c left on close)", removed);
+        krabka_status_destroy(st);
+        OK(krabka_client_leave(cb, role, KRABKA_NTS, "node-a", KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT, ES));
+        OK(krabka_client_describe(cb, role, KRABKA_NTS, 15000, &st, ES));
+        OK(krabka_status_roster_count(st, &count));
+        OK(krabka_status_removed(st, &removed));
+        CHECK(count == 0 && removed == 3, "after leave: %zu members, %" PRId64 " removed", count, removed);
+        krabka_status_destroy(st);
+        printf("live: 8. departed members are out of the roster; leave removed node-a\n");
+    }
+
     OK(krabka_leadership_destroy(l1));
     OK(krabka_leadership_destroy(l3));
     OK(krabka_leadership_destroy(l4));

@@ -259,6 +259,16 @@ static void client_and_leadership(void) {
     EXPECT_ERR(krabka_client_describe(client, NULL, KRABKA_NTS, 10, &st, ES), E);
     EXPECT_ERR(krabka_client_describe(client, "r", KRABKA_NTS, 10, NULL, ES), E);
     EXPECT_ERR(krabka_client_describe(client, "r", KRABKA_NTS, -1, &st, ES), E);
+    EXPECT_ERR(krabka_client_leave(NULL, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, ES), H);
+    {
+        krabka_conf_t *other = krabka_conf_new(); /* a live handle of another kind */
+        EXPECT_ERR(krabka_client_leave((krabka_client_t *)other, "r", KRABKA_NTS, "m", KRABKA_NTS, 10, ES), H);
+        EXPECT_ERR(krabka_conf_destroy(other), KRABKA_OK);
+    }
+    EXPECT_ERR(krabka_client_leave(client, NULL, KRABKA_NTS, "m", KRABKA_NTS, 10, ES), E);
+    EXPECT_ERR(krabka_client_leave(client, "r", KRABKA_NTS, NULL, KRABKA_NTS, 10, ES), E);
+    EXPECT_ERR(krabka_client_leave(client, "r", KRABKA_NTS, "", 0, 10, ES), KRABKA_ERR_EMPTY_MEMBER);
+    EXPECT_ERR(krabka_client_leave(client, "r", KRABKA_NTS, "m", KRABKA_NTS, -1, ES), E);
 
     /* Nobody listens on port 1: a bounded call gives up with a retriable code. */
     krabka_err_t err = krabka_client_describe(client, "r", KRABKA_NTS, 200, &st, ES);
@@ -293,6 +303,8 @@ static void client_and_leadership(void) {
     EXPECT_ERR(krabka_status_lease(NULL, &has, &lease), H);
     EXPECT_ERR(krabka_status_partition(NULL, &p), H);
     EXPECT_ERR(krabka_status_skipped(NULL, &sk), H);
+    EXPECT_ERR(krabka_status_removed(NULL, &sk), H);
+    EXPECT_ERR(krabka_status_removed((krabka_status_t *)client, &sk), H);
     EXPECT_ERR(krabka_status_roster_count(NULL, &n), H);
     EXPECT_ERR(krabka_status_roster_entry(NULL, 0, &entry), H);
     EXPECT_ERR(krabka_status_destroy(NULL), H);

@@ -238,6 +238,25 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Removes member's registration of role (a tombstone of it): the member
+   * leaves the succession order; a later acquire registers it again at the
+   * tail. Does not end a leadership. Closing the client leaves by itself the
+   * roles it registered in and does not hold (krabka.leave.on.close, default
+   * true). Resolves when the write is done.
+   */
+  leave(role, member, options) {
+    const r = copyBytes(nameBytes(role, 'role'));
+    const m = copyBytes(nameBytes(member, 'member'));
+    const t = timeoutArg(options, 'leave');
+    return (async () => {
+      const h = this.#live();
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      const code = await callAsync(fns().krabka_client_leave, [h, ptr(r), r.length, ptr(m), m.length, t, eb, eb.length]);
+      check(code, eb);
+    })();
+  }
+
+  /**
    * The third-party check of a role: the coordinator's current token and the
    * role's partition. Takes no epoch and joins no group. Resolves to a Status.
    */
@@ -298,6 +317,8 @@ function readStatus(handle, roleName) {
     check(n.krabka_status_partition(handle, part));
     const skipped = [0];
     check(n.krabka_status_skipped(handle, skipped));
+    const removed = [0];
+    check(n.krabka_status_removed(handle, removed));
     const count = [0];
     check(n.krabka_status_roster_count(handle, count));
     const roster = [];
@@ -322,6 +343,7 @@ function readStatus(handle, roleName) {
       lease: hasLease[0] ? leaseFromC(l) : null,
       roster: Object.freeze(roster),
       skipped: Number(skipped[0]),
+      removed: Number(removed[0]),
     });
   } finally {
     n.krabka_status_destroy(handle);

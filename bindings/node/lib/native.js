@@ -138,6 +138,7 @@ const DECLS = [
   'int krabka_client_acquire(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int64_t timeout_ms, _Out_ krabka_leadership_t *out, uint8_t *errstr, size_t errstr_size)',
   'int krabka_client_try_acquire(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int64_t timeout_ms, _Out_ krabka_leadership_t *out, _Out_ int64_t *retry_at_ms, uint8_t *errstr, size_t errstr_size)',
   'int krabka_client_describe(krabka_client_t client, const uint8_t *role, size_t role_len, int64_t timeout_ms, _Out_ krabka_status_t *out, uint8_t *errstr, size_t errstr_size)',
+  'int krabka_client_leave(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)',
 
   'int krabka_leadership_token(krabka_leadership_t leadership, _Out_ krabka_token_t *out)',
   'int krabka_leadership_lease(krabka_leadership_t leadership, _Out_ krabka_lease_t *out)',
@@ -154,6 +155,7 @@ const DECLS = [
   'int krabka_status_lease(krabka_status_t status, _Out_ int *has_lease, _Out_ krabka_lease_t *out)',
   'int krabka_status_partition(krabka_status_t status, _Out_ int32_t *out)',
   'int krabka_status_skipped(krabka_status_t status, _Out_ int64_t *out)',
+  'int krabka_status_removed(krabka_status_t status, _Out_ int64_t *out)',
   'int krabka_status_roster_count(krabka_status_t status, _Out_ size_t *count)',
   'int krabka_status_roster_entry(krabka_status_t status, size_t index, _Out_ krabka_roster_entry_t *out)',
   'int krabka_status_destroy(krabka_status_t status)',

@@ -100,9 +100,10 @@ for (const [label, bootstrap] of clusters) {
       const t2 = l2.token;
       assert.ok(t2.supersedes(t1), `new token ${t2} must supersede ${t1}`);
 
-      // node-1 never tried to renew, so nothing ended it locally: its late
-      // guarded write reaches the broker, which rejects the superseded epoch.
-      assert.equal(l1.state, 'active');
+      // node-1 learns that it was superseded from its client's view of the
+      // log (it may already be 'fenced'), or from the broker's answer to its
+      // late guarded write: either way the write rejects with FencedError.
+      assert.ok(['active', 'fenced'].includes(l1.state), `node-1 is ${l1.state}`);
       await assert.rejects(l1.produce(topic, 'stale-command'), (e) => {
         assert.ok(e instanceof FencedError, `expected FencedError, got ${e && e.name}: ${e && e.message}`);
         assert.equal(e.code, ErrorCode.FENCED);
@@ -259,6 +260,35 @@ for (const [label, bootstrap] of clusters) {
       await l1.close();
     } finally {
       await Promise.all([c1.close(), c2.close()]);
+    }
+  });
+
+  test(`[${label}] leave and close with leave remove members; the holder stays registered`, { timeout: 120_000 }, async () => {
+    requireBroker();
+    const role = unique('leave');
+    const holder = client('node-leave-h');
+    const waiter = client('node-leave-w');
+    const gone = client('node-leave-g');
+    try {
+      const l = await holder.acquire(role, 'holder', { timeoutMs: 60_000 });
+      assert.equal((await waiter.tryAcquire(role, 'waiter', { timeoutMs: 30_000 })).leadership, null);
+      assert.equal((await gone.tryAcquire(role, 'gone', { timeoutMs: 30_000 })).leadership, null);
+      let st = await holder.describe(role);
+      assert.deepEqual(st.roster.map((e) => e.member), ['holder', 'waiter', 'gone']);
+      assert.equal(st.removed, 0);
+      await holder.leave(role, 'gone');
+      st = await holder.describe(role);
+      assert.deepEqual(st.roster.map((e) => e.member), ['holder', 'waiter']);
+      assert.equal(st.removed, 1);
+      await waiter.close(); // krabka.leave.on.close: 'waiter' leaves
+      st = await holder.describe(role);
+      assert.deepEqual(st.roster.map((e) => e.member), ['holder']);
+      assert.equal(st.removed, 2);
+      assert.equal(st.holder, 'holder');
+      assert.equal(l.state, 'active');
+      await assert.rejects(holder.leave(role, ''), (e) => e instanceof Error && /empty_member/.test(`${e.category || ''} ${e.message}`));
+    } finally {
+      await Promise.all([holder.close(), waiter.close(), gone.close()]);
     }
   });
 }

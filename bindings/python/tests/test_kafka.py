@@ -91,10 +91,12 @@ def test_acquire_renew_produce_describe_resign(client: kc.Client, topic: str) ->
         assert 0 <= part < 3 and off >= 0
         res = lead.produce(topic, "pinned", partition=2)
         assert res.partition == 2 and res == (2, res.offset)
-    # leaving the with block resigned the role
+    # leaving the with block resigned the role: it stepped aside with an
+    # expired lease (granted_at == deadline) and left the roster
     assert lead.state == kc.LeadershipState.CLOSED
     st = client.describe(role)
-    assert st.lease is None and st.holder is None and not st.current
+    assert st.lease is not None and st.lease.member == "node-1" and st.lease.deadline == st.lease.granted_at
+    assert st.roster == () and st.removed == 1
     assert st.token == tok or st.token.supersedes(tok)
 
 
@@ -244,9 +246,9 @@ def test_failover_to_another_process_fences_the_old_leader(bootstrap: str, clien
 def test_failover_after_the_lease_lapses(bootstrap: str, client: kc.Client, topic: str) -> None:
     """Member "a" stops renewing (a stalled process); member "b" in another
     process takes over once a's lease deadline has passed, with a token that
-    supersedes a's. a never tried to renew, so nothing ended it locally: its
-    late write reaches the broker, which rejects the superseded epoch
-    (FencedError)."""
+    supersedes a's. a learns it from its client's view of the log (it may
+    already be FENCED), or from the broker's answer to its late write, which
+    rejects the superseded epoch: either way the write raises FencedError."""
     role = unique("py-lapse")
     a = client.acquire(role, "a", timeout=60)
     a_token = a.token
@@ -261,7 +263,7 @@ def test_failover_after_the_lease_lapses(bootstrap: str, client: kc.Client, topi
         assert took < 15
         _next_event(b, "produced")
 
-        assert a.state == kc.LeadershipState.ACTIVE
+        assert a.state in (kc.LeadershipState.ACTIVE, kc.LeadershipState.FENCED)
         with pytest.raises(kc.FencedError) as ei:
             a.produce(topic, b"a after the takeover")
         assert ei.value.fatal
@@ -523,3 +525,27 @@ def test_cancelled_acquire_async_resigns_what_it_wins(bootstrap: str, client: kc
                 await asyncio.sleep(0.2)
 
     asyncio.run(main())
+
+
+def test_leave_and_close_with_leave_remove_members(bootstrap: str, client: kc.Client) -> None:
+    """Leave removes a registration; closing a client leaves the roles it
+    registered in and does not hold; the holder stays registered."""
+    role = unique("py-leave")
+    with client.acquire(role, "holder", timeout=60) as lead:
+        waiter, gone = kc.Client(conf(bootstrap)), kc.Client(conf(bootstrap))
+        try:
+            assert not waiter.try_acquire(role, "waiter", timeout=30)
+            assert not gone.try_acquire(role, "gone", timeout=30)
+            st = client.describe(role)
+            assert [e.member for e in st.roster] == ["holder", "waiter", "gone"] and st.removed == 0
+            client.leave(role, "gone", timeout=10)
+            st = client.describe(role)
+            assert [e.member for e in st.roster] == ["holder", "waiter"] and st.removed == 1
+        finally:
+            waiter.close()  # krabka.leave.on.close: "waiter" leaves
+            gone.close()
+        st = client.describe(role)
+        assert [e.member for e in st.roster] == ["holder"] and st.removed == 2
+        assert st.holder == "holder" and lead.active
+    with pytest.raises(kc.DataError):
+        client.leave(role, "")

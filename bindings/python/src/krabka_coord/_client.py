@@ -159,6 +159,8 @@ class Status:
     roster: registered members in succession order, with ranks.
     skipped: undecodable records the read skipped.
     partition: the role's partition of the coordination topic.
+    removed: registrations removed by a tombstone (members that resigned,
+        were pruned by a winner or left); they are not in `roster`.
     """
 
     role: str
@@ -169,6 +171,7 @@ class Status:
     roster: Tuple[RosterEntry, ...]
     skipped: int
     partition: int
+    removed: int = 0
 
 
 # --------------------------------------------------------------------------
@@ -678,6 +681,21 @@ class Client:
             return TryAcquireResult(Leadership(out.value, self, role_s, member_s), None)
         return TryAcquireResult(None, retry.value)
 
+    def leave(self, role: Name, member: Name, timeout: Timeout = None) -> None:
+        """Removes `member`'s registration of `role` (a tombstone of it): the
+        member leaves the succession order, and a later acquire registers it
+        again at the tail. Does not end a leadership. Closing the client
+        leaves by itself the roles it registered in and does not hold
+        (krabka.leave.on.close, default true). Blocks for one write, up to
+        `timeout` seconds (default request.timeout.ms)."""
+        r = name_bytes(role, "role")
+        validate_role(r)
+        m = name_bytes(member, "member")
+        validate_member(m)
+        ms = timeout_ms(timeout)
+        buf = _errbuf()
+        raise_for(lib.krabka_client_leave(self._ptr(), r, len(r), m, len(m), ms, buf, len(buf)), buf)
+
     def describe(self, role: Name, timeout: Timeout = None) -> Status:
         """The third-party check: the coordinator's current token for the
         role and the state folded from its partition. Takes no epoch and joins
@@ -817,6 +835,8 @@ def _read_status(st: int, role: str) -> Status:
     raise_for(lib.krabka_status_partition(st, ctypes.byref(part)))
     skipped = ctypes.c_int64()
     raise_for(lib.krabka_status_skipped(st, ctypes.byref(skipped)))
+    removed = ctypes.c_int64()
+    raise_for(lib.krabka_status_removed(st, ctypes.byref(removed)))
     count = ctypes.c_size_t()
     raise_for(lib.krabka_status_roster_count(st, ctypes.byref(count)))
     roster = []
@@ -840,4 +860,5 @@ def _read_status(st: int, role: str) -> Status:
         roster=tuple(roster),
         skipped=skipped.value,
         partition=part.value,
+        removed=removed.value,
     )

@@ -296,6 +296,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "krabka_client_acquire": (err, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, P(c_void_p), c_char_p, c_size_t]),
         "krabka_client_try_acquire": (err, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, P(c_void_p), P(c_int64), c_char_p, c_size_t]),
         "krabka_client_describe": (err, [c_void_p, c_char_p, c_size_t, c_int64, P(c_void_p), c_char_p, c_size_t]),
+        "krabka_client_leave": (err, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
         # leadership
         "krabka_leadership_token": (err, [c_void_p, P(Token)]),
         "krabka_leadership_lease": (err, [c_void_p, P(LeaseStruct)]),
@@ -312,6 +313,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "krabka_status_lease": (err, [c_void_p, P(c_int), P(LeaseStruct)]),
         "krabka_status_partition": (err, [c_void_p, P(c_int32)]),
         "krabka_status_skipped": (err, [c_void_p, P(c_int64)]),
+        "krabka_status_removed": (err, [c_void_p, P(c_int64)]),
         "krabka_status_roster_count": (err, [c_void_p, P(c_size_t)]),
         "krabka_status_roster_entry": (err, [c_void_p, c_size_t, P(RosterEntryStruct)]),
         "krabka_status_destroy": (err, [c_void_p]),
