@@ -85,9 +85,10 @@ release() { # TARGET [--out DIR]
             { echo "build.sh: the Go constant version$name differs from the header's $VERSION" >&2; exit 1; }
     done
 
-    local tmp
+    # Global (not local): the EXIT trap runs after this function's scope is
+    # gone, also when a step fails (set -e).
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/krabka-release.XXXXXX")
-    trap 'rm -rf "$tmp"' RETURN
+    trap 'rm -rf "$tmp"' EXIT
     # -trimpath and no VCS/date stamps: the same sources give the same bytes.
     # -s -w: no symbol table, no DWARF; --strip-all for the C objects too.
     # CGO_CFLAGS without -g: nothing of the build directory is recorded.
