@@ -373,7 +373,16 @@ func (t *Transport) brokerTxnMax(ctx context.Context) (time.Duration, bool) {
 	}
 	known := false
 	m = defaultTxnMaxTimeout
-	rcs, err := t.adm.DescribeBrokerConfigs(ctx)
+	// DescribeConfigs without a broker id answers only the cluster-wide
+	// dynamic settings; the static transaction.max.timeout.ms needs one.
+	var ids []int32
+	if md, err := t.adm.BrokerMetadata(ctx); err == nil {
+		for _, b := range md.Brokers {
+			ids = append(ids, b.NodeID)
+			break
+		}
+	}
+	rcs, err := t.adm.DescribeBrokerConfigs(ctx, ids...)
 	if err == nil {
 		for _, rc := range rcs {
 			if rc.Err != nil {
