@@ -261,6 +261,11 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 		}
 	}
 	defer v.release()
+	if pr, ok := c.t.(Preparer); ok && !try {
+		txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
+		pr.Prepare(role.String(), txnTimeout) // role is scoped
+		defer pr.Unprepare(role.String())
+	}
 
 	poll := c.cfg.PollInterval
 	regOffset := int64(-1) // offset of this call's latest registration

@@ -108,3 +108,12 @@ type Fetched struct {
 	// LastStable is the last stable offset the broker reported (-1 unknown).
 	LastStable int64
 }
+
+// Preparer is implemented by transports that can build (and connect) the
+// transactional producer of a transactional id ahead of the Mint that will
+// use it; acquire prepares while it waits, so that the win spends no round
+// trips on connecting. Neither call blocks.
+type Preparer interface {
+	Prepare(txnID string, txnTimeout time.Duration)
+	Unprepare(txnID string)
+}

@@ -7,6 +7,7 @@ package kafka_test
 //   KRABKA_CLIENT_BENCH_IDLE_SECONDS  how long the waiting standby's CPU is measured (default 60)
 //   KRABKA_CLIENT_BENCH_ROLES         roles one client holds (default 1000)
 //   KRABKA_CLIENT_BENCH_FOLLOW=0      skips these measures
+//   KRABKA_CLIENT_BENCH_ONLY_HANDOFF=1 measures the handoffs only
 
 import (
 	"context"
@@ -35,8 +36,13 @@ func TestFollowBench(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{})
 	fmt.Printf("follow bench: single local broker %s, GOMAXPROCS %d, load %s\n", c.Bootstrap, runtime.GOMAXPROCS(0), loadAvg())
 	benchHandoff(t, c, envInt("KRABKA_CLIENT_BENCH_HANDOFFS", 100))
-	benchBigPartition(t, c, envInt("KRABKA_CLIENT_BENCH_BIG_RECORDS", 1_000_000), envInt("KRABKA_CLIENT_BENCH_IDLE_SECONDS", 60))
+	if os.Getenv("KRABKA_CLIENT_BENCH_ONLY_HANDOFF") == "1" {
+		return
+	}
+	// Many roles first: the big partition's read leaves memory behind that
+	// would blur the resident-memory figure.
 	benchManyRoles(t, c, envInt("KRABKA_CLIENT_BENCH_ROLES", 1000))
+	benchBigPartition(t, c, envInt("KRABKA_CLIENT_BENCH_BIG_RECORDS", 1_000_000), envInt("KRABKA_CLIENT_BENCH_IDLE_SECONDS", 60))
 }
 
 func loadAvg() string {
@@ -226,6 +232,8 @@ func benchManyRoles(t *testing.T, c *kafkatest.Cluster, n int) {
 		t.Fatal(err)
 	}
 	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	rss0, g0 := rssKB(), runtime.NumGoroutine()
 	ls := make([]*coord.Leadership, n)
 	var wg sync.WaitGroup
@@ -265,10 +273,12 @@ func benchManyRoles(t *testing.T, c *kafkatest.Cluster, n int) {
 	wg.Wait()
 	renTime := time.Since(start)
 	runtime.GC()
+	runtime.ReadMemStats(&m1)
 	rss1, g1 := rssKB(), runtime.NumGoroutine()
 	fmt.Printf("  %d roles on one client (32 at a time): acquire all %v, renew all %v\n", n, acqTime.Round(time.Millisecond), renTime.Round(time.Millisecond))
-	fmt.Printf("    resident memory %d -> %d KiB (%.1f KiB per role), goroutines %d -> %d (%.1f per role)\n",
-		rss0, rss1, float64(rss1-rss0)/float64(n), g0, g1, float64(g1-g0)/float64(n))
+	fmt.Printf("    resident memory %d -> %d KiB (%.1f KiB per role), Go heap in use %.1f -> %.1f MiB (%.1f KiB per role), goroutines %d -> %d (%.1f per role)\n",
+		rss0, rss1, float64(rss1-rss0)/float64(n), float64(m0.HeapInuse)/(1<<20), float64(m1.HeapInuse)/(1<<20),
+		float64(int64(m1.HeapInuse)-int64(m0.HeapInuse))/1024/float64(n), g0, g1, float64(g1-g0)/float64(n))
 	for _, l := range ls {
 		l.Close()
 	}

@@ -119,6 +119,7 @@ type Transport struct {
 	prods      map[string]*txnProducer // newest producer per transactional id
 	followers  map[int32]*kgo.Client   // long-polling fetch clients, one per followed partition
 	topicCheck sync.Once               // the settings of an existing topic are checked once
+	prepared   map[string]*prepared    // producers built ahead of their Mint (Prepare)
 }
 
 var _ coord.Transport = (*Transport)(nil)
@@ -159,7 +160,7 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	}
 	return &Transport{
 		cfg: cfg, opts: opts, admin: admin, adm: kadm.NewClient(admin),
-		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, followers: map[int32]*kgo.Client{},
+		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, followers: map[int32]*kgo.Client{}, prepared: map[string]*prepared{},
 	}, nil
 }
 
@@ -425,23 +426,12 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	if txnTimeout < time.Millisecond {
 		txnTimeout = time.Millisecond
 	}
-	opts := append(append([]kgo.Opt(nil), t.opts...),
-		kgo.TransactionalID(txnID),
-		kgo.TransactionTimeout(txnTimeout),
-		kgo.RecordPartitioner(messagePartitioner{}),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
-		kgo.RecordDeliveryTimeout(t.cfg.RequestTimeout),
-		// A transaction that begins right after the previous one committed
-		// meets CONCURRENT_TRANSACTIONS until the commit markers are written
-		// (about a millisecond on a healthy cluster). franz-go's default 20 ms
-		// backoff made back-to-back guarded writes cost ~25 ms each; franz-go
-		// still raises the backoff itself if the state lasts (200 ms after 1 s).
-		kgo.ConcurrentTransactionsBackoff(txnBackoff),
-	)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building the transactional producer")
+	cl := t.takePrepared(txnID, txnTimeout)
+	if cl == nil {
+		var err error
+		if cl, err = kgo.NewClient(t.txnOpts(txnID, txnTimeout)...); err != nil {
+			return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building the transactional producer")
+		}
 	}
 	id, epoch, err := cl.ProducerID(ctx)
 	if err != nil {
@@ -470,6 +460,111 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 		prev.Close()
 	}
 	return p, nil
+}
+
+// txnOpts are the options of the transactional producer of txnID.
+func (t *Transport) txnOpts(txnID string, txnTimeout time.Duration) []kgo.Opt {
+	return append(append([]kgo.Opt(nil), t.opts...),
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(txnTimeout),
+		kgo.RecordPartitioner(messagePartitioner{}),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.RecordDeliveryTimeout(t.cfg.RequestTimeout),
+		// A transaction that begins right after the previous one committed
+		// meets CONCURRENT_TRANSACTIONS until the commit markers are written
+		// (about a millisecond on a healthy cluster). franz-go's default 20 ms
+		// backoff made back-to-back guarded writes cost ~25 ms each; franz-go
+		// still raises the backoff itself if the state lasts (200 ms after 1 s).
+		kgo.ConcurrentTransactionsBackoff(txnBackoff),
+	)
+}
+
+// Prepare implements coord.Preparer: it builds the transactional producer
+// of txnID ahead of the Mint that will use it, and opens its connections
+// (metadata, the transaction coordinator's broker), so that a standby that
+// wins spends no round trips on connecting. The producer holds no epoch
+// until Mint initialises it. Never blocks.
+func (t *Transport) Prepare(txnID string, txnTimeout time.Duration) {
+	t.mu.Lock()
+	if t.closed || t.prepared[txnID] != nil {
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	t.mu.Lock()
+	m := t.txnMax
+	t.mu.Unlock()
+	if m > 0 && txnTimeout > m {
+		return // Mint refuses it anyway
+	}
+	if txnTimeout < time.Millisecond {
+		txnTimeout = time.Millisecond
+	}
+	cl, err := kgo.NewClient(t.txnOpts(txnID, txnTimeout)...)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	if t.closed || t.prepared[txnID] != nil {
+		t.mu.Unlock()
+		cl.Close()
+		return
+	}
+	t.prepared[txnID] = &prepared{cl: cl, timeout: txnTimeout}
+	t.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
+		defer cancel()
+		// Connect: metadata, then the transaction coordinator's broker
+		// (FindCoordinator is answered by any broker).
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = txnID
+		req.CoordinatorKeys = []string{txnID}
+		req.CoordinatorType = 1
+		if resp, err := req.RequestWith(ctx, cl); err == nil {
+			node := resp.NodeID
+			if len(resp.Coordinators) > 0 {
+				node = resp.Coordinators[0].NodeID
+			}
+			_, _ = kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl.Broker(int(node)))
+		}
+	}()
+}
+
+// Unprepare implements coord.Preparer: it closes the producer Prepare
+// built if no Mint took it.
+func (t *Transport) Unprepare(txnID string) {
+	t.mu.Lock()
+	p := t.prepared[txnID]
+	delete(t.prepared, txnID)
+	t.mu.Unlock()
+	if p != nil {
+		go p.cl.Close()
+	}
+}
+
+// takePrepared returns the producer Prepare built for txnID (nil: none, or
+// built with another transaction timeout).
+func (t *Transport) takePrepared(txnID string, txnTimeout time.Duration) *kgo.Client {
+	t.mu.Lock()
+	p := t.prepared[txnID]
+	delete(t.prepared, txnID)
+	t.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	if p.timeout != txnTimeout {
+		go p.cl.Close()
+		return nil
+	}
+	return p.cl
+}
+
+// prepared is a transactional producer built ahead of its Mint.
+type prepared struct {
+	cl      *kgo.Client
+	timeout time.Duration
 }
 
 // txnBackoff is the retry interval of a transactional request answered
@@ -543,13 +638,19 @@ func (t *Transport) Close() error {
 	t.closed = true
 	prods := t.prods
 	t.prods = map[string]*txnProducer{}
-	followers := t.followers
-	t.followers = map[int32]*kgo.Client{}
+	var idle []*kgo.Client // followers and prepared producers
+	for _, cl := range t.followers {
+		idle = append(idle, cl)
+	}
+	for _, p := range t.prepared {
+		idle = append(idle, p.cl)
+	}
+	t.followers, t.prepared = map[int32]*kgo.Client{}, map[string]*prepared{}
 	t.mu.Unlock()
 	for _, p := range prods {
 		p.Close()
 	}
-	for _, cl := range followers {
+	for _, cl := range idle {
 		cl.Close()
 	}
 	if t.reg != nil {
