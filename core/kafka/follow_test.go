@@ -359,7 +359,7 @@ func TestWinnerPrunesTenDeadMembersOnce(t *testing.T) {
 	role := core.MustRole(uniq("prune-"))
 	obs := newClient(t, c.Bootstrap, kv...)
 	ca := newClient(t, c.Bootstrap, kv...)
-	acquire(t, ca, role, "a")
+	a := acquire(t, ca, role, "a")
 	for i := 0; i < 10; i++ {
 		d := newClient(t, c.Bootstrap, kv...)
 		if _, _, err := d.TryAcquire(ctxFor(t, 20*time.Second), role, core.MustMemberID(fmt.Sprintf("dead-%02d", i))); err != nil {
@@ -373,6 +373,7 @@ func TestWinnerPrunesTenDeadMembersOnce(t *testing.T) {
 	if last := st.Roster[11]; last.Member.String() != "b" || last.Rank != 10 {
 		t.Fatalf("b should rank 10 behind ten dead members: %v", rosterNames(st))
 	}
+	crash1 := time.Now()
 	ca.Close() // the holder crashes
 	rb := <-chB
 	if rb.err != nil {
@@ -388,11 +389,18 @@ func TestWinnerPrunesTenDeadMembersOnce(t *testing.T) {
 	if r := st.Roster[1]; r.Member.String() != "c" || r.Rank != 0 {
 		t.Fatalf("c should rank 0 at the second failover: %v", rosterNames(st))
 	}
+	crash2, deadlineB := time.Now(), rb.l.Lease().Deadline
 	cb.Close() // b crashes
 	rc := <-chC
 	if rc.err != nil {
 		t.Fatal(rc.err)
 	}
+	// Figures for the closing note (not assertions): crash -> next Acquire
+	// returned, and how far past the crashed holder's deadline.
+	t.Logf("first failover (10 dead members ahead): %v after the crash, %d ms past the deadline (10 staggers = %d ms)",
+		time.UnixMilli(rb.at).Sub(crash1).Round(time.Millisecond), rb.at-a.Lease().Deadline, 10*200)
+	t.Logf("second failover (the dead pruned): %v after the crash, %d ms past the deadline",
+		time.UnixMilli(rc.at).Sub(crash2).Round(time.Millisecond), rc.at-deadlineB)
 	rc.l.Close()
 }
 
