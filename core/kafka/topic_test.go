@@ -164,7 +164,10 @@ func TestCoordinationTopicOnThreeBrokers(t *testing.T) {
 	adm := admin(t, c.Bootstrap)
 	ctx := ctxFor(t, 60*time.Second)
 	topic := uniq("it_coord3_")
-	cl := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.topic.partitions", "4")
+	// A lease long enough for a renewal on three loaded nodes (this test is
+	// about the topic, not about timing).
+	cl := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.topic.partitions", "4",
+		"krabka.lease.ms", "30000", "krabka.renew.interval.ms", "10000")
 	role := core.MustRole(uniq("it-3n-"))
 	l := acquire(t, cl, role, "a")
 	if err := l.Renew(ctx); err != nil {
