@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -62,7 +63,10 @@ def test_wait_ended_returns_on_resign_and_active_on_timeout(bootstrap: str) -> N
         t.start()
         assert lead.wait_ended() == kc.LeadershipState.RESIGNED
         t.join()
-        assert os.read(fd, 8) != b""  # the event fd was signalled
+        # the event fd is signalled (by the library's own thread, so possibly a
+        # moment after wait_ended returned)
+        readable, _, _ = select.select([fd], [], [], 10)
+        assert readable == [fd] and os.read(fd, 8) != b""
         assert isinstance(lead.end_error, kc.NotLeaderError)
         lead.close()
 
