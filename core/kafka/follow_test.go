@@ -417,7 +417,7 @@ func TestPausedMemberIsPrunedAndRegistersAgainOnceAtTheTail(t *testing.T) {
 	a := acquire(t, ca, role, "a")
 	// p's clock runs an hour behind: it waits although its turn came (as a
 	// paused process would), so the next standby wins and prunes it.
-	cp := newSkewedClientKV(t, c.Bootstrap, -time.Hour, kv...)
+	cp := newSkewedClient(t, c.Bootstrap, -time.Hour, kv...)
 	chP := acquireAsync(ctxFor(t, 2*time.Minute), cp, role, "p")
 	waitRoster(t, obs, role, 2)
 	cw := newClient(t, c.Bootstrap, kv...)
@@ -534,19 +534,4 @@ func registrations(cfg coord.Config, role core.Role, member string) (int, error)
 		}
 	}
 	return count, nil
-}
-
-func newSkewedClientKV(t testing.TB, bootstrap string, skew time.Duration, kv ...string) *coord.Client {
-	t.Helper()
-	cfg := testConfig(t, bootstrap, kv...)
-	tr, err := kafka.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := coord.NewClient(cfg, tr, skewedClock{skew})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }

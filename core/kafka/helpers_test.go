@@ -122,9 +122,9 @@ func (s skewedClock) Sleep(ctx context.Context, d time.Duration) error {
 	return core.SystemClock.Sleep(ctx, d)
 }
 
-func newSkewedClient(t testing.TB, bootstrap string, skew time.Duration) *coord.Client {
+func newSkewedClient(t testing.TB, bootstrap string, skew time.Duration, kv ...string) *coord.Client {
 	t.Helper()
-	cfg := testConfig(t, bootstrap)
+	cfg := testConfig(t, bootstrap, kv...)
 	tr, err := kafka.New(cfg)
 	if err != nil {
 		t.Fatal(err)
