@@ -365,8 +365,10 @@ krabka_err_t krabka_client_new(const krabka_conf_t *conf,
 krabka_err_t krabka_client_destroy(krabka_client_t *client);
 
 /** Takes the role for this member, waiting as long as the succession rules
- *  say (registers the member once, then waits for its turn, then mints a
- *  new epoch and writes a lease). On success *out is a new leadership:
+ *  say (registers the member, waits for its turn, then mints a new epoch and
+ *  writes a lease that also prunes the members that let their turn pass).
+ *  The client follows the role's partition meanwhile: the wait ends as soon
+ *  as a record changes the answer. On success *out is a new leadership:
  *  destroy with krabka_leadership_destroy. Blocks up to timeout_ms
  *  (KRABKA_TIMEOUT_DEFAULT: no limit; a value beyond what the clock holds
  *  means no limit too); KRABKA_ERR_TIMEOUT when it passes, with the last
@@ -497,10 +499,12 @@ krabka_err_t krabka_leadership_produce(krabka_leadership_t *leadership,
                                        size_t count, int64_t timeout_ms,
                                        krabka_produce_result_t *results,
                                        char *errstr, size_t errstr_size);
-/** Gives the role up: writes a lease tombstone under this token so standbys
- *  challenge at once. A courtesy, not a fence: stop guarded writes first.
- *  The leadership is RESIGNED afterwards even if the write failed. Blocks up
- *  to timeout_ms. */
+/** Gives the role up and steps aside: one transaction under this token
+ *  with an expired lease and a tombstone of this member's registration, so
+ *  the first standby challenges at once (the others keep their stagger). A
+ *  courtesy, not a fence: stop guarded writes first. The leadership is
+ *  RESIGNED afterwards even if the write failed; an acquire registers the
+ *  member again, at the tail. Blocks up to timeout_ms. */
 krabka_err_t krabka_leadership_resign(krabka_leadership_t *leadership,
                                       int64_t timeout_ms, char *errstr,
                                       size_t errstr_size);
