@@ -540,8 +540,10 @@ class Leadership {
   }
 
   /**
-   * Gives the role up: writes a lease tombstone under this token so standbys
-   * challenge at once. A courtesy, not a fence: stop guarded writes first.
+   * Gives the role up and steps aside: an expired lease and a tombstone of
+   * this member's registration, in one transaction under this token, so the
+   * first standby challenges at once. A courtesy, not a fence: stop guarded
+   * writes first.
    * The state is 'resigned' afterwards even if the write failed.
    */
   resign(options) {

@@ -352,8 +352,9 @@ class Leadership:
         return [ProduceResult(r.partition, r.offset) for r in results]
 
     def resign(self, timeout: Timeout = None) -> None:
-        """Give the role up: write a lease tombstone under this token so
-        standbys challenge at once. A courtesy, not a fence: stop guarded
+        """Give the role up and step aside: an expired lease and a tombstone
+        of this member's registration, in one transaction under this token,
+        so the first standby challenges at once. A courtesy, not a fence: stop guarded
         writes first. The leadership is RESIGNED afterwards even if the write
         failed (the error is raised). Blocks up to `timeout` seconds."""
         ms = timeout_ms(timeout)
