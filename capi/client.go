@@ -54,8 +54,8 @@ func callContext(timeoutMs C.int64_t, def time.Duration) (context.Context, conte
 	return ctx, cancel, nil
 }
 
-//export krabka_client_new
-func krabka_client_new(conf *C.kc_cconf_t, out **C.krabka_client_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_new
+func kc_go_client_new(conf *C.kc_cconf_t, out **C.krabka_client_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	c, err := confOf(unsafe.Pointer(conf))
 	if err != nil {
@@ -84,8 +84,8 @@ func krabka_client_new(conf *C.kc_cconf_t, out **C.krabka_client_t, errstr *C.ch
 	return C.KRABKA_OK
 }
 
-//export krabka_client_destroy
-func krabka_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
+//export kc_go_client_destroy
+func kc_go_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return destroy(unsafe.Pointer(client), kindClient, func(o any) {
 		c := o.(*clientObj)
@@ -118,8 +118,8 @@ func acquireArgs(client *C.krabka_client_t, r *C.kc_cchar_t, roleLen C.size_t, m
 	return
 }
 
-//export krabka_client_acquire
-func krabka_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_acquire
+func kc_go_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, out)
 	if err != nil {
@@ -138,8 +138,8 @@ func krabka_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len 
 	return C.KRABKA_OK
 }
 
-//export krabka_client_try_acquire
-func krabka_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, retry_at_ms *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_try_acquire
+func kc_go_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, retry_at_ms *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, out)
 	if err != nil {
@@ -165,8 +165,8 @@ func krabka_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_
 	return C.KRABKA_OK
 }
 
-//export krabka_client_leave
-func krabka_client_leave(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_leave
+func kc_go_client_leave(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	var out *C.krabka_leadership_t
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &out)
@@ -184,8 +184,8 @@ func krabka_client_leave(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.
 	return C.KRABKA_OK
 }
 
-//export krabka_client_describe
-func krabka_client_describe(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, timeout_ms C.int64_t, out **C.krabka_status_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_describe
+func kc_go_client_describe(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, timeout_ms C.int64_t, out **C.krabka_status_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	c, err := clientOf(unsafe.Pointer(client))
 	if err != nil {

@@ -23,8 +23,8 @@ type confObj struct {
 
 func confOf(p unsafe.Pointer) (*confObj, error) { return object[*confObj](p, kindConf) }
 
-//export krabka_conf_new
-func krabka_conf_new() (out *C.krabka_conf_t) {
+//export kc_go_conf_new
+func kc_go_conf_new() (out *C.krabka_conf_t) {
 	defer func() {
 		if recover() != nil {
 			out = nil
@@ -33,8 +33,8 @@ func krabka_conf_new() (out *C.krabka_conf_t) {
 	return (*C.krabka_conf_t)(newHandle(kindConf, &confObj{cfg: coord.DefaultConfig()}))
 }
 
-//export krabka_conf_set
-func krabka_conf_set(conf *C.krabka_conf_t, name, value *C.kc_cchar_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_conf_set
+func kc_go_conf_set(conf *C.krabka_conf_t, name, value *C.kc_cchar_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	c, err := confOf(unsafe.Pointer(conf))
 	if err != nil {
@@ -50,8 +50,8 @@ func krabka_conf_set(conf *C.krabka_conf_t, name, value *C.kc_cchar_t, errstr *C
 	return finish(err, errstr, errstr_size)
 }
 
-//export krabka_conf_get
-func krabka_conf_get(conf *C.kc_cconf_t, name *C.kc_cchar_t, value *C.char, value_size *C.size_t) (rc C.krabka_err_t) {
+//export kc_go_conf_get
+func kc_go_conf_get(conf *C.kc_cconf_t, name *C.kc_cchar_t, value *C.char, value_size *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	c, err := confOf(unsafe.Pointer(conf))
 	if err != nil {
@@ -78,8 +78,8 @@ func krabka_conf_get(conf *C.kc_cconf_t, name *C.kc_cchar_t, value *C.char, valu
 	return C.KRABKA_OK
 }
 
-//export krabka_conf_destroy
-func krabka_conf_destroy(conf *C.krabka_conf_t) (rc C.krabka_err_t) {
+//export kc_go_conf_destroy
+func kc_go_conf_destroy(conf *C.krabka_conf_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return destroy(unsafe.Pointer(conf), kindConf, nil)
 }

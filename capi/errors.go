@@ -79,8 +79,8 @@ func codeOf(err error) C.krabka_err_t {
 	return C.KRABKA_ERR_INTERNAL
 }
 
-//export krabka_err2str
-func krabka_err2str(err C.krabka_err_t) (s *C.kc_cchar_t) {
+//export kc_go_err2str
+func kc_go_err2str(err C.krabka_err_t) (s *C.kc_cchar_t) {
 	s = (*C.kc_cchar_t)(unsafe.Pointer(cUnknownText))
 	defer swallow()
 	if e, ok := errTable[err]; ok {
@@ -89,8 +89,8 @@ func krabka_err2str(err C.krabka_err_t) (s *C.kc_cchar_t) {
 	return (*C.kc_cchar_t)(unsafe.Pointer(cUnknownText))
 }
 
-//export krabka_err2name
-func krabka_err2name(err C.krabka_err_t) (s *C.kc_cchar_t) {
+//export kc_go_err2name
+func kc_go_err2name(err C.krabka_err_t) (s *C.kc_cchar_t) {
 	s = (*C.kc_cchar_t)(unsafe.Pointer(cUnknownName))
 	defer swallow()
 	if e, ok := errTable[err]; ok {
@@ -99,8 +99,8 @@ func krabka_err2name(err C.krabka_err_t) (s *C.kc_cchar_t) {
 	return (*C.kc_cchar_t)(unsafe.Pointer(cUnknownName))
 }
 
-//export krabka_err_is_retriable
-func krabka_err_is_retriable(err C.krabka_err_t) (r C.int) {
+//export kc_go_err_is_retriable
+func kc_go_err_is_retriable(err C.krabka_err_t) (r C.int) {
 	defer swallow()
 	if e, ok := errTable[err]; ok && e.retriable {
 		return 1
@@ -108,8 +108,8 @@ func krabka_err_is_retriable(err C.krabka_err_t) (r C.int) {
 	return 0
 }
 
-//export krabka_err_is_fatal
-func krabka_err_is_fatal(err C.krabka_err_t) (r C.int) {
+//export kc_go_err_is_fatal
+func kc_go_err_is_fatal(err C.krabka_err_t) (r C.int) {
 	defer swallow()
 	if e, ok := errTable[err]; ok && e.fatal {
 		return 1
@@ -128,16 +128,16 @@ const (
 
 var cVersion = C.CString(fmt.Sprintf("%d.%d.%d", versionMajor, versionMinor, versionPatch))
 
-//export krabka_version
-func krabka_version() *C.kc_cchar_t { return (*C.kc_cchar_t)(unsafe.Pointer(cVersion)) }
+//export kc_go_version
+func kc_go_version() *C.kc_cchar_t { return (*C.kc_cchar_t)(unsafe.Pointer(cVersion)) }
 
-//export krabka_version_number
-func krabka_version_number() C.int {
+//export kc_go_version_number
+func kc_go_version_number() C.int {
 	return C.int(versionMajor*10000 + versionMinor*100 + versionPatch)
 }
 
-//export krabka_abi_version
-func krabka_abi_version() C.int { return abiVersion }
+//export kc_go_abi_version
+func kc_go_abi_version() C.int { return abiVersion }
 
 // cErr is a code number as a krabka_err_t (for the tests, which cannot use C).
 func cErr(n int) C.krabka_err_t { return C.krabka_err_t(n) }

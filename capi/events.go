@@ -100,8 +100,8 @@ func endOf(l *coord.Leadership) (C.krabka_leadership_state_t, C.krabka_err_t, st
 	return st, codeOf(err), err.Error()
 }
 
-//export krabka_leadership_wait
-func krabka_leadership_wait(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, state *C.krabka_leadership_state_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_wait
+func kc_go_leadership_wait(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, state *C.krabka_leadership_state_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	l, code := leadershipOut(leadership, state)
 	if code != C.KRABKA_OK {
@@ -123,8 +123,8 @@ func krabka_leadership_wait(leadership *C.krabka_leadership_t, timeout_ms C.int6
 	}
 }
 
-//export krabka_leadership_event_fd
-func krabka_leadership_event_fd(leadership *C.krabka_leadership_t, fd *C.int) (rc C.krabka_err_t) {
+//export kc_go_leadership_event_fd
+func kc_go_leadership_event_fd(leadership *C.krabka_leadership_t, fd *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	l, code := leadershipOut(leadership, fd)
 	if code != C.KRABKA_OK {
@@ -138,8 +138,8 @@ func krabka_leadership_event_fd(leadership *C.krabka_leadership_t, fd *C.int) (r
 	return C.KRABKA_OK
 }
 
-//export krabka_leadership_end_error
-func krabka_leadership_end_error(leadership *C.kc_cleadership_t, code *C.krabka_err_t, reason *C.char, reason_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_end_error
+func kc_go_leadership_end_error(leadership *C.kc_cleadership_t, code *C.krabka_err_t, reason *C.char, reason_size C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	l, c := leadershipOut(leadership, code)
 	if c != C.KRABKA_OK {
@@ -154,8 +154,8 @@ func krabka_leadership_end_error(leadership *C.kc_cleadership_t, code *C.krabka_
 	return C.KRABKA_OK
 }
 
-//export krabka_leadership_ended_async
-func krabka_leadership_ended_async(leadership *C.krabka_leadership_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_ended_async
+func kc_go_leadership_ended_async(leadership *C.krabka_leadership_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	l, err := leadershipOf(unsafe.Pointer(leadership))
 	if err != nil {
@@ -175,8 +175,8 @@ func krabka_leadership_ended_async(leadership *C.krabka_leadership_t, queue *C.k
 
 // ---- acquire_async ----
 
-//export krabka_client_acquire_async
-func krabka_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_acquire_async
+func kc_go_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	var dummy *C.krabka_leadership_t
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &dummy)
@@ -207,8 +207,8 @@ func krabka_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, rol
 
 // ---- statistics ----
 
-//export krabka_client_stats_json
-func krabka_client_stats_json(client *C.krabka_client_t, out **C.char, n *C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_stats_json
+func kc_go_client_stats_json(client *C.krabka_client_t, out **C.char, n *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	c, code := objectOut[*clientObj](unsafe.Pointer(client), kindClient, out)
 	if code != C.KRABKA_OK {
@@ -230,8 +230,8 @@ func krabka_client_stats_json(client *C.krabka_client_t, out **C.char, n *C.size
 	return C.KRABKA_OK
 }
 
-//export krabka_free
-func krabka_free(p unsafe.Pointer) {
+//export kc_go_free
+func kc_go_free(p unsafe.Pointer) {
 	defer swallow()
 	C.free(p)
 }

@@ -59,14 +59,14 @@ var stateCodes = map[coord.LeadershipState]C.krabka_leadership_state_t{
 	coord.Closed:   C.KRABKA_LEADERSHIP_CLOSED,
 }
 
-//export krabka_leadership_token
-func krabka_leadership_token(leadership *C.kc_cleadership_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_token
+func kc_go_leadership_token(leadership *C.kc_cleadership_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return leadershipField(leadership, out, func(l *coord.Leadership) C.krabka_token_t { return cToken(l.Token()) })
 }
 
-//export krabka_leadership_lease
-func krabka_leadership_lease(leadership *C.kc_cleadership_t, out *C.krabka_lease_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_lease
+func kc_go_leadership_lease(leadership *C.kc_cleadership_t, out *C.krabka_lease_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	l, code := leadershipOut(leadership, out)
 	if code == C.KRABKA_OK {
@@ -75,8 +75,8 @@ func krabka_leadership_lease(leadership *C.kc_cleadership_t, out *C.krabka_lease
 	return code
 }
 
-//export krabka_leadership_state
-func krabka_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leadership_state_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_state
+func kc_go_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leadership_state_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	l, code := leadershipOut(leadership, out)
 	if code != C.KRABKA_OK {
@@ -93,14 +93,14 @@ func krabka_leadership_state(leadership *C.kc_cleadership_t, out *C.krabka_leade
 	return C.KRABKA_OK
 }
 
-//export krabka_leadership_renew_due
-func krabka_leadership_renew_due(leadership *C.kc_cleadership_t, due *C.int) (rc C.krabka_err_t) {
+//export kc_go_leadership_renew_due
+func kc_go_leadership_renew_due(leadership *C.kc_cleadership_t, due *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return leadershipField(leadership, due, func(l *coord.Leadership) C.int { return cBool(l.RenewDue()) })
 }
 
-//export krabka_leadership_renew
-func krabka_leadership_renew(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_renew
+func kc_go_leadership_renew(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(leadershipCall(leadership, timeout_ms, (*coord.Leadership).Renew), errstr, errstr_size)
 }
@@ -149,8 +149,8 @@ func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]coord.Message, error) 
 	return out, nil
 }
 
-//export krabka_leadership_produce
-func krabka_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc_cmessage_t, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_produce
+func kc_go_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc_cmessage_t, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	l, err := leadershipOf(unsafe.Pointer(leadership))
 	if err != nil {
@@ -182,14 +182,14 @@ func krabka_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc
 	return C.KRABKA_OK
 }
 
-//export krabka_leadership_resign
-func krabka_leadership_resign(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_resign
+func kc_go_leadership_resign(leadership *C.krabka_leadership_t, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(leadershipCall(leadership, timeout_ms, (*coord.Leadership).Resign), errstr, errstr_size)
 }
 
-//export krabka_leadership_destroy
-func krabka_leadership_destroy(leadership *C.krabka_leadership_t) (rc C.krabka_err_t) {
+//export kc_go_leadership_destroy
+func kc_go_leadership_destroy(leadership *C.krabka_leadership_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return destroy(unsafe.Pointer(leadership), kindLeadership, func(o any) { o.(*leadershipObj).close() })
 }

@@ -208,8 +208,8 @@ func (ls logSetup) logger() (*slog.Logger, func()) {
 	return nil, nil
 }
 
-//export krabka_conf_set_log_cb
-func krabka_conf_set_log_cb(conf *C.krabka_conf_t, cb C.krabka_log_cb, opaque unsafe.Pointer) (rc C.krabka_err_t) {
+//export kc_go_conf_set_log_cb
+func kc_go_conf_set_log_cb(conf *C.krabka_conf_t, cb C.krabka_log_cb, opaque unsafe.Pointer) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	c, err := confOf(unsafe.Pointer(conf))
 	if err != nil {
@@ -221,8 +221,8 @@ func krabka_conf_set_log_cb(conf *C.krabka_conf_t, cb C.krabka_log_cb, opaque un
 	return C.KRABKA_OK
 }
 
-//export krabka_conf_set_log_queue
-func krabka_conf_set_log_queue(conf *C.krabka_conf_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
+//export kc_go_conf_set_log_queue
+func kc_go_conf_set_log_queue(conf *C.krabka_conf_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	c, err := confOf(unsafe.Pointer(conf))
 	if err != nil {

@@ -21,24 +21,24 @@ func cToken(t core.FencingToken) C.krabka_token_t {
 	return C.krabka_token_t{producer_id: C.int64_t(t.ProducerID), producer_epoch: C.int16_t(t.ProducerEpoch)}
 }
 
-//export krabka_token_no_epoch
-func krabka_token_no_epoch() C.krabka_token_t { return cToken(core.NoEpoch) }
+//export kc_go_token_no_epoch
+func kc_go_token_no_epoch() C.krabka_token_t { return cToken(core.NoEpoch) }
 
-//export krabka_token_validate
-func krabka_token_validate(token C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_token_validate
+func kc_go_token_validate(token C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	_, err := core.NewFencingToken(int64(token.producer_id), int16(token.producer_epoch))
 	return finish(err, errstr, errstr_size)
 }
 
-//export krabka_token_compare
-func krabka_token_compare(a, b C.krabka_token_t) (r C.int) {
+//export kc_go_token_compare
+func kc_go_token_compare(a, b C.krabka_token_t) (r C.int) {
 	defer swallow()
 	return C.int(goToken(a).Compare(goToken(b)))
 }
 
-//export krabka_token_supersedes
-func krabka_token_supersedes(a, b C.krabka_token_t) (r C.int) {
+//export kc_go_token_supersedes
+func kc_go_token_supersedes(a, b C.krabka_token_t) (r C.int) {
 	defer swallow()
 	if goToken(a).Supersedes(goToken(b)) {
 		return 1
@@ -46,8 +46,8 @@ func krabka_token_supersedes(a, b C.krabka_token_t) (r C.int) {
 	return 0
 }
 
-//export krabka_token_format
-func krabka_token_format(token C.krabka_token_t, buf *C.char, buf_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_token_format
+func kc_go_token_format(token C.krabka_token_t, buf *C.char, buf_size C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	s := goToken(token).String()
 	if uint64(buf_size) < uint64(len(s))+1 {
@@ -60,8 +60,8 @@ func krabka_token_format(token C.krabka_token_t, buf *C.char, buf_size C.size_t)
 	return C.KRABKA_OK
 }
 
-//export krabka_token_parse
-func krabka_token_parse(text *C.kc_cchar_t, text_len C.size_t, out *C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_token_parse
+func kc_go_token_parse(text *C.kc_cchar_t, text_len C.size_t, out *C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	b, err := cBytes((*C.char)(unsafe.Pointer(text)), text_len, "text")
 	if err != nil {
@@ -95,22 +95,22 @@ func member(ptr *C.kc_cchar_t, n C.size_t) (core.MemberID, error) {
 	return core.MemberIDFromBytes(b)
 }
 
-//export krabka_role_validate
-func krabka_role_validate(r *C.kc_cchar_t, role_len C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_role_validate
+func kc_go_role_validate(r *C.kc_cchar_t, role_len C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	_, err := role(r, role_len)
 	return finish(err, errstr, errstr_size)
 }
 
-//export krabka_member_validate
-func krabka_member_validate(m *C.kc_cchar_t, member_len C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_member_validate
+func kc_go_member_validate(m *C.kc_cchar_t, member_len C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	_, err := member(m, member_len)
 	return finish(err, errstr, errstr_size)
 }
 
-//export krabka_murmur2
-func krabka_murmur2(data *C.kc_cuint8_t, n C.size_t) (h C.int32_t) {
+//export kc_go_murmur2
+func kc_go_murmur2(data *C.kc_cuint8_t, n C.size_t) (h C.int32_t) {
 	defer swallow()
 	// Hashed in place (core.Murmur2 keeps no reference to its input). NULL
 	// data or an impossible length hashes as the empty string.
@@ -121,8 +121,8 @@ func krabka_murmur2(data *C.kc_cuint8_t, n C.size_t) (h C.int32_t) {
 	return C.int32_t(core.Murmur2(b))
 }
 
-//export krabka_role_partition
-func krabka_role_partition(r *C.kc_cchar_t, role_len C.size_t, partitions C.int32_t, out *C.int32_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_role_partition
+func kc_go_role_partition(r *C.kc_cchar_t, role_len C.size_t, partitions C.int32_t, out *C.int32_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	ro, err := role(r, role_len)
 	if err != nil {
@@ -139,8 +139,8 @@ func krabka_role_partition(r *C.kc_cchar_t, role_len C.size_t, partitions C.int3
 	return C.KRABKA_OK
 }
 
-//export krabka_value_is_tombstone
-func krabka_value_is_tombstone(value *C.kc_cuint8_t, n C.size_t) (r C.int) {
+//export kc_go_value_is_tombstone
+func kc_go_value_is_tombstone(value *C.kc_cuint8_t, n C.size_t) (r C.int) {
 	defer swallow()
 	if value == nil || core.IsTombstone(unsafe.Slice((*byte)(unsafe.Pointer(value)), min(uint64(n), 1))) {
 		return 1
@@ -275,38 +275,38 @@ func cRegistration(out *C.krabka_registration_t, v core.Registration) {
 	out.registered_at = C.int64_t(v.RegisteredAt)
 }
 
-//export krabka_key_encode
-func krabka_key_encode(key *C.kc_ckey_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_key_encode
+func kc_go_key_encode(key *C.kc_ckey_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(encode(key, "key", goKey, core.EncodeKey, buf, buf_size, out_len), errstr, errstr_size)
 }
 
-//export krabka_key_decode
-func krabka_key_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_key_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_key_decode
+func kc_go_key_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_key_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(decode(data, n, out, core.DecodeKey, cKey), errstr, errstr_size)
 }
 
-//export krabka_registration_encode
-func krabka_registration_encode(value *C.kc_cregistration_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_registration_encode
+func kc_go_registration_encode(value *C.kc_cregistration_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(encode(value, "value", goRegistration, core.EncodeRegistration, buf, buf_size, out_len), errstr, errstr_size)
 }
 
-//export krabka_registration_decode
-func krabka_registration_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_registration_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_registration_decode
+func kc_go_registration_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_registration_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(decode(data, n, out, core.DecodeRegistration, cRegistration), errstr, errstr_size)
 }
 
-//export krabka_lease_encode
-func krabka_lease_encode(value *C.kc_clease_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_lease_encode
+func kc_go_lease_encode(value *C.kc_clease_t, buf *C.uint8_t, buf_size C.size_t, out_len *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(encode(value, "value", goLease, core.EncodeLease, buf, buf_size, out_len), errstr, errstr_size)
 }
 
-//export krabka_lease_decode
-func krabka_lease_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_lease_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_lease_decode
+func kc_go_lease_decode(data *C.kc_cuint8_t, n C.size_t, out *C.krabka_lease_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return finish(decode(data, n, out, core.DecodeLease, cLease), errstr, errstr_size)
 }

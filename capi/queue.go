@@ -166,7 +166,7 @@ func (q *queueObj) close() {
 // disposeEvent releases what an event that will never be polled carries.
 func disposeEvent(ev *qEvent) {
 	if ev.leadership != nil {
-		krabka_leadership_destroy((*C.krabka_leadership_t)(ev.leadership))
+		kc_go_leadership_destroy((*C.krabka_leadership_t)(ev.leadership))
 	}
 	if ev.watch != nil {
 		ev.watch.free()
@@ -180,8 +180,8 @@ func post(q *queueObj, ev *qEvent) {
 	}
 }
 
-//export krabka_queue_new
-func krabka_queue_new(out **C.krabka_queue_t) (rc C.krabka_err_t) {
+//export kc_go_queue_new
+func kc_go_queue_new(out **C.krabka_queue_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	if out == nil {
 		return C.KRABKA_ERR_INVALID_ARG
@@ -194,14 +194,14 @@ func krabka_queue_new(out **C.krabka_queue_t) (rc C.krabka_err_t) {
 	return C.KRABKA_OK
 }
 
-//export krabka_queue_fd
-func krabka_queue_fd(queue *C.krabka_queue_t, fd *C.int) (rc C.krabka_err_t) {
+//export kc_go_queue_fd
+func kc_go_queue_fd(queue *C.krabka_queue_t, fd *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return field(unsafe.Pointer(queue), kindQueue, fd, func(q *queueObj) C.int { return q.rd })
 }
 
-//export krabka_queue_poll
-func krabka_queue_poll(queue *C.krabka_queue_t, out *C.krabka_event_t) (rc C.krabka_err_t) {
+//export kc_go_queue_poll
+func kc_go_queue_poll(queue *C.krabka_queue_t, out *C.krabka_event_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	q, code := objectOut[*queueObj](unsafe.Pointer(queue), kindQueue, out)
 	if code != C.KRABKA_OK {
@@ -211,8 +211,8 @@ func krabka_queue_poll(queue *C.krabka_queue_t, out *C.krabka_event_t) (rc C.kra
 	return C.KRABKA_OK
 }
 
-//export krabka_queue_destroy
-func krabka_queue_destroy(queue *C.krabka_queue_t) (rc C.krabka_err_t) {
+//export kc_go_queue_destroy
+func kc_go_queue_destroy(queue *C.krabka_queue_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return destroy(unsafe.Pointer(queue), kindQueue, func(o any) { o.(*queueObj).close() })
 }

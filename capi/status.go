@@ -20,8 +20,8 @@ func statusField[O any](status *C.kc_cstatus_t, out *O, get func(*coord.Status) 
 	return field(unsafe.Pointer(status), kindStatus, out, get)
 }
 
-//export krabka_status_holder
-func krabka_status_holder(status *C.kc_cstatus_t, has_holder *C.int, buf *C.char, buf_size C.size_t, n *C.size_t) (rc C.krabka_err_t) {
+//export kc_go_status_holder
+func kc_go_status_holder(status *C.kc_cstatus_t, has_holder *C.int, buf *C.char, buf_size C.size_t, n *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	s, code := statusOut(status, has_holder)
 	if code != C.KRABKA_OK {
@@ -49,20 +49,20 @@ func krabka_status_holder(status *C.kc_cstatus_t, has_holder *C.int, buf *C.char
 	return C.KRABKA_OK
 }
 
-//export krabka_status_token
-func krabka_status_token(status *C.kc_cstatus_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
+//export kc_go_status_token
+func kc_go_status_token(status *C.kc_cstatus_t, out *C.krabka_token_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return statusField(status, out, func(s *coord.Status) C.krabka_token_t { return cToken(s.Token) })
 }
 
-//export krabka_status_current
-func krabka_status_current(status *C.kc_cstatus_t, current *C.int) (rc C.krabka_err_t) {
+//export kc_go_status_current
+func kc_go_status_current(status *C.kc_cstatus_t, current *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return statusField(status, current, func(s *coord.Status) C.int { return cBool(s.Current) })
 }
 
-//export krabka_status_lease
-func krabka_status_lease(status *C.kc_cstatus_t, has_lease *C.int, out *C.krabka_lease_t) (rc C.krabka_err_t) {
+//export kc_go_status_lease
+func kc_go_status_lease(status *C.kc_cstatus_t, has_lease *C.int, out *C.krabka_lease_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	s, code := statusOut(status, has_lease)
 	if code != C.KRABKA_OK {
@@ -80,32 +80,32 @@ func krabka_status_lease(status *C.kc_cstatus_t, has_lease *C.int, out *C.krabka
 	return C.KRABKA_OK
 }
 
-//export krabka_status_partition
-func krabka_status_partition(status *C.kc_cstatus_t, out *C.int32_t) (rc C.krabka_err_t) {
+//export kc_go_status_partition
+func kc_go_status_partition(status *C.kc_cstatus_t, out *C.int32_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return statusField(status, out, func(s *coord.Status) C.int32_t { return C.int32_t(s.Partition) })
 }
 
-//export krabka_status_skipped
-func krabka_status_skipped(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_err_t) {
+//export kc_go_status_skipped
+func kc_go_status_skipped(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return statusField(status, out, func(s *coord.Status) C.int64_t { return C.int64_t(s.Skipped) })
 }
 
-//export krabka_status_removed
-func krabka_status_removed(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_err_t) {
+//export kc_go_status_removed
+func kc_go_status_removed(status *C.kc_cstatus_t, out *C.int64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return statusField(status, out, func(s *coord.Status) C.int64_t { return C.int64_t(s.Removed) })
 }
 
-//export krabka_status_roster_count
-func krabka_status_roster_count(status *C.kc_cstatus_t, count *C.size_t) (rc C.krabka_err_t) {
+//export kc_go_status_roster_count
+func kc_go_status_roster_count(status *C.kc_cstatus_t, count *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return statusField(status, count, func(s *coord.Status) C.size_t { return C.size_t(len(s.Roster)) })
 }
 
-//export krabka_status_roster_entry
-func krabka_status_roster_entry(status *C.kc_cstatus_t, index C.size_t, out *C.krabka_roster_entry_t) (rc C.krabka_err_t) {
+//export kc_go_status_roster_entry
+func kc_go_status_roster_entry(status *C.kc_cstatus_t, index C.size_t, out *C.krabka_roster_entry_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	s, code := statusOut(status, out)
 	if code != C.KRABKA_OK {
@@ -122,8 +122,8 @@ func krabka_status_roster_entry(status *C.kc_cstatus_t, index C.size_t, out *C.k
 	return C.KRABKA_OK
 }
 
-//export krabka_status_destroy
-func krabka_status_destroy(status *C.krabka_status_t) (rc C.krabka_err_t) {
+//export kc_go_status_destroy
+func kc_go_status_destroy(status *C.krabka_status_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return destroy(unsafe.Pointer(status), kindStatus, nil)
 }

@@ -165,8 +165,8 @@ func cWatchEvent(e coord.Event) *watchEventC {
 	return out
 }
 
-//export krabka_client_watch
-func krabka_client_watch(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, flags C.int, timeout_ms C.int64_t, out **C.krabka_watch_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_client_watch
+func kc_go_client_watch(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, flags C.int, timeout_ms C.int64_t, out **C.krabka_watch_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	c, err := clientOf(unsafe.Pointer(client))
 	if err != nil {
@@ -199,8 +199,8 @@ func krabka_client_watch(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.
 	return C.KRABKA_OK
 }
 
-//export krabka_watch_next
-func krabka_watch_next(watch *C.krabka_watch_t, timeout_ms C.int64_t, out *C.krabka_watch_event_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+//export kc_go_watch_next
+func kc_go_watch_next(watch *C.krabka_watch_t, timeout_ms C.int64_t, out *C.krabka_watch_event_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	o, err := watchOf(unsafe.Pointer(watch))
 	if err != nil {
@@ -232,8 +232,8 @@ func krabka_watch_next(watch *C.krabka_watch_t, timeout_ms C.int64_t, out *C.kra
 	return C.KRABKA_OK
 }
 
-//export krabka_watch_event_fd
-func krabka_watch_event_fd(watch *C.krabka_watch_t, fd *C.int) (rc C.krabka_err_t) {
+//export kc_go_watch_event_fd
+func kc_go_watch_event_fd(watch *C.krabka_watch_t, fd *C.int) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	o, code := objectOut[*watchObj](unsafe.Pointer(watch), kindWatch, fd)
 	if code != C.KRABKA_OK {
@@ -247,8 +247,8 @@ func krabka_watch_event_fd(watch *C.krabka_watch_t, fd *C.int) (rc C.krabka_err_
 	return C.KRABKA_OK
 }
 
-//export krabka_watch_next_async
-func krabka_watch_next_async(watch *C.krabka_watch_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
+//export kc_go_watch_next_async
+func kc_go_watch_next_async(watch *C.krabka_watch_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	o, err := watchOf(unsafe.Pointer(watch))
 	if err != nil {
@@ -276,8 +276,8 @@ func krabka_watch_next_async(watch *C.krabka_watch_t, timeout_ms C.int64_t, queu
 	return C.KRABKA_OK
 }
 
-//export krabka_watch_destroy
-func krabka_watch_destroy(watch *C.krabka_watch_t) (rc C.krabka_err_t) {
+//export kc_go_watch_destroy
+func kc_go_watch_destroy(watch *C.krabka_watch_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return destroy(unsafe.Pointer(watch), kindWatch, func(o any) { o.(*watchObj).close() })
 }

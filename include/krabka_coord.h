@@ -63,8 +63,18 @@
  *       }
  *
  *   examples/c/device_host.c is the complete program.
- * - The library runs a Go runtime. Do not call it in a child process after
- *   fork() without exec(). It installs handlers for SIGSEGV, SIGBUS, SIGFPE,
+ * - The library runs a Go runtime, which a child process after fork()
+ *   (without exec()) does not have: every call there returns
+ *   KRABKA_ERR_FORKED at once without entering Go (errstr says so where the
+ *   function has one), a call that blocks included, on any handle. Each
+ *   function compares the process id with the one at load (one getpid()).
+ *   The functions that return no krabka_err_t answer in the child too, from
+ *   C: the versions, krabka_err2str/err2name/err_is_retriable/err_is_fatal,
+ *   the token arithmetic and krabka_murmur2 give the parent's answers,
+ *   krabka_value_is_tombstone and krabka_free work, krabka_conf_new returns
+ *   NULL. The parent is unaffected. Handles are not usable in the child
+ *   (destroying them there returns KRABKA_ERR_FORKED and frees nothing).
+ *   It installs handlers for SIGSEGV, SIGBUS, SIGFPE,
  *   SIGPIPE and SIGURG; handlers the host installs later should use
  *   SA_ONSTACK. The library can never be unloaded.
  */
@@ -160,8 +170,7 @@ typedef enum krabka_err {
                                          host, or client certificate refused */
     KRABKA_ERR_FORKED = 42,         /**< called in a child after fork(); the
                                          library works only in the process
-                                         that loaded it (reserved: not yet
-                                         detected by the C API) */
+                                         that loaded it (see the conventions) */
     KRABKA_ERR_INTERNAL = 50        /**< a bug in the library (a recovered panic) */
 } krabka_err_t;
 

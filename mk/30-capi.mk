@@ -2,7 +2,8 @@
 #   make lib           build/libkrabka_coord.so.1.0.0 (+ symlinks, build/include, build/krabka_coord.pc)
 #   make capi-test     header checks (C99, C++11), symbol test, conformance vectors and
 #                      misuse through the C API, both under valgrind, and the live test
-#                      on $KRABKA_BOOTSTRAP (fails, never skips, when unset: use `make test`)
+#                      and the fork guard test on $KRABKA_BOOTSTRAP (fails, never skips, when
+#                      unset: use `make test`)
 #   make capi-test-offline   everything above except the live test
 #   make capi-valgrind-live  the live test and the events test under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
@@ -25,7 +26,7 @@ TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -95,7 +96,14 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
-capi-test: capi-test-offline capi-live capi-events
+capi-test: capi-test-offline capi-live capi-events capi-fork
+
+# The fork guard: calls in a child after fork() answer KRABKA_ERR_FORKED
+# (never enter the Go runtime); the parent keeps its leadership.
+capi-fork: lib $(CAPI_BUILD)/fork
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-fork: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running broker" >&2; exit 1; }
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
+	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/fork
 
 # Leadership events, queues, logs and statistics on a real broker.
 capi-events: lib $(CAPI_BUILD)/events
