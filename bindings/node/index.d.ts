@@ -16,6 +16,14 @@ export interface CallOptions {
   /** Bound for the call in milliseconds; 0 or absent = the default
    *  (request.timeout.ms; for acquire: no limit). Must be >= 0. */
   timeoutMs?: number | bigint;
+  /** Aborts the wait: the Promise rejects at once with an AbortError (name
+   *  'AbortError', code 'ABORT_ERR', cause: signal.reason). The library's
+   *  call goes on in the background and its result is disposed of: a role
+   *  won by an aborted acquire or tryAcquire is resigned and released, an
+   *  aborted renew/produce/resign/leave may still have taken effect. An
+   *  aborted acquire (or watch next) no longer keeps the process alive, so a
+   *  process with a pending unbounded acquire can exit. */
+  signal?: AbortSignal;
 }
 
 export interface ProduceOptions extends CallOptions {
@@ -144,7 +152,7 @@ export interface WatchEvent {
 export class Watch implements AsyncIterableIterator<WatchEvent> {
   private constructor();
   readonly role: string;
-  next(): Promise<IteratorResult<WatchEvent, undefined>>;
+  next(options?: { signal?: AbortSignal }): Promise<IteratorResult<WatchEvent, undefined>>;
   return(): Promise<IteratorResult<WatchEvent, undefined>>;
   close(): Promise<void>;
   [Symbol.asyncIterator](): Watch;
@@ -207,7 +215,8 @@ export class Client extends EventEmitter {
   stats(): Stats;
   /** Watches a role without taking part; each next() waits without a pool thread. */
   watch(role: Name, options?: CallOptions & { renewals?: boolean }): Promise<Watch>;
-  /** Waits on the library's threads (no libuv pool thread); keeps the process alive while pending. */
+  /** Waits on the library's threads (no libuv pool thread); keeps the
+   *  process alive while pending, until options.signal aborts. */
   acquire(role: Name, member: Name, options?: CallOptions): Promise<Leadership>;
   tryAcquire(role: Name, member: Name, options?: CallOptions): Promise<TryAcquireResult>;
   /** Removes member's registration of role; a later acquire registers it

@@ -81,7 +81,65 @@ function timeoutArg(options, what) {
   return v;
 }
 
+/**
+ * The AbortSignal of a blocking call's options (options.signal), or null.
+ * Anything else there is a TypeError.
+ */
+function signalArg(options, what) {
+  if (options === undefined || options === null || typeof options !== 'object') return null;
+  const s = options.signal;
+  if (s === undefined || s === null) return null;
+  if (!(s instanceof AbortSignal)) throw new TypeError(`${what}: options.signal must be an AbortSignal, got ${describe(s)}`);
+  return s;
+}
+
+/** The AbortError a call rejects with once its signal aborted (Node's own
+ *  form: name 'AbortError', code 'ABORT_ERR', the signal's reason as cause). */
+function abortError(signal, what) {
+  const e = new Error(`${what}: the operation was aborted`, { cause: signal.reason });
+  e.name = 'AbortError';
+  e.code = 'ABORT_ERR';
+  return e;
+}
+
+/**
+ * Settles like `work` (a Promise of a call already started) unless `signal`
+ * aborts first: then it rejects with an AbortError at once, and the call's
+ * late result is handed to onLate (which disposes of what it holds) or, if
+ * the call failed, dropped.
+ */
+function abortable(signal, what, work, onLate) {
+  if (!signal) return work;
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const onAbort = () => {
+      if (settled) return;
+      settled = true;
+      reject(abortError(signal, what));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!settled) {
+          settled = true;
+          resolve(v);
+        } else if (onLate) {
+          onLate(v);
+        }
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!settled) {
+          settled = true;
+          reject(e);
+        }
+      },
+    );
+  });
+}
+
 /** Converts an int64 that koffi gave as number or bigint into a bigint. */
 const big = (v) => (typeof v === 'bigint' ? v : BigInt(v));
 
-module.exports = { nameBytes, bytesArg, ptr, int64Arg, intArg, timeoutArg, big, describe, EMPTY };
+module.exports = { nameBytes, bytesArg, ptr, int64Arg, intArg, timeoutArg, signalArg, abortError, abortable, big, describe, EMPTY };

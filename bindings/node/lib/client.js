@@ -3,6 +3,15 @@
 // can block runs on the libuv thread pool through koffi's `fn.async` and
 // returns a Promise; getters that never block (token, state, lease,
 // renewDue) are synchronous.
+//
+// Every blocking call takes options.signal (an AbortSignal): when it aborts,
+// the Promise rejects at once with an AbortError (name 'AbortError', code
+// 'ABORT_ERR', cause: the signal's reason). The call already handed to the
+// library cannot be cancelled: it finishes in the background and its result
+// is disposed of (a leadership won by an aborted acquire or tryAcquire is
+// resigned and released; a watch opened by an aborted watch() is closed). An
+// aborted renew, produce, resign or leave may still have taken effect: the
+// AbortError only says that the caller stopped waiting.
 
 const { koffi, native, T, ERRSTR_SIZE, NAME_BUF } = require('./native');
 
@@ -11,7 +20,7 @@ const RESULT_SIZE = koffi.sizeof(T.produceResult);
 const RESULT_PARTITION = koffi.offsetof(T.produceResult, 'partition');
 const RESULT_OFFSET = koffi.offsetof(T.produceResult, 'offset');
 const { check, makeError, ErrorCode } = require('./errors');
-const { nameBytes, bytesArg, ptr, intArg, timeoutArg, big, describe } = require('./args');
+const { nameBytes, bytesArg, ptr, intArg, timeoutArg, signalArg, abortError, abortable, big, describe } = require('./args');
 const { FencingToken, leaseFromC, nameFrom } = require('./pure');
 
 const EventEmitter = require('node:events');
@@ -73,6 +82,22 @@ const finalizer = new FinalizationRegistry(({ fn, handle }) => {
 // ---------------------------------------------------------------------------
 
 const STATES = ['active', 'fenced', 'expired', 'resigned', 'closed'];
+
+// A leadership the library won after its call was aborted: nobody will use
+// it, so it is resigned (standbys take over at once) and released, never
+// left holding the role until its lease runs out.
+function giveUp(leadership) {
+  leadership
+    .resign()
+    .catch(() => {})
+    .finally(() => leadership.close().catch(() => {}));
+}
+
+// Rejects at once, without starting the call, when the signal already aborted.
+function startAbortable(signal, what, start, onLate) {
+  if (signal && signal.aborted) return Promise.reject(abortError(signal, what));
+  return abortable(signal, what, start(), onLate);
+}
 
 function configValue(key, value) {
   if (typeof value === 'string') return value;
@@ -155,15 +180,37 @@ class Client extends EventEmitter {
    * otherwise rejects with KrabkaError TIMEOUT. The library waits on its own
    * threads and completes the call through its event queue on the
    * JavaScript thread: no libuv pool thread is held, so any number of
-   * acquires can wait at once. A pending acquire keeps the process alive.
+   * acquires can wait at once. A pending acquire keeps the process alive,
+   * unless it was aborted.
+   *
+   * options.signal (an AbortSignal): when it aborts, the Promise rejects at
+   * once with an AbortError (name 'AbortError', code 'ABORT_ERR') and the
+   * acquire no longer keeps the process alive, so a process with a pending
+   * unbounded acquire can exit. The library's wait cannot be cancelled: it
+   * goes on while the process and the client live, and a role it wins after
+   * the abort is resigned and released at once, never held.
    */
   acquire(role, member, options) {
     const r = copyBytes(nameBytes(role, 'role'));
     const m = copyBytes(nameBytes(member, 'member'));
     const t = timeoutArg(options, 'acquire');
+    const signal = signalArg(options, 'acquire');
+    if (signal && signal.aborted) return Promise.reject(abortError(signal, 'acquire'));
     return new Promise((resolve, reject) => {
       const h = this.#live();
-      const tag = events.expect((e) => {
+      let aborted = false;
+      let tag = 0;
+      const onAbort = () => {
+        aborted = true;
+        events.release(tag);
+        reject(abortError(signal, 'acquire'));
+      };
+      tag = events.expect((e) => {
+        if (signal) signal.removeEventListener('abort', onAbort);
+        if (aborted) {
+          if (!e.err && e.leadership) giveUp(new Leadership(this, e.leadership, r, m));
+          return;
+        }
         if (e.err) reject(events.eventError(e));
         else resolve(new Leadership(this, e.leadership, r, m));
       }, true);
@@ -174,6 +221,7 @@ class Client extends EventEmitter {
         events.forget(tag);
         throw e;
       }
+      if (signal) signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -190,13 +238,19 @@ class Client extends EventEmitter {
     const r = copyBytes(nameBytes(role, 'role'));
     const t = timeoutArg(options, 'watch');
     const flags = options && options.renewals ? 1 : 0;
-    return (async () => {
-      const h = this.#live();
-      const out = [null];
-      const eb = Buffer.alloc(ERRSTR_SIZE);
-      check(await callAsync(fns().krabka_client_watch, [h, ptr(r), r.length, flags, t, out, eb, eb.length]), eb);
-      return new Watch(out[0], r.toString('utf8'));
-    })();
+    const signal = signalArg(options, 'watch');
+    return startAbortable(
+      signal,
+      'watch',
+      async () => {
+        const h = this.#live();
+        const out = [null];
+        const eb = Buffer.alloc(ERRSTR_SIZE);
+        check(await callAsync(fns().krabka_client_watch, [h, ptr(r), r.length, flags, t, out, eb, eb.length]), eb);
+        return new Watch(out[0], r.toString('utf8'));
+      },
+      (w) => w.close(),
+    );
   }
 
   /**
@@ -225,16 +279,24 @@ class Client extends EventEmitter {
     const r = copyBytes(nameBytes(role, 'role'));
     const m = copyBytes(nameBytes(member, 'member'));
     const t = timeoutArg(options, 'tryAcquire');
-    return (async () => {
-      const h = this.#live();
-      const out = [null];
-      const retry = [0];
-      const eb = Buffer.alloc(ERRSTR_SIZE);
-      const code = await callAsync(fns().krabka_client_try_acquire, [h, ptr(r), r.length, ptr(m), m.length, t, out, retry, eb, eb.length]);
-      check(code, eb);
-      if (out[0]) return { leadership: new Leadership(this, out[0], r, m), retryAt: null };
-      return { leadership: null, retryAt: big(retry[0]) };
-    })();
+    const signal = signalArg(options, 'tryAcquire');
+    return startAbortable(
+      signal,
+      'tryAcquire',
+      async () => {
+        const h = this.#live();
+        const out = [null];
+        const retry = [0];
+        const eb = Buffer.alloc(ERRSTR_SIZE);
+        const code = await callAsync(fns().krabka_client_try_acquire, [h, ptr(r), r.length, ptr(m), m.length, t, out, retry, eb, eb.length]);
+        check(code, eb);
+        if (out[0]) return { leadership: new Leadership(this, out[0], r, m), retryAt: null };
+        return { leadership: null, retryAt: big(retry[0]) };
+      },
+      (res) => {
+        if (res.leadership) giveUp(res.leadership);
+      },
+    );
   }
 
   /**
@@ -248,12 +310,13 @@ class Client extends EventEmitter {
     const r = copyBytes(nameBytes(role, 'role'));
     const m = copyBytes(nameBytes(member, 'member'));
     const t = timeoutArg(options, 'leave');
-    return (async () => {
+    const signal = signalArg(options, 'leave');
+    return startAbortable(signal, 'leave', async () => {
       const h = this.#live();
       const eb = Buffer.alloc(ERRSTR_SIZE);
       const code = await callAsync(fns().krabka_client_leave, [h, ptr(r), r.length, ptr(m), m.length, t, eb, eb.length]);
       check(code, eb);
-    })();
+    });
   }
 
   /**
@@ -263,14 +326,15 @@ class Client extends EventEmitter {
   describe(role, options) {
     const r = copyBytes(nameBytes(role, 'role'));
     const t = timeoutArg(options, 'describe');
-    return (async () => {
+    const signal = signalArg(options, 'describe');
+    return startAbortable(signal, 'describe', async () => {
       const h = this.#live();
       const out = [null];
       const eb = Buffer.alloc(ERRSTR_SIZE);
       const code = await callAsync(fns().krabka_client_describe, [h, ptr(r), r.length, t, out, eb, eb.length]);
       check(code, eb);
       return readStatus(out[0], r.toString('utf8'));
-    })();
+    });
   }
 
   /**
@@ -479,11 +543,12 @@ class Leadership {
    */
   renew(options) {
     const t = timeoutArg(options, 'renew');
-    return (async () => {
+    const signal = signalArg(options, 'renew');
+    return startAbortable(signal, 'renew', async () => {
       const h = this.#live();
       const eb = Buffer.alloc(ERRSTR_SIZE);
       check(await callAsync(fns().krabka_leadership_renew, [h, t, eb, eb.length]), eb);
-    })();
+    });
   }
 
   /**
@@ -499,7 +564,8 @@ class Leadership {
     const o = options || {};
     const msg = messageArg({ topic, value, key: o.key, partition: o.partition }, 'message');
     const t = timeoutArg(o, 'produce');
-    return this.#produce([msg], t).then((r) => r[0]);
+    const signal = signalArg(o, 'produce');
+    return startAbortable(signal, 'produce', () => this.#produce([msg], t)).then((r) => r[0]);
   }
 
   /**
@@ -512,7 +578,8 @@ class Leadership {
     if (messages.length === 0) throw new RangeError('messages must not be empty');
     const msgs = messages.map((m, i) => messageArg(m, `messages[${i}]`));
     const t = timeoutArg(options, 'produceBatch');
-    return this.#produce(msgs, t);
+    const signal = signalArg(options, 'produceBatch');
+    return startAbortable(signal, 'produceBatch', () => this.#produce(msgs, t));
   }
 
   async #produce(msgs, t) {
@@ -548,11 +615,12 @@ class Leadership {
    */
   resign(options) {
     const t = timeoutArg(options, 'resign');
-    return (async () => {
+    const signal = signalArg(options, 'resign');
+    return startAbortable(signal, 'resign', async () => {
       const h = this.#live();
       const eb = Buffer.alloc(ERRSTR_SIZE);
       check(await callAsync(fns().krabka_leadership_resign, [h, t, eb, eb.length]), eb);
-    })();
+    });
   }
 
   /** Releases the leadership without resigning (standbys take over at the

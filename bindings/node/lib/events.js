@@ -122,6 +122,16 @@ function forget(tag) {
   }
 }
 
+/** Stops a pending call from keeping the process alive (its event is
+ *  still delivered to its handler if the process lives on). */
+function release(tag) {
+  const w = waiting.get(tag);
+  if (!w || !w.keepAlive) return;
+  w.keepAlive = false;
+  keepAlive--;
+  refresh();
+}
+
 /** A tag for a client's log lines; sink(level, line) receives them. */
 function logTag(sink) {
   queueHandle();
@@ -146,6 +156,7 @@ module.exports = {
   queueHandle,
   expect,
   forget,
+  release,
   logTag,
   dropLogTag,
   eventError,

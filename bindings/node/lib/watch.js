@@ -7,7 +7,7 @@ const { koffi, native, T } = require('./native');
 const { check, makeError, ErrorCode } = require('./errors');
 const events = require('./events');
 const { FencingToken, leaseFromC, nameFrom } = require('./pure');
-const { big } = require('./args');
+const { big, signalArg, abortError } = require('./args');
 
 const KINDS = ['HOLDER_CHANGED', 'LEASE_RENEWED', 'ROSTER_CHANGED', 'ROLE_FREE'];
 
@@ -50,6 +50,7 @@ const finalizer = new FinalizationRegistry((handle) => {
 class Watch {
   #handle;
   #closed = null;
+  #late = []; // events that arrived for an aborted next()
 
   /** @internal */
   constructor(handle, role) {
@@ -58,13 +59,34 @@ class Watch {
     finalizer.register(this, handle, this);
   }
 
-  /** The next event: { done: false, value } or { done: true } once the watch ended. */
-  next() {
+  /**
+   * The next event: { done: false, value } or { done: true } once the watch
+   * ended. options.signal (an AbortSignal): when it aborts, the Promise
+   * rejects at once with an AbortError and no longer keeps the process
+   * alive; an event that arrives after the abort is not lost: the next
+   * next() returns it.
+   */
+  next(options) {
+    const signal = signalArg(options, 'next');
+    if (signal && signal.aborted) return Promise.reject(abortError(signal, 'next'));
+    if (this.#late.length > 0) return Promise.resolve(this.#late.shift());
     return new Promise((resolve, reject) => {
       if (this.#closed) return resolve({ done: true, value: undefined });
-      const tag = events.expect((e) => {
-        if (e.err === 0 && e.watchEvent) resolve({ done: false, value: e.watchEvent });
-        else if (e.err === ErrorCode.CLOSED || e.err === ErrorCode.INVALID_HANDLE || e.err === 0) resolve({ done: true, value: undefined });
+      let aborted = false;
+      let tag = 0;
+      const onAbort = () => {
+        aborted = true;
+        events.release(tag);
+        reject(abortError(signal, 'next'));
+      };
+      tag = events.expect((e) => {
+        if (signal) signal.removeEventListener('abort', onAbort);
+        let r;
+        if (e.err === 0 && e.watchEvent) r = { done: false, value: e.watchEvent };
+        else if (e.err === ErrorCode.CLOSED || e.err === ErrorCode.INVALID_HANDLE || e.err === 0) r = { done: true, value: undefined };
+        if (aborted) {
+          if (r && !r.done) this.#late.push(r);
+        } else if (r) resolve(r);
         else reject(events.eventError(e));
       }, true);
       const code = native().fns.krabka_watch_next_async(this.#handle, 0, events.queueHandle(), tag);
@@ -72,7 +94,9 @@ class Watch {
         events.forget(tag);
         if (code === ErrorCode.INVALID_HANDLE) resolve({ done: true, value: undefined });
         else reject(makeError(code, 'krabka_watch_next_async'));
+        return;
       }
+      if (signal) signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 
