@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Callable, Dict, Iterator
 
 import pytest
 
@@ -496,6 +496,116 @@ def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, clie
                 break
             assert time.monotonic() < deadline, f"b's leadership was not resigned: {st}"
             time.sleep(0.2)
+
+
+def test_ctrl_c_interrupts_describe_on_a_black_holed_broker() -> None:
+    """Issue 16.2: SIGINT during a blocking describe on a black-holed broker
+    (a listener that accepts and never answers) raises KeyboardInterrupt at
+    once, not when the call gives up. The helper thread waits for the
+    interrupt before it releases the call: a call that only raises after it
+    returned is seen as late."""
+    import signal
+    import socket
+
+    def black_hole() -> "tuple[socket.socket, list[socket.socket], threading.Event]":
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(16)
+        conns: "list[socket.socket]" = []
+        connected = threading.Event()
+
+        def accept() -> None:
+            while True:
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                conns.append(c)
+                connected.set()
+
+        threading.Thread(target=accept, daemon=True).start()
+        return srv, conns, connected
+
+    def interrupt_when(connected: threading.Event, interrupted: threading.Event, late: "list[bool]",
+                       release: "Callable[[], None]") -> None:
+        connected.wait(30)
+        os.kill(os.getpid(), signal.SIGINT)
+        if not interrupted.wait(10):
+            late.append(True)  # the call did not raise while it blocked
+            release()
+
+    srv, conns, connected = black_hole()
+    interrupted = threading.Event()
+    late: "list[bool]" = []
+
+    def release() -> None:
+        srv.close()
+        for c in conns:
+            c.close()
+
+    cfg = {"bootstrap.servers": "127.0.0.1:%d" % srv.getsockname()[1], "client.id": "py-sigint-describe",
+           "request.timeout.ms": 20000}
+    with kc.Client(cfg) as c:
+        threading.Thread(target=interrupt_when, args=(connected, interrupted, late, release), daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            try:
+                c.describe("r", timeout=15)
+            except KeyboardInterrupt:
+                interrupted.set()
+                raise
+        assert not late, "describe raised KeyboardInterrupt only after it returned"
+        release()
+    assert connected.is_set()
+
+
+def test_ctrl_c_interrupts_renew_on_a_stopped_broker(bootstrap: str, client: kc.Client) -> None:
+    """SIGINT during a renew whose broker answers nothing (SIGSTOP) raises
+    KeyboardInterrupt at once; the broker is continued only after the
+    interrupt (or, if the call did not raise, after 10 s, which the test
+    reports as late)."""
+    import signal
+
+    pid = _broker_pid(bootstrap)
+    role = unique("py-sigint-renew")
+    lead = client.acquire(role, "a", timeout=60)
+    interrupted = threading.Event()
+    late: "list[bool]" = []
+
+    def stop_then_interrupt() -> None:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.3)  # the renew below is on its way to a stopped broker
+            os.kill(os.getpid(), signal.SIGINT)
+            if not interrupted.wait(10):
+                late.append(True)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    t = threading.Thread(target=stop_then_interrupt, daemon=True)
+    try:
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            try:
+                while True:  # renews until the broker stops answering
+                    lead.renew(timeout=60)
+            except KeyboardInterrupt:
+                interrupted.set()
+                raise
+        assert not late, "renew raised KeyboardInterrupt only after it returned"
+    finally:
+        t.join()
+        lead.close()
+
+
+def _broker_pid(bootstrap: str) -> int:
+    """The pid of the process listening on the bootstrap port."""
+    port = int(bootstrap.rsplit(":", 1)[1])
+    out = subprocess.run(["ss", "-Hltnp", "sport = :%d" % port], capture_output=True, text=True, check=True).stdout
+    import re
+
+    m = re.search(r"pid=(\d+)", out)
+    assert m, "no process listens on %s: %r" % (bootstrap, out)
+    return int(m.group(1))
 
 
 def test_cancelled_acquire_async_resigns_what_it_wins(bootstrap: str, client: kc.Client) -> None:

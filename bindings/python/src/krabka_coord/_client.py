@@ -8,6 +8,7 @@ import ctypes
 import datetime
 import enum
 import json
+import queue
 import select
 import threading
 from dataclasses import dataclass
@@ -112,6 +113,103 @@ async def _in_thread(
 
             fut.add_done_callback(_done)
         raise
+
+
+# --------------------------------------------------------------------------
+# Ctrl-C on the blocking calls
+# --------------------------------------------------------------------------
+# A C call that blocks keeps the main thread inside ctypes, where Python
+# cannot run its SIGINT handler until the call returns. Called on the main
+# thread, the blocking calls therefore run on a daemon worker while the main
+# thread waits in 0.1 s slices (interruptible): Ctrl-C raises
+# KeyboardInterrupt within about 100 ms. The C call goes on to its end on
+# the worker (bounded by its timeout or close()); its late result is handed
+# to a disposer (a leadership won meanwhile is resigned and released).
+# Calls from other threads (which never see KeyboardInterrupt) run directly.
+
+
+class _Job:
+    __slots__ = ("fn", "on_late", "done", "lock", "result", "exc", "abandoned")
+
+    def __init__(self, fn: Callable[[], Any], on_late: Optional[Callable[[Any], None]]) -> None:
+        self.fn = fn
+        self.on_late = on_late
+        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.result: Any = None
+        self.exc: Optional[BaseException] = None
+        self.abandoned = False
+
+    def execute(self) -> None:
+        try:
+            r, e = self.fn(), None
+        except BaseException as x:  # handed to the waiting thread
+            r, e = None, x
+        with self.lock:
+            self.result, self.exc = r, e
+            abandoned = self.abandoned
+            self.done.set()
+        if abandoned:
+            self._dispose()
+
+    def _dispose(self) -> None:
+        if self.exc is None and self.on_late is not None:
+            try:
+                self.on_late(self.result)
+            except Exception:
+                pass
+
+    def wait(self) -> Any:
+        try:
+            while not self.done.wait(0.1):
+                pass
+        except BaseException:
+            with self.lock:
+                finished = self.done.is_set()
+                self.abandoned = not finished
+            if finished:
+                self._dispose()
+            raise
+        if self.exc is not None:
+            raise self.exc
+        return self.result
+
+
+class _Workers:
+    """Daemon threads for the main thread's blocking calls, started on
+    demand and reused (they never delay the interpreter's exit)."""
+
+    def __init__(self) -> None:
+        self._jobs: "queue.SimpleQueue[_Job]" = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def _loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            job.execute()
+            del job
+            with self._lock:
+                self._idle += 1
+
+    def run(self, fn: Callable[[], T], on_late: Optional[Callable[[T], None]] = None) -> T:
+        if threading.current_thread() is not threading.main_thread():
+            return fn()
+        job = _Job(fn, on_late)
+        with self._lock:
+            if self._idle > 0:
+                self._idle -= 1
+                start = False
+            else:
+                start = True
+        if start:
+            threading.Thread(target=self._loop, name="krabka-call", daemon=True).start()
+        self._jobs.put(job)
+        return job.wait()  # type: ignore[no-any-return]
+
+
+_workers = _Workers()
+_interruptible = _workers.run
 
 
 # --------------------------------------------------------------------------
@@ -291,10 +389,14 @@ class Leadership:
 
         Raises FencedError (the cluster superseded this leadership: stop at
         once) or LeaseExpiredError (a renewal failed and the deadline passed
-        before one succeeded). Other errors leave the leadership active."""
+        before one succeeded). Other errors leave the leadership active.
+
+        Ctrl-C raises KeyboardInterrupt within about 100 ms (the renewal
+        the library already sends goes on to its end)."""
         ms = timeout_ms(timeout)
         buf = _errbuf()
-        raise_for(lib.krabka_leadership_renew(self._ptr(), ms, buf, len(buf)), buf)
+        ptr = self._ptr()
+        raise_for(_interruptible(lambda: lib.krabka_leadership_renew(ptr, ms, buf, len(buf))), buf)
 
     def produce(
         self,
@@ -347,7 +449,16 @@ class Leadership:
         ms = timeout_ms(timeout)
         results = (ProduceResultStruct * len(messages))()
         buf = _errbuf()
-        code = lib.krabka_leadership_produce(self._ptr(), arr, len(messages), ms, results, buf, len(buf))
+        ptr = self._ptr()
+        n = len(messages)
+        # Ctrl-C raises KeyboardInterrupt within about 100 ms; the write the
+        # library already sends goes on to its end (it may still land).
+        # The worker's call keeps the message bytes (keep) alive to its end.
+        def call() -> int:
+            len(keep)  # referenced: the closure holds the bytes
+            return lib.krabka_leadership_produce(ptr, arr, n, ms, results, buf, len(buf))  # type: ignore[no-any-return]
+
+        code = _interruptible(call)
         raise_for(code, buf)
         return [ProduceResult(r.partition, r.offset) for r in results]
 
@@ -356,10 +467,12 @@ class Leadership:
         of this member's registration, in one transaction under this token,
         so the first standby challenges at once. A courtesy, not a fence: stop guarded
         writes first. The leadership is RESIGNED afterwards even if the write
-        failed (the error is raised). Blocks up to `timeout` seconds."""
+        failed (the error is raised). Blocks up to `timeout` seconds; Ctrl-C
+        raises KeyboardInterrupt within about 100 ms (the resign goes on)."""
         ms = timeout_ms(timeout)
         buf = _errbuf()
-        raise_for(lib.krabka_leadership_resign(self._ptr(), ms, buf, len(buf)), buf)
+        ptr = self._ptr()
+        raise_for(_interruptible(lambda: lib.krabka_leadership_resign(ptr, ms, buf, len(buf))), buf)
 
     def wait_ended(self, timeout: Timeout = None) -> LeadershipState:
         """Block until the leadership is no longer ACTIVE (fenced, expired,
@@ -668,14 +781,25 @@ class Client:
         Returns a TryAcquireResult: `.leadership` (or None when not won) and
         `.retry_at` (when the answer can change). Unpacks as
         (leadership_or_None, retry_at). Blocks for the round trips of one
-        pass, up to `timeout` seconds (default request.timeout.ms)."""
+        pass, up to `timeout` seconds (default request.timeout.ms). Ctrl-C
+        raises KeyboardInterrupt within about 100 ms; a role the pass wins
+        afterwards is resigned and released in the background."""
         r, m, role_s, member_s = self._names(role, member)
         ms = timeout_ms(timeout)
         out = ctypes.c_void_p()
         retry = ctypes.c_int64()
         buf = _errbuf()
-        code = lib.krabka_client_try_acquire(
-            self._ptr(), r, len(r), m, len(m), ms, ctypes.byref(out), ctypes.byref(retry), buf, len(buf)
+        ptr = self._ptr()
+
+        def late(code: int) -> None:
+            if code == 0 and out.value:
+                _resign_in_background(out.value, None)
+
+        code = _interruptible(
+            lambda: lib.krabka_client_try_acquire(
+                ptr, r, len(r), m, len(m), ms, ctypes.byref(out), ctypes.byref(retry), buf, len(buf)
+            ),
+            late,
         )
         raise_for(code, buf)
         if out.value:
@@ -695,18 +819,26 @@ class Client:
         validate_member(m)
         ms = timeout_ms(timeout)
         buf = _errbuf()
-        raise_for(lib.krabka_client_leave(self._ptr(), r, len(r), m, len(m), ms, buf, len(buf)), buf)
+        ptr = self._ptr()
+        raise_for(_interruptible(lambda: lib.krabka_client_leave(ptr, r, len(r), m, len(m), ms, buf, len(buf))), buf)
 
     def describe(self, role: Name, timeout: Timeout = None) -> Status:
         """The third-party check: the coordinator's current token for the
         role and the state folded from its partition. Takes no epoch and joins
-        no group. Blocks up to `timeout` seconds (default request.timeout.ms)."""
+        no group. Blocks up to `timeout` seconds (default request.timeout.ms);
+        Ctrl-C raises KeyboardInterrupt within about 100 ms."""
         r = name_bytes(role, "role")
         role_s = validate_role(r)
         ms = timeout_ms(timeout)
         out = ctypes.c_void_p()
         buf = _errbuf()
-        raise_for(lib.krabka_client_describe(self._ptr(), r, len(r), ms, ctypes.byref(out), buf, len(buf)), buf)
+        ptr = self._ptr()
+
+        def late(code: int) -> None:
+            if code == 0 and out.value:
+                lib.krabka_status_destroy(out.value)
+
+        raise_for(_interruptible(lambda: lib.krabka_client_describe(ptr, r, len(r), ms, ctypes.byref(out), buf, len(buf)), late), buf)
         st = _Handle(out.value, lib.krabka_status_destroy)  # type: ignore[arg-type]
         try:
             return _read_status(out.value, role_s)  # type: ignore[arg-type]
