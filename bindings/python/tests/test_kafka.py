@@ -460,7 +460,10 @@ def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, clie
     import signal
 
     role = unique("py-sigint")
-    holder = client.acquire(role, "a", timeout=60)
+    # The holder renews in the background: b can win only after the resign
+    # below, however slowly this test runs.
+    holder_client = kc.Client(conf(bootstrap, **{"krabka.renew.background": True}))
+    holder = holder_client.acquire(role, "a", timeout=60)
     a_token = holder.token
     interrupted = threading.Event()
 
@@ -496,6 +499,7 @@ def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, clie
                 break
             assert time.monotonic() < deadline, f"b's leadership was not resigned: {st}"
             time.sleep(0.2)
+    holder_client.close()
 
 
 def test_ctrl_c_interrupts_describe_on_a_black_holed_broker() -> None:
@@ -613,7 +617,8 @@ def test_cancelled_acquire_async_resigns_what_it_wins(bootstrap: str, client: kc
     at once; the leadership the library wins afterwards is resigned and
     released, never left holding the role."""
     role = unique("py-cancel")
-    holder = client.acquire(role, "a", timeout=60)
+    holder_client = kc.Client(conf(bootstrap, **{"krabka.renew.background": True}))
+    holder = holder_client.acquire(role, "a", timeout=60)
     a_token = holder.token
 
     async def main() -> None:
@@ -634,7 +639,10 @@ def test_cancelled_acquire_async_resigns_what_it_wins(bootstrap: str, client: kc
                 assert time.monotonic() < deadline, f"b's leadership was not resigned: {st}"
                 await asyncio.sleep(0.2)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        holder_client.close()
 
 
 def test_leave_and_close_with_leave_remove_members(bootstrap: str, client: kc.Client) -> None:
