@@ -3,11 +3,19 @@
  *   KRABKA_UPDATE_GUARD=1 go test -run TestForkGuardFileIsGenerated ./capi
  *
  * The fork guard: every public krabka_* function is defined here in C and
- * checks the process id before it enters the Go runtime (the Go exports are
+ * checks for a fork before it enters the Go runtime (the Go exports are
  * kc_go_*, kept local by capi/exports.map). In a child after fork() the Go
  * runtime has no threads, so any call into it would hang: the guard answers
  * KRABKA_ERR_FORKED instead (with errstr written where the function has
- * one), and the functions that return something else answer from C. */
+ * one), and the functions that return something else answer from C.
+ *
+ * Detection: a pthread_atfork child handler sets a flag (every fork()
+ * through the C library; one load per call). The calls that may block
+ * (those with a timeout_ms) also compare getpid() with the process id at
+ * load (so do the destroys that wait for background work), which catches a
+ * child made by a raw system call too; a getpid()
+ * costs about 150 ns on the test VM, too much for the non-blocking calls. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +24,19 @@
 #include "_cgo_export.h"
 
 static pid_t kc_load_pid;
+static volatile int kc_forked_flag;
 
-__attribute__((constructor)) static void kc_guard_init(void) { kc_load_pid = getpid(); }
+static void kc_guard_child(void) { kc_forked_flag = 1; }
 
-static int kc_forked(void) { return getpid() != kc_load_pid; }
+__attribute__((constructor)) static void kc_guard_init(void) {
+    kc_load_pid = getpid();
+    pthread_atfork(NULL, NULL, kc_guard_child);
+}
+
+/* Any call: the flag the child handler set. */
+static int kc_forked(void) { return __builtin_expect(kc_forked_flag, 0); }
+/* A call that may block: the flag, or another process id than at load. */
+static int kc_forked_blocking(void) { return kc_forked_flag || getpid() != kc_load_pid; }
 
 static krabka_err_t kc_forked_err(const char *fn, char *errstr, size_t errstr_size) {
     if (errstr != NULL && errstr_size > 0)
@@ -317,23 +334,23 @@ krabka_err_t krabka_client_new(const krabka_conf_t *conf, krabka_client_t **out,
     return kc_go_client_new(conf, out, errstr, errstr_size);
 }
 krabka_err_t krabka_client_destroy(krabka_client_t *client) {
-    if (kc_forked()) return KRABKA_ERR_FORKED;
+    if (kc_forked_blocking()) return KRABKA_ERR_FORKED;
     return kc_go_client_destroy(client);
 }
 krabka_err_t krabka_client_acquire(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_leadership_t **out, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_client_acquire", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_acquire", errstr, errstr_size);
     return kc_go_client_acquire(client, role, role_len, member, member_len, timeout_ms, out, errstr, errstr_size);
 }
 krabka_err_t krabka_client_try_acquire(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_leadership_t **out, int64_t *retry_at_ms, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_client_try_acquire", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_try_acquire", errstr, errstr_size);
     return kc_go_client_try_acquire(client, role, role_len, member, member_len, timeout_ms, out, retry_at_ms, errstr, errstr_size);
 }
 krabka_err_t krabka_client_leave(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_client_leave", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_leave", errstr, errstr_size);
     return kc_go_client_leave(client, role, role_len, member, member_len, timeout_ms, errstr, errstr_size);
 }
 krabka_err_t krabka_client_describe(krabka_client_t *client, const char *role, size_t role_len, int64_t timeout_ms, krabka_status_t **out, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_client_describe", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_describe", errstr, errstr_size);
     return kc_go_client_describe(client, role, role_len, timeout_ms, out, errstr, errstr_size);
 }
 krabka_err_t krabka_leadership_token(const krabka_leadership_t *leadership, krabka_token_t *out) {
@@ -353,23 +370,23 @@ krabka_err_t krabka_leadership_renew_due(const krabka_leadership_t *leadership, 
     return kc_go_leadership_renew_due(leadership, due);
 }
 krabka_err_t krabka_leadership_renew(krabka_leadership_t *leadership, int64_t timeout_ms, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_leadership_renew", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_renew", errstr, errstr_size);
     return kc_go_leadership_renew(leadership, timeout_ms, errstr, errstr_size);
 }
 krabka_err_t krabka_leadership_produce(krabka_leadership_t *leadership, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_leadership_produce", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_produce", errstr, errstr_size);
     return kc_go_leadership_produce(leadership, messages, count, timeout_ms, results, errstr, errstr_size);
 }
 krabka_err_t krabka_leadership_resign(krabka_leadership_t *leadership, int64_t timeout_ms, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_leadership_resign", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_resign", errstr, errstr_size);
     return kc_go_leadership_resign(leadership, timeout_ms, errstr, errstr_size);
 }
 krabka_err_t krabka_leadership_destroy(krabka_leadership_t *leadership) {
-    if (kc_forked()) return KRABKA_ERR_FORKED;
+    if (kc_forked_blocking()) return KRABKA_ERR_FORKED;
     return kc_go_leadership_destroy(leadership);
 }
 krabka_err_t krabka_leadership_wait(krabka_leadership_t *leadership, int64_t timeout_ms, krabka_leadership_state_t *state) {
-    if (kc_forked()) return KRABKA_ERR_FORKED;
+    if (kc_forked_blocking()) return KRABKA_ERR_FORKED;
     return kc_go_leadership_wait(leadership, timeout_ms, state);
 }
 krabka_err_t krabka_leadership_event_fd(krabka_leadership_t *leadership, int *fd) {
@@ -397,7 +414,7 @@ krabka_err_t krabka_queue_destroy(krabka_queue_t *queue) {
     return kc_go_queue_destroy(queue);
 }
 krabka_err_t krabka_client_acquire_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_client_acquire_async", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_acquire_async", errstr, errstr_size);
     return kc_go_client_acquire_async(client, role, role_len, member, member_len, timeout_ms, queue, tag, errstr, errstr_size);
 }
 krabka_err_t krabka_leadership_ended_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag) {
@@ -461,11 +478,11 @@ krabka_err_t krabka_status_destroy(krabka_status_t *status) {
     return kc_go_status_destroy(status);
 }
 krabka_err_t krabka_client_watch(krabka_client_t *client, const char *role, size_t role_len, int flags, int64_t timeout_ms, krabka_watch_t **out, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_client_watch", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_watch", errstr, errstr_size);
     return kc_go_client_watch(client, role, role_len, flags, timeout_ms, out, errstr, errstr_size);
 }
 krabka_err_t krabka_watch_next(krabka_watch_t *watch, int64_t timeout_ms, krabka_watch_event_t *out, char *errstr, size_t errstr_size) {
-    if (kc_forked()) return kc_forked_err("krabka_watch_next", errstr, errstr_size);
+    if (kc_forked_blocking()) return kc_forked_err("krabka_watch_next", errstr, errstr_size);
     return kc_go_watch_next(watch, timeout_ms, out, errstr, errstr_size);
 }
 krabka_err_t krabka_watch_event_fd(krabka_watch_t *watch, int *fd) {
@@ -473,7 +490,7 @@ krabka_err_t krabka_watch_event_fd(krabka_watch_t *watch, int *fd) {
     return kc_go_watch_event_fd(watch, fd);
 }
 krabka_err_t krabka_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag) {
-    if (kc_forked()) return KRABKA_ERR_FORKED;
+    if (kc_forked_blocking()) return KRABKA_ERR_FORKED;
     return kc_go_watch_next_async(watch, timeout_ms, queue, tag);
 }
 krabka_err_t krabka_watch_destroy(krabka_watch_t *watch) {

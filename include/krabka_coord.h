@@ -66,8 +66,11 @@
  * - The library runs a Go runtime, which a child process after fork()
  *   (without exec()) does not have: every call there returns
  *   KRABKA_ERR_FORKED at once without entering Go (errstr says so where the
- *   function has one), a call that blocks included, on any handle. Each
- *   function compares the process id with the one at load (one getpid()).
+ *   function has one), a call that blocks included, on any handle. A fork
+ *   through the C library's fork() is seen by a pthread_atfork handler
+ *   (no cost per call); the calls that may block (with a timeout_ms, and
+ *   the client and leadership destroys) also compare the process id with
+ *   the one at load, so they answer FORKED after a raw clone too.
  *   The functions that return no krabka_err_t answer in the child too, from
  *   C: the versions, krabka_err2str/err2name/err_is_retriable/err_is_fatal,
  *   the token arithmetic and krabka_murmur2 give the parent's answers,
