@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from typing import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,19 @@ FAST_LEASES = {
     "krabka.renew.interval.ms": 1000,
     "krabka.challenge.stagger.ms": 500,
 }
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """Python's default SIGINT handler (KeyboardInterrupt) for one test. A
+    program started in the background by a non-interactive shell (make test
+    runs the suites that way, through tests/kafka/with-clusters.sh) inherits
+    SIGINT ignored, and Python then installs no handler of its own: Ctrl-C
+    tests would see nothing. An interactive program has the handler."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -451,6 +451,7 @@ def test_bad_topic_is_invalid_argument_and_huge_timeouts_saturate(client: kc.Cli
         assert lead.state == kc.LeadershipState.ACTIVE
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, client: kc.Client) -> None:
     """Issue 16.2: SIGINT during a blocking acquire (no timeout, the role held
     by another member) raises KeyboardInterrupt at once instead of when the
@@ -502,6 +503,7 @@ def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, clie
     holder_client.close()
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_interrupts_describe_on_a_black_holed_broker() -> None:
     """Issue 16.2: SIGINT during a blocking describe on a black-holed broker
     (a listener that accepts and never answers) raises KeyboardInterrupt at
@@ -562,6 +564,7 @@ def test_ctrl_c_interrupts_describe_on_a_black_holed_broker() -> None:
     assert connected.is_set()
 
 
+@pytest.mark.usefixtures("sigint_raises")
 def test_ctrl_c_interrupts_renew_on_a_stopped_broker(bootstrap: str, client: kc.Client) -> None:
     """SIGINT during a renew whose broker answers nothing (SIGSTOP) raises
     KeyboardInterrupt at once; the broker is continued only after the
