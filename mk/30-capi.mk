@@ -35,7 +35,7 @@ install: capi-install
 lib:
 	./build.sh
 
-$(CAPI_BUILD)/%: tests/c/%.c include/krabka_coord.h | lib
+$(CAPI_BUILD)/%: tests/c/%.c tests/c/check.h include/krabka_coord.h | lib
 	@mkdir -p $(CAPI_BUILD)
 	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
 

@@ -33,32 +33,8 @@
 
 #include "krabka_coord.h"
 
-static int failures, checks;
-static char errstr[512];
-
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        checks++;                                                                 \
-        if (!(cond)) {                                                            \
-            failures++;                                                           \
-            printf("FAIL line %d: %s: ", __LINE__, #cond);                        \
-            printf(__VA_ARGS__);                                                  \
-            printf("\n");                                                         \
-        }                                                                         \
-    } while (0)
-
-#define OK(call)                                                                  \
-    do {                                                                          \
-        errstr[0] = '\0';                                                         \
-        krabka_err_t e_ = (call);                                                 \
-        CHECK(e_ == KRABKA_OK, "%s: %s", krabka_err2name(e_), errstr);            \
-        if (e_ != KRABKA_OK) {                                                    \
-            printf("events: stopping after a failed step\n");                     \
-            exit(1);                                                              \
-        }                                                                         \
-    } while (0)
-
-#define ES errstr, sizeof errstr
+#define CHECK_NAME "events"
+#include "check.h"
 
 static const char *bootstrap, *topic;
 static char role[128], role2[128];
