@@ -238,6 +238,35 @@ func (e *env) requireTopic(ctx context.Context, t *kafka.Transport) int {
 	return exitOK
 }
 
+// connectExisting is connect followed by requireTopic (the read-only
+// commands and leave): the client is closed again when the topic is missing.
+func (e *env) connectExisting() (*coord.Client, int) {
+	t, c, code := e.connect()
+	if code != exitOK {
+		return nil, code
+	}
+	if code := e.requireTopic(e.ctx, t); code != exitOK {
+		c.Close()
+		return nil, code
+	}
+	return c, exitOK
+}
+
+// roleArgs validates every ROLE argument; exitUsage (after an error line)
+// when one is not a legal role name.
+func (e *env) roleArgs(args []string) ([]core.Role, int) {
+	roles := make([]core.Role, 0, len(args))
+	for _, a := range args {
+		r, err := roleArg(a)
+		if err != nil {
+			e.errorf("%v", err)
+			return nil, exitUsage
+		}
+		roles = append(roles, r)
+	}
+	return roles, exitOK
+}
+
 // roleArg validates a role name with the library's rules.
 func roleArg(s string) (core.Role, error) {
 	r, err := core.NewRole(s)

@@ -50,23 +50,15 @@ func runDescribe(e *env, args []string) int {
 		e.errorf("describe needs at least one ROLE (krabka-coord describe --help)")
 		return exitUsage
 	}
-	roles := make([]core.Role, 0, len(args))
-	for _, a := range args {
-		r, err := roleArg(a)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		roles = append(roles, r)
+	roles, code := e.roleArgs(args)
+	if code != exitOK {
+		return code
 	}
-	t, c, code := e.connect()
+	c, code := e.connectExisting()
 	if code != exitOK {
 		return code
 	}
 	defer c.Close()
-	if code := e.requireTopic(e.ctx, t); code != exitOK {
-		return code
-	}
 	var out []*coord.Status
 	for _, r := range roles {
 		st, err := c.Describe(e.ctx, r)

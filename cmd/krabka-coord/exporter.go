@@ -211,23 +211,15 @@ func runExporter(e *env, args []string) int {
 		e.errorf("exporter needs ROLE arguments or --all-roles (one of the two)")
 		return exitUsage
 	}
-	var roles []core.Role
-	for _, a := range args {
-		r, err := roleArg(a)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		roles = append(roles, r)
+	roles, code := e.roleArgs(args)
+	if code != exitOK {
+		return code
 	}
-	t, c, code := e.connect()
+	c, code := e.connectExisting()
 	if code != exitOK {
 		return code
 	}
 	defer c.Close()
-	if code := e.requireTopic(e.ctx, t); code != exitOK {
-		return code
-	}
 	state := newExporterState(c)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(state, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

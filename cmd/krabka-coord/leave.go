@@ -44,14 +44,11 @@ func runLeave(e *env, args []string) int {
 		e.errorf("member %q: %v", args[1], err)
 		return exitUsage
 	}
-	t, c, code := e.connect()
+	c, code := e.connectExisting()
 	if code != exitOK {
 		return code
 	}
 	defer c.Close()
-	if code := e.requireTopic(e.ctx, t); code != exitOK {
-		return code
-	}
 	st, err := c.Describe(e.ctx, role)
 	if err != nil {
 		e.errorf("describe %s: %v", role, err)

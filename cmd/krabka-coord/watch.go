@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 )
 
@@ -61,23 +60,15 @@ func runWatch(e *env, args []string) int {
 		e.errorf("watch needs at least one ROLE (krabka-coord watch --help)")
 		return exitUsage
 	}
-	var roles []core.Role
-	for _, a := range args {
-		r, err := roleArg(a)
-		if err != nil {
-			e.errorf("%v", err)
-			return exitUsage
-		}
-		roles = append(roles, r)
+	roles, code := e.roleArgs(args)
+	if code != exitOK {
+		return code
 	}
-	t, c, code := e.connect()
+	c, code := e.connectExisting()
 	if code != exitOK {
 		return code
 	}
 	defer c.Close()
-	if code := e.requireTopic(e.ctx, t); code != exitOK {
-		return code
-	}
 	var opts []coord.WatchOption
 	if e.o.renewals {
 		opts = append(opts, coord.WatchRenewals())
