@@ -102,14 +102,19 @@ func TestCutHoldsWithoutClosingAndHealDelivers(t *testing.T) {
 	roundTrip(t, c, r, "after")
 }
 
+// A delayed link still delivers, and the delay happened: each chunk waits
+// the delay before it is forwarded, in each direction, so an echo round
+// trip through the proxy takes at least twice the delay. Only that lower
+// bound is checked (a slow machine makes it longer, never shorter).
 func TestDelayStillDelivers(t *testing.T) {
+	const delay = 150 * time.Millisecond
 	p, err := Listen("127.0.0.1:0", echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	p.Delay(20 * time.Millisecond)
-	if p.State() != "delay 20ms" {
+	p.Delay(delay)
+	if p.State() != "delay "+delay.String() {
 		t.Fatalf("state %q", p.State())
 	}
 	c, err := net.Dial("tcp", p.Addr)
@@ -117,7 +122,14 @@ func TestDelayStillDelivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	roundTrip(t, c, bufio.NewReader(c), "slow")
+	r := bufio.NewReader(c)
+	for _, line := range []string{"slow", "slower"} {
+		start := time.Now()
+		roundTrip(t, c, r, line)
+		if el := time.Since(start); el < 2*delay {
+			t.Fatalf("round trip of %q took %s through a link delayed by %s each way, want at least %s", line, el, delay, 2*delay)
+		}
+	}
 	p.Heal()
 	if p.State() != "ok" || p.Counters().Accepted != 1 {
 		t.Fatalf("state %q counters %+v", p.State(), p.Counters())
