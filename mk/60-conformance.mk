@@ -5,6 +5,11 @@
 # The table maker is tests/conformance/table; each row's command prints the
 # runner's per-group JSON (--json / -json). Override a row's command with
 # CONFORMANCE_ROW_<NAME>=... on the make command line.
+# A row that passes no vector fails too, and so do vector files that hold none.
+# The Go test tests/conformance/goconf compares tests/conformance with the
+# shared copy ../shared/conformance beside the checkout and fails when that copy
+# is missing or holds no vector; KRABKA_CONFORMANCE_NO_SHARED=1 declares it
+# deliberately absent (make test never sets it).
 GO ?= go
 CONFORMANCE_VECTOR_DIR := tests/conformance/vectors
 # A shell glob, expanded when each row's command runs (under sh -c).

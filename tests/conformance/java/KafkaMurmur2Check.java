@@ -17,7 +17,8 @@
 // named as not run. Prints one "FAIL <id>: ..." line per failure, the
 // not-run line and "N passed, N failed"; with --json one object of per-group
 // counts {"murmur2": {"passed": n, "failed": m, "not_run": k}, ...}.
-// Exit status: 0 all passed, 1 a vector failed, 2 the files could not be read.
+// Exit status: 0 all passed, 1 a vector failed, 2 the files could not be read
+// or no murmur2 or partition vector was run.
 //
 // The JSON reader below is deliberately tiny: the vector files are plain
 // ASCII JSON (see tests/conformance/README.md); integers are kept as text
@@ -93,6 +94,12 @@ public final class KafkaMurmur2Check {
         for (int[] g : groups.values()) {
             passed += g[0];
             failed += g[1];
+        }
+        // Files without one murmur2 or partition vector would pass with
+        // "0 passed": that is an error, not a pass.
+        if (passed + failed == 0) {
+            System.err.println("KafkaMurmur2Check: no murmur2 or partition vector was run in " + String.join(" ", files));
+            System.exit(2);
         }
         if (json) {
             StringBuilder sb = new StringBuilder("{");

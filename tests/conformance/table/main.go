@@ -22,8 +22,9 @@
 // A group a runner does not report is wholly not run.
 //
 // The exit status is 1 when any vector failed, when a runner crashed (no JSON,
-// JSON that does not parse, a non-zero exit with no failed vector, a timeout)
-// or when a runner's counts do not add up; 2 on bad usage.
+// JSON that does not parse, a non-zero exit with no failed vector, a timeout),
+// when a runner's counts do not add up or when a runner passed no vector at
+// all; 2 on bad usage or when the vector files hold no vector.
 package main
 
 import (
@@ -199,6 +200,13 @@ func groupSizes(dir string) (map[string]int, error) {
 		}
 		sizes[file.Group] += len(file.Vectors)
 	}
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("the vector files in %s hold no vector", dir)
+	}
 	return sizes, nil
 }
 
@@ -272,6 +280,15 @@ func (r *Runner) interpret(stdout []byte, sizes map[string]int) {
 		if _, ok := r.Counts[g]; !ok && r.covers(g) {
 			r.Counts[g] = Count{NotRun: size}
 		}
+	}
+	// A row that passed nothing proves nothing: every vector of its groups
+	// not run (a runner that found no vector file, or skipped them all).
+	passed := 0
+	for _, c := range r.Counts {
+		passed += c.Passed
+	}
+	if passed == 0 && !anyFailed {
+		r.Problems = append(r.Problems, "ran no vector: every vector of its groups is not run")
 	}
 	if r.ExitCode != 0 && !anyFailed && len(r.Problems) == 0 {
 		r.Problems = append(r.Problems, fmt.Sprintf("exited with status %d although no vector failed", r.ExitCode))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -82,5 +84,34 @@ func TestARestrictedRowShowsOnlyItsGroups(t *testing.T) {
 	}
 	if withoutJSONFlag(r.Command) != "java Check" {
 		t.Errorf("text command %q", withoutJSONFlag(r.Command))
+	}
+}
+
+// A row whose groups are all not run passed nothing: it fails, it does not
+// count as a pass.
+func TestARunnerThatRanNoVectorFails(t *testing.T) {
+	for name, out := range map[string]string{
+		"zero counts": `{"codec":{"passed":0,"failed":0}}`,
+		"all not run": `{"codec":{"passed":0,"failed":0,"not_run":22}}`,
+		"other scope": `{"murmur2":{"passed":0,"failed":0}}`,
+	} {
+		r := &Runner{Name: "py"}
+		r.interpret([]byte(out), sizes)
+		if !r.Failed() || !strings.Contains(strings.Join(r.Problems, "; "), "ran no vector") {
+			t.Errorf("%s: failed=%v problems %v", name, r.Failed(), r.Problems)
+		}
+	}
+}
+
+func TestVectorFilesWithoutVectorsAreAnError(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "codec.json"), []byte(`{"group":"codec","vectors":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := groupSizes(dir); err == nil {
+		t.Fatal("vector files holding no vector were accepted")
+	}
+	if _, err := groupSizes(t.TempDir()); err == nil {
+		t.Fatal("an empty vector folder was accepted")
 	}
 }

@@ -7,7 +7,7 @@
 // vector, the "not run" list, and finally "N passed, N failed"; with -json it
 // prints instead one JSON object of per-group counts,
 // {"group": {"passed": n, "failed": m}}. The exit status is 1 when a vector
-// failed and 2 when the files could not be read.
+// failed and 2 when the files could not be read or held no vector at all.
 package main
 
 import (
@@ -36,6 +36,11 @@ func main() {
 	res, err := goconf.RunFiles(files)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance-go:", err)
+		os.Exit(2)
+	}
+	// Files that parse but hold no vector would pass with "0 passed".
+	if res.Passed+res.Failed == 0 {
+		fmt.Fprintf(os.Stderr, "conformance-go: no vector in %s\n", strings.Join(files, " "))
 		os.Exit(2)
 	}
 	if *asJSON {
