@@ -1,7 +1,9 @@
 # The fault campaign and the older-broker runs (docs/RELIABILITY.md).
 #   make chaos                               about 10 minutes of random faults, a fresh seed
 #   make chaos CHAOS_SEED=N CHAOS_DURATION=30m   replay a seed / run longer
-#   make chaos-short                         the 2-minute campaign `make test` runs
+#   make chaos-short                         the 90 s campaign `make test` runs
+# A run fails on a checker violation and on a missed minimum of acknowledged
+# commands, takeovers or faults (tests/chaos/minimums.go, docs/RELIABILITY.md).
 # Each run prints its seed first and last; logs and result.json go to build/chaos/<seed>/.
 GO ?= go
 CHAOS_SEED ?= 0

@@ -96,8 +96,11 @@ func (o *Options) defaults() {
 type Report struct {
 	Seed       uint64           `json:"seed"`
 	Duration   string           `json:"duration"`
-	Faults     map[string]int   `json:"faults"`
-	Events     map[string]int   `json:"events"` // host events by kind (ACQUIRED, FENCED, ...)
+	Faults     map[string]int   `json:"faults"`       // faults that took effect, by kind
+	Drawn      map[string]int   `json:"faults_drawn"` // faults the schedule drew, by kind
+	Minimums   Minimums         `json:"minimums"`     // what the run had to see (minimums.go)
+	Shortfalls []string         `json:"shortfalls"`   // the minimums it missed (the run fails)
+	Events     map[string]int   `json:"events"`       // host events by kind (ACQUIRED, FENCED, ...)
 	Result     *Result          `json:"result"`
 	Violations []string         `json:"violations"`
 	Replay     string           `json:"replay"`
@@ -107,8 +110,9 @@ type Report struct {
 	Extra      map[string]int64 `json:"extra,omitempty"`
 }
 
-// OK is true when the checker found no violation.
-func (r *Report) OK() bool { return r.Result != nil && r.Result.OK() }
+// OK is true when the checker found no violation and the run saw at least
+// its minimums of acknowledged commands, takeovers and faults.
+func (r *Report) OK() bool { return r.Result != nil && r.Result.OK() && len(r.Shortfalls) == 0 }
 
 type member struct {
 	name    string
@@ -135,8 +139,9 @@ type campaign struct {
 
 	mu         sync.Mutex
 	acks       []Ack
-	leader     string // member that last ACQUIRED and has not lost it since (best knowledge)
-	faults     map[string]int
+	leader     string         // member that last ACQUIRED and has not lost it since (best knowledge)
+	faults     map[string]int // took effect
+	drawn      map[string]int
 	events     map[string]int
 	brokerBusy bool
 	down       map[int]bool
@@ -181,9 +186,9 @@ func (c *campaign) plainBootstrap() string {
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	opts.defaults()
 	c := &campaign{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		faults: map[string]int{}, events: map[string]int{}, down: map[int]bool{}}
-	rep := &Report{Seed: opts.Seed, Duration: opts.Duration.String(), Faults: c.faults, Events: c.events,
-		Members: map[string]int{}, Started: time.Now().UTC(),
+		faults: map[string]int{}, drawn: map[string]int{}, events: map[string]int{}, down: map[int]bool{}}
+	rep := &Report{Seed: opts.Seed, Duration: opts.Duration.String(), Faults: c.faults, Drawn: c.drawn, Events: c.events,
+		Minimums: MinimumsFor(opts.Duration), Members: map[string]int{}, Started: time.Now().UTC(),
 		Replay: fmt.Sprintf("make chaos CHAOS_SEED=%d CHAOS_DURATION=%s", opts.Seed, opts.Duration)}
 	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
 		return nil, err
@@ -289,6 +294,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for _, v := range res.Violations {
 		rep.Violations = append(rep.Violations, v.String())
 	}
+	rep.Shortfalls = Shortfalls(rep.Minimums, opts.Duration, res.Acked, res.Tokens, c.drawn, c.faults)
 	rep.Elapsed = time.Since(c.start).Round(time.Second).String()
 	c.summary(rep)
 	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
@@ -452,10 +458,28 @@ func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
 }
 
-func (c *campaign) count(kind string) {
+// drawn counts a fault the schedule chose; injected counts it again once it
+// took effect (the minimums compare the two).
+func (c *campaign) draw(kind string) {
+	c.mu.Lock()
+	c.drawn[kind]++
+	c.mu.Unlock()
+}
+
+func (c *campaign) injected(kind string) {
 	c.mu.Lock()
 	c.faults[kind]++
 	c.mu.Unlock()
+}
+
+// linksAre is true when every proxy of g is in state want ("cut", "delay 1s").
+func linksAre(want string, g ...*faultproxy.Proxy) bool {
+	for _, p := range g {
+		if p.State() != want {
+			return false
+		}
+	}
+	return true
 }
 
 // schedule draws faults until ctx ends. Member and link faults run one at a
@@ -484,9 +508,13 @@ func (c *campaign) schedule(ctx context.Context) {
 		switch {
 		case kind < 20: // member SIGKILL and restart
 			m := c.leaderOr(toLeader, drawnMember)
-			c.count("member-kill")
+			c.draw("member-kill")
 			c.say("FAULT member-kill: SIGKILL %s (pid %d), restart in %s", m.name, m.pid, d1.Round(time.Millisecond))
-			c.kill(m)
+			if c.kill(m) {
+				c.injected("member-kill")
+			} else {
+				c.say("(member-kill: %s was not running)", m.name)
+			}
 			c.sleep(context.Background(), d1)
 			if err := c.startMember(m, 0); err != nil {
 				c.say("restart %s: %v", m.name, err)
@@ -494,9 +522,13 @@ func (c *campaign) schedule(ctx context.Context) {
 		case kind < 38: // SIGSTOP past the lease, SIGCONT
 			m := c.leaderOr(toLeader, drawnMember)
 			d := lease + d2
-			c.count("member-pause")
+			c.draw("member-pause")
 			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", m.name, d.Round(time.Millisecond), lease)
-			c.signal(m, syscall.SIGSTOP)
+			if c.signal(m, syscall.SIGSTOP) {
+				c.injected("member-pause")
+			} else {
+				c.say("(member-pause: %s was not running)", m.name)
+			}
 			c.sleep(context.Background(), d)
 			c.signal(m, syscall.SIGCONT)
 		case kind < 56: // broker SIGKILL and restart, beside the member faults
@@ -511,7 +543,8 @@ func (c *campaign) schedule(ctx context.Context) {
 				c.say("(broker fault skipped: one broker fault at a time)")
 				continue
 			}
-			c.count("broker-kill(" + target + ")")
+			kind := "broker-kill(" + target + ")"
+			c.draw(kind)
 			node := c.brokerFor(target, drawnNode)
 			down := d1 + d2
 			c.say("FAULT broker-kill(%s): SIGKILL broker %d, restart after %s", target, node, down.Round(time.Millisecond))
@@ -519,22 +552,30 @@ func (c *campaign) schedule(ctx context.Context) {
 			go func() {
 				defer c.wg.Done()
 				defer func() { c.mu.Lock(); c.brokerBusy = false; c.mu.Unlock() }()
-				c.brokerKill(node, down)
+				if c.brokerKill(node, down) {
+					c.injected(kind)
+				}
 			}()
 		case kind < 76: // client-to-broker cut, then heal
 			m := c.leaderOr(toLeader, drawnMember)
 			d := d1 + d2
 			if pick == 0 {
 				node := c.brokerFor("partition-leader", drawnNode)
-				c.count("link-cut(one broker)")
+				c.draw("link-cut(one broker)")
 				c.say("FAULT link-cut: %s to broker %d (command partition leader) cut for %s", m.name, node, d.Round(time.Millisecond))
 				m.proxies[node-1].Cut()
+				if linksAre("cut", m.proxies[node-1]) {
+					c.injected("link-cut(one broker)")
+				}
 				c.sleep(context.Background(), d)
 				m.proxies[node-1].Heal()
 			} else {
-				c.count("link-cut(all brokers)")
+				c.draw("link-cut(all brokers)")
 				c.say("FAULT link-cut: %s cut from every broker for %s", m.name, d.Round(time.Millisecond))
 				m.proxies.Cut()
+				if linksAre("cut", m.proxies...) {
+					c.injected("link-cut(all brokers)")
+				}
 				c.sleep(context.Background(), d)
 				m.proxies.Heal()
 			}
@@ -542,53 +583,79 @@ func (c *campaign) schedule(ctx context.Context) {
 		case kind < 88: // client-to-broker delay
 			m := c.leaderOr(toLeader, drawnMember)
 			d := d1 + d2 + lease
-			c.count("link-delay")
+			c.draw("link-delay")
 			c.say("FAULT link-delay: %s's links delayed by %s for %s", m.name, delay.Round(time.Millisecond), d.Round(time.Millisecond))
 			m.proxies.Delay(delay)
+			if linksAre("delay "+delay.String(), m.proxies...) {
+				c.injected("link-delay")
+			}
 			c.sleep(context.Background(), d)
 			m.proxies.Heal()
 		default: // one member's clock offset by seconds (restart with the test-only hook)
 			m := c.leaderOr(toLeader, drawnMember)
-			c.count("clock-skew")
+			c.draw("clock-skew")
 			c.say("FAULT clock-skew: restart %s with its lease clock offset by %+ds", m.name, skew/time.Second)
 			c.kill(m)
 			c.sleep(context.Background(), d1)
 			if err := c.startMember(m, skew.Milliseconds()); err != nil {
 				c.say("restart %s: %v", m.name, err)
+			} else {
+				c.injected("clock-skew")
 			}
 		}
 	}
 }
 
-func (c *campaign) signal(m *member, sig syscall.Signal) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pid > 0 {
-		_ = syscall.Kill(m.pid, sig)
-		switch sig {
-		case syscall.SIGSTOP:
-			m.paused = true
-		case syscall.SIGCONT:
-			m.paused = false
-		}
+// running is true while the member's current process has not exited.
+func (m *member) running() bool {
+	if m.pid <= 0 || m.exited == nil {
+		return false
+	}
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return true
 	}
 }
 
-// kill SIGKILLs a member's process and waits until it is gone.
-func (c *campaign) kill(m *member) {
+// signal sends sig to the member's process; true when it was running and
+// the signal was delivered.
+func (c *campaign) signal(m *member, sig syscall.Signal) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pid <= 0 {
+		return false
+	}
+	alive := m.running()
+	err := syscall.Kill(m.pid, sig)
+	switch sig {
+	case syscall.SIGSTOP:
+		m.paused = true
+	case syscall.SIGCONT:
+		m.paused = false
+	}
+	return alive && err == nil
+}
+
+// kill SIGKILLs a member's process and waits until it is gone; true when it
+// was running and the signal was delivered.
+func (c *campaign) kill(m *member) bool {
 	m.mu.Lock()
 	pid, exited := m.pid, m.exited
+	alive := m.running()
 	m.mu.Unlock()
 	if pid <= 0 {
-		return
+		return false
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	err := syscall.Kill(pid, syscall.SIGKILL)
 	<-exited
 	c.mu.Lock()
 	if c.leader == m.name {
 		c.leader = ""
 	}
 	c.mu.Unlock()
+	return alive && err == nil
 }
 
 // brokerFor names the node (1-based) a broker fault aims at.
@@ -624,12 +691,14 @@ func (c *campaign) brokerFor(target string, drawn int) int {
 	return drawn
 }
 
-func (c *campaign) brokerKill(node int, down time.Duration) {
+// brokerKill kills a broker and restarts it after down; true when the kill
+// took effect.
+func (c *campaign) brokerKill(node int, down time.Duration) bool {
 	c.proxiesOf(node, false)
 	if _, err := c.script(context.Background(), "kill-node", strconv.Itoa(node), "--dir", c.opts.Dir); err != nil {
 		c.say("kill-node %d: %v", node, err)
 		c.proxiesOf(node, true)
-		return
+		return false
 	}
 	c.mu.Lock()
 	c.down[node] = true
@@ -638,13 +707,14 @@ func (c *campaign) brokerKill(node int, down time.Duration) {
 	t0 := time.Now()
 	if _, err := c.script(context.Background(), "start-node", strconv.Itoa(node), "--dir", c.opts.Dir); err != nil {
 		c.say("start-node %d: %v", node, err)
-		return
+		return true
 	}
 	c.proxiesOf(node, true)
 	c.mu.Lock()
 	delete(c.down, node)
 	c.mu.Unlock()
 	c.say("broker %d back (ready in %s)", node, time.Since(t0).Round(100*time.Millisecond))
+	return true
 }
 
 func (c *campaign) restartDownBrokers() {
@@ -797,7 +867,11 @@ func (c *campaign) summary(rep *Report) {
 		total += n
 	}
 	sort.Strings(kinds)
-	c.say("==== chaos seed=%d: %d faults injected over %s: %s", rep.Seed, total, rep.Duration, strings.Join(kinds, " "))
+	drawn := 0
+	for _, n := range rep.Drawn {
+		drawn += n
+	}
+	c.say("==== chaos seed=%d: %d faults injected (of %d drawn) over %s: %s", rep.Seed, total, drawn, rep.Duration, strings.Join(kinds, " "))
 	c.say("host events: ACQUIRED=%d FENCED=%d EXPIRED=%d ERROR=%d STARTED=%d", rep.Events[demo.Acquired], rep.Events[demo.Fenced],
 		rep.Events[demo.Expired], rep.Events[demo.Error], rep.Events[demo.Started])
 	c.say("commands: acknowledged=%d found=%d lost=%d duplicated=%d; committed records=%d (unacknowledged=%d, re-sent=%d); tokens=%d",
@@ -805,12 +879,17 @@ func (c *campaign) summary(rep *Report) {
 	c.say("order violations=%d stale tokens=%d token mismatches=%d", r.OrderBreaks, r.StaleTokens, r.TokenMismatch)
 	c.say("availability %.2f%% over %s (gaps > %s: %d, p50 %s p90 %s p99 %s max %s)", av.Fraction*100, av.Span.Round(time.Second),
 		av.Slack, len(av.Gaps), av.P50.Round(time.Millisecond), av.P90.Round(time.Millisecond), av.P99.Round(time.Millisecond), av.Max.Round(time.Millisecond))
-	if r.OK() {
+	m := rep.Minimums
+	c.say("minimums for %s: acknowledged >= %d, takeovers >= %d, faults >= %d, each drawn kind >= %d", rep.Duration, m.Acked, m.Takeovers, m.Faults, m.PerKind)
+	if rep.OK() {
 		c.say("PASS (seed %d)", rep.Seed)
 		return
 	}
-	c.say("FAIL (seed %d, replay: %s): %d violation(s):", rep.Seed, rep.Replay, len(r.Violations))
+	c.say("FAIL (seed %d, replay: %s): %d violation(s), %d minimum(s) missed:", rep.Seed, rep.Replay, len(r.Violations), len(rep.Shortfalls))
 	for _, v := range r.Violations {
 		c.say("  %s", v)
+	}
+	for _, s := range rep.Shortfalls {
+		c.say("  %s", s)
 	}
 }

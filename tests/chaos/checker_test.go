@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,50 @@ func TestCheckResentIsNotDuplicate(t *testing.T) {
 	r := Check(recs, []Ack{ack(2, "a", tok(1, 0), 1, 1)}, time.Second)
 	if !r.OK() || r.Resent != 1 || r.Unacked != 1 || r.Found != 1 {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// A run that saw nothing fails: each missed minimum is named.
+func TestShortfallsOfAnEmptyRun(t *testing.T) {
+	m := MinimumsFor(90 * time.Second)
+	if m != MinimumsPer90s {
+		t.Fatalf("minimums of 90 s %+v, want %+v", m, MinimumsPer90s)
+	}
+	got := Shortfalls(m, 90*time.Second, 0, 0, map[string]int{}, map[string]int{})
+	if len(got) != 3 {
+		t.Fatalf("an empty run: %q, want the acknowledged, takeover and fault minimums", got)
+	}
+	for i, want := range []string{"acknowledged", "takeovers", "faults took effect"} {
+		if !strings.Contains(got[i], want) || !strings.HasPrefix(got[i], "minimum missed: ") {
+			t.Errorf("shortfall %d %q does not name %q", i, got[i], want)
+		}
+	}
+}
+
+func TestShortfallsPerDrawnKind(t *testing.T) {
+	m := MinimumsPer90s
+	drawn := map[string]int{"member-kill": 2, "broker-kill(random)": 1, "link-delay": 1}
+	injected := map[string]int{"member-kill": 1, "link-delay": 1, "clock-skew": 2}
+	got := Shortfalls(m, 90*time.Second, m.Acked, m.Takeovers+1, drawn, injected)
+	if len(got) != 1 || !strings.Contains(got[0], "broker-kill(random) drawn 1 times but took effect 0 times") {
+		t.Fatalf("%q", got)
+	}
+	// Exactly the minimums: no shortfall.
+	injected["broker-kill(random)"] = 1
+	if got := Shortfalls(m, 90*time.Second, m.Acked, m.Takeovers+1, drawn, injected); len(got) != 0 {
+		t.Fatalf("at the minimums: %q", got)
+	}
+	// One below each: each named.
+	if got := Shortfalls(m, 90*time.Second, m.Acked-1, m.Takeovers, drawn, map[string]int{"member-kill": 1, "link-delay": 1, "broker-kill(random)": 1}); len(got) != 3 {
+		t.Fatalf("one below each of three: %q", got)
+	}
+}
+
+func TestMinimumsScaleWithTheDuration(t *testing.T) {
+	if m := MinimumsFor(10 * time.Minute); m.Acked != MinimumsPer90s.Acked*600/90 || m.Faults != MinimumsPer90s.Faults*600/90 || m.PerKind != 1 {
+		t.Fatalf("10 min: %+v", m)
+	}
+	if m := MinimumsFor(time.Second); m.Acked != 1 || m.Takeovers != 1 || m.Faults != 1 || m.PerKind != 1 {
+		t.Fatalf("1 s: %+v", m)
 	}
 }

@@ -1,6 +1,8 @@
 // krabka-chaos runs the randomized fault campaign (make chaos); see
 // tests/chaos and docs/RELIABILITY.md. Exit status 0 only if the checker
-// found no violation.
+// found no violation and the run saw its minimums of acknowledged commands,
+// takeovers and faults (tests/chaos/minimums.go); 1 otherwise, with one
+// sentence per missed minimum; 2 when the campaign could not run.
 package main
 
 import (
@@ -52,7 +54,11 @@ func main() {
 		os.Exit(2)
 	}
 	if !rep.OK() {
-		fmt.Fprintf(os.Stderr, "krabka-chaos: FAILED, seed %d (replay: %s)\n", rep.Seed, rep.Replay)
+		for _, s := range rep.Shortfalls {
+			fmt.Fprintf(os.Stderr, "krabka-chaos: %s\n", s)
+		}
+		fmt.Fprintf(os.Stderr, "krabka-chaos: FAILED, seed %d (replay: %s): %d violation(s), %d minimum(s) missed\n",
+			rep.Seed, rep.Replay, len(rep.Violations), len(rep.Shortfalls))
 		os.Exit(1)
 	}
 }
