@@ -239,8 +239,10 @@ export class Leadership {
   readonly state: LeadershipState;
   /** state === 'active' */
   readonly active: boolean;
-  /** Resolves when the leadership is no longer active; never rejects and
-   *  never keeps the process alive on its own. */
+  /** Resolves when the leadership is no longer active; never rejects.
+   *  Keeps the process alive only once the leadership ended (after its
+   *  resign, close or a refused write, or the client's close), until it
+   *  resolves; not while the leadership is active. */
   readonly ended: Promise<LeadershipEnd>;
   renewDue(): boolean;
   /** Rejects with FencedError or LeaseExpiredError when the leadership ended. */

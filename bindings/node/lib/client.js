@@ -348,6 +348,8 @@ class Client extends EventEmitter {
       this.#closed = callAsync(fns().krabka_client_destroy, [this.#handle]).then((code) => {
         events.drain(); // the last lines and the CLOSED completions
         events.dropLogTag(this.#logTag);
+        // Its leaderships ended (closed): their `ended` events are on the way.
+        events.holdEndedIfOver();
         if (code !== 0 && code !== ErrorCode.INVALID_HANDLE) throw makeError(code, 'closing the client');
       });
     }
@@ -437,6 +439,36 @@ function messageArg(msg, what) {
 }
 
 /**
+ * The Promise of Leadership.ended over st ({ handle, closed, tag }). Its
+ * closures hold st, not the Leadership. over(): the leadership is known to
+ * have ended (close() was called, or its state is no longer active), so its
+ * event is on the way and the wait keeps the process alive.
+ */
+function endedPromise(st) {
+  const over = () => {
+    if (st.closed) return true;
+    const out = [0];
+    return fns().krabka_leadership_state(st.handle, out) !== 0 || out[0] !== 0;
+  };
+  return new Promise((resolve) => {
+    const closedResult = () =>
+      Object.freeze({ state: 'closed', reason: 'the leadership was closed', error: makeError(ErrorCode.NOT_LEADER, 'the leadership was closed') });
+    const tag = events.expectEnd((e) => {
+      const state = STATES[e.state] ?? `unknown(${e.state})`;
+      resolve(Object.freeze({ state, reason: e.errstr, error: e.err ? events.eventError(e) : null }));
+    }, over);
+    const code = st.closed ? ErrorCode.INVALID_HANDLE : fns().krabka_leadership_ended_async(st.handle, events.queueHandle(), tag);
+    if (code !== 0) {
+      events.forget(tag);
+      resolve(closedResult());
+      return;
+    }
+    st.tag = tag;
+    events.holdIfOver(tag); // it may have ended already
+  });
+}
+
+/**
  * A won role. Holds the fencing token the cluster minted for it. Guarded
  * writes (produce) go through the role's transactional producer, so the
  * broker rejects them with FencedError once another member took over.
@@ -446,6 +478,10 @@ class Leadership {
   #handle;
   #closed = null;
   #ended = null;
+  // What the `ended` waiter needs, without a reference to the Leadership
+  // (which stays collectable): the handle, whether close() was called and
+  // the waiter's tag (0: `ended` was not read).
+  #end;
   #roleBytes;
   #memberBytes;
 
@@ -453,6 +489,7 @@ class Leadership {
   constructor(client, handle, roleBytes, memberBytes) {
     this.#client = client;
     this.#handle = handle;
+    this.#end = { handle, closed: false, tag: 0 };
     this.#roleBytes = roleBytes;
     this.#memberBytes = memberBytes;
     finalizer.register(this, { fn: fns().krabka_leadership_destroy, handle }, this);
@@ -499,24 +536,29 @@ class Leadership {
    * A Promise that resolves when the leadership is no longer active, with
    * { state, reason, error }: the final state ('fenced', 'expired',
    * 'resigned', 'closed'), the reason text and the KrabkaError its calls now
-   * reject with. It never rejects, and it does not keep the process alive
-   * on its own. The same Promise on every access.
+   * reject with. It never rejects. While the leadership is active it does
+   * not keep the process alive on its own; once it ended (its resign, close
+   * or a refused write returned, or the client was closed) it resolves
+   * before the process can exit. The same Promise on every access.
    */
   get ended() {
-    if (!this.#ended) {
-      this.#ended = new Promise((resolve) => {
-        const tag = events.expect((e) => {
-          const state = STATES[e.state] ?? `unknown(${e.state})`;
-          resolve(Object.freeze({ state, reason: e.errstr, error: e.err ? events.eventError(e) : null }));
-        }, false);
-        const code = this.#closed ? ErrorCode.INVALID_HANDLE : fns().krabka_leadership_ended_async(this.#handle, events.queueHandle(), tag);
-        if (code !== 0) {
-          events.forget(tag);
-          resolve(Object.freeze({ state: 'closed', reason: 'the leadership was closed', error: makeError(ErrorCode.NOT_LEADER, 'the leadership was closed') }));
-        }
-      });
-    }
+    if (!this.#ended) this.#ended = endedPromise(this.#end);
     return this.#ended;
+  }
+
+  // After each call of this leadership (it may have ended it): a pending
+  // `ended` keeps the process alive from then on if it did.
+  #settled() {
+    if (this.#end.tag) events.holdIfOver(this.#end.tag);
+  }
+
+  // Runs the blocking C call fn(...args) on the pool, then #settled().
+  async #call(fn, args) {
+    try {
+      return await callAsync(fn, args);
+    } finally {
+      this.#settled();
+    }
   }
 
   /** True while state is 'active'. Never blocks. */
@@ -547,7 +589,7 @@ class Leadership {
     return startAbortable(signal, 'renew', async () => {
       const h = this.#live();
       const eb = Buffer.alloc(ERRSTR_SIZE);
-      check(await callAsync(fns().krabka_leadership_renew, [h, t, eb, eb.length]), eb);
+      check(await this.#call(fns().krabka_leadership_renew, [h, t, eb, eb.length]), eb);
     });
   }
 
@@ -593,7 +635,7 @@ class Leadership {
       });
       const results = Buffer.alloc(RESULT_SIZE * msgs.length);
       const eb = Buffer.alloc(ERRSTR_SIZE);
-      const code = await callAsync(fns().krabka_leadership_produce, [h, structs, structs.length, t, results, eb, eb.length]);
+      const code = await this.#call(fns().krabka_leadership_produce, [h, structs, structs.length, t, results, eb, eb.length]);
       check(code, eb);
       const out = [];
       for (let i = 0; i < msgs.length; i++) {
@@ -619,7 +661,7 @@ class Leadership {
     return startAbortable(signal, 'resign', async () => {
       const h = this.#live();
       const eb = Buffer.alloc(ERRSTR_SIZE);
-      check(await callAsync(fns().krabka_leadership_resign, [h, t, eb, eb.length]), eb);
+      check(await this.#call(fns().krabka_leadership_resign, [h, t, eb, eb.length]), eb);
     });
   }
 
@@ -628,7 +670,8 @@ class Leadership {
   close() {
     if (!this.#closed) {
       finalizer.unregister(this);
-      this.#closed = callAsync(fns().krabka_leadership_destroy, [this.#handle]).then((code) => {
+      this.#end.closed = true;
+      this.#closed = this.#call(fns().krabka_leadership_destroy, [this.#handle]).then((code) => {
         if (code !== 0 && code !== ErrorCode.INVALID_HANDLE) throw makeError(code, 'destroying the leadership');
       });
     }

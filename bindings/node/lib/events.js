@@ -8,8 +8,14 @@
 // number can wait at once.
 //
 // The stream is unref'd unless a call that should keep the process alive is
-// pending (an acquire, a watch's next event): a pending `ended` alone never
-// keeps the event loop alive.
+// pending (an acquire, a watch's next event, an `ended` whose leadership has
+// ended). A pending `ended` of a leadership that is still active does not
+// keep the event loop alive; once the leadership ended its event is on its
+// way (a library goroutine posts it after the end, possibly after the call
+// that ended it returned), and from then on it keeps the loop alive until
+// it is delivered: otherwise the completion of a resign, a refused write or
+// a client's close could leave nothing referenced and the process would
+// exit with `ended` pending.
 
 const net = require('node:net');
 const { native, T } = require('./native');
@@ -24,6 +30,9 @@ const EVENT_WATCH = 4;
 let queue = null; // { handle, socket }
 let nextTag = 1;
 const waiting = new Map(); // tag -> { onEvent, keepAlive }
+// Tags of `ended` waiters not yet keeping the loop alive -> over(), true
+// once their leadership is known to have ended (see holdIfOver).
+const endWaiters = new Map();
 const logSinks = new Map(); // tag -> (level, line) => void
 let keepAlive = 0;
 
@@ -66,6 +75,7 @@ function drain() {
       continue;
     }
     waiting.delete(tag);
+    endWaiters.delete(tag);
     if (w.keepAlive) {
       keepAlive--;
       refresh();
@@ -111,11 +121,56 @@ function expect(onEvent, keep) {
   return tag;
 }
 
+/**
+ * Registers the handler of a leadership's end event (Leadership.ended) and
+ * returns its tag. It does not keep the process alive while over() is
+ * false (the leadership is active); holdIfOver(tag) and holdEndedIfOver()
+ * check over() again and, once it is true, keep the process alive until the
+ * event arrives. The caller checks once after starting the wait (a
+ * leadership that had already ended).
+ */
+function expectEnd(onEvent, over) {
+  const tag = expect(onEvent, false);
+  endWaiters.set(tag, over);
+  return tag;
+}
+
+function hold(tag, over) {
+  let ended;
+  try {
+    ended = over();
+  } catch {
+    ended = true; // the handle is gone: its end event is posted
+  }
+  if (!ended) return;
+  endWaiters.delete(tag);
+  const w = waiting.get(tag);
+  if (!w || w.keepAlive) return;
+  w.keepAlive = true;
+  keepAlive++;
+  refresh();
+}
+
+/** After a call that may have ended the leadership of the `ended` waiter
+ *  `tag` (its renew, produce, resign, close): keeps the process alive until
+ *  the event arrives if the leadership ended. */
+function holdIfOver(tag) {
+  const over = endWaiters.get(tag);
+  if (over) hold(tag, over);
+}
+
+/** holdIfOver for every `ended` waiter (after a client's close, which ends
+ *  all its leaderships). */
+function holdEndedIfOver() {
+  for (const [tag, over] of [...endWaiters]) hold(tag, over);
+}
+
 /** Forgets a tag whose call failed to start. */
 function forget(tag) {
   const w = waiting.get(tag);
   if (!w) return;
   waiting.delete(tag);
+  endWaiters.delete(tag);
   if (w.keepAlive) {
     keepAlive--;
     refresh();
@@ -155,6 +210,9 @@ module.exports = {
   EVENT_WATCH,
   queueHandle,
   expect,
+  expectEnd,
+  holdIfOver,
+  holdEndedIfOver,
   forget,
   release,
   logTag,
