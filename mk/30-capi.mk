@@ -5,7 +5,10 @@
 #                      and the fork guard test on $KRABKA_BOOTSTRAP (fails, never skips, when
 #                      unset: use `make test`)
 #   make capi-test-offline   everything above except the live test
-#   make capi-valgrind-live  the live test and the events test under valgrind
+#   make capi-blind    the blind holder on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
+#                      the broker refuses a deposed holder that still believes it
+#                      leads (produce, batch, renew, resign), read back with kread
+#   make capi-valgrind-live  the live, events and blind tests under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set)
 #   make examples      build/examples/device_host
@@ -20,13 +23,14 @@ CAPI_VALGRIND := GODEBUG=asyncpreemptoff=1 $(VALGRIND) -q --leak-check=full \
 	--errors-for-leak-kinds=definite --error-exitcode=99 --suppressions=tests/c/valgrind-go.supp
 CAPI_VECTORS := build/conformance/vectors.lines
 CAPI_LIVE_TOPIC ?= krabka-capi-live
+CAPI_BLIND_TOPIC ?= krabka-capi-blind
 GO ?= go
 
 TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -88,15 +92,36 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP is not set" >&2; exit 1; }
+	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP_TV1 is not set" >&2; exit 1; }
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/live
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/events
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_BLIND_TOPIC) 1
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
+	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/blind
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
-capi-test: capi-test-offline capi-live capi-events capi-fork
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind
+
+# kread prints a topic's committed records as JSON lines; blind.c runs it
+# through popen (the C API has no consumer).
+$(CAPI_BUILD)/kread: tests/kafka/cmd/kread/main.go go.mod go.sum
+	@mkdir -p $(CAPI_BUILD)
+	$(GO) build -o $@ ./tests/kafka/cmd/kread
+
+# The blind holder (tests/c/blind.c): a successor that mints through another
+# coordination topic, so the deposed holder's view sees nothing and only the
+# broker can refuse its produce, batch, renew and resign; the command topic
+# (one partition) is read back with kread. Both clusters: tv2 and tv1.
+capi-blind: lib $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-blind: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
+	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-blind: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_BLIND_TOPIC) 1
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
+	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/blind
 
 # The fork guard: calls in a child after fork() answer KRABKA_ERR_FORKED
 # (never enter the Go runtime); the parent keeps its leadership.

@@ -13,6 +13,12 @@
  *      write is refused): poll wakes, the state is FENCED, the write answers
  *      FENCED, end_error says FENCED, krabka_leadership_wait returns FENCED,
  *      and the krabka_leadership_ended_async event arrives with FENCED.
+ *      Both clients follow the same coordination topic, so node-a's view
+ *      normally reads node-b's lease first and ends the leadership before
+ *      the write is sent (the view's early FENCED); the checks accept the
+ *      broker's refusal too. What they prove is how the end is delivered
+ *      (fd, state, wait, end_error, ENDED event), not that the broker
+ *      refuses the write: blind.c proves that.
  *   4. krabka_leadership_wait returns when another thread resigns.
  *   5. destroying a client while an acquire_async waits posts CLOSED.
  *   6. node-a's log callback received the fenced end (warning) and the role
@@ -221,7 +227,13 @@ int main(void) {
     krabka_token_t tb = token_of(lb);
     CHECK(krabka_token_supersedes(tb, ta), "node-b's token supersedes node-a's");
 
-    /* 3. */
+    /* 3. The FENCED checks below accept either origin: the live view's
+     * ("the log shows a lease of node-b with token ..., which supersedes
+     * this leadership's token ...", the usual one: node-a's view follows the
+     * partition node-b wrote its lease to, and may have ended the leadership
+     * already, see the ENDED event above) or the broker's refusal of the
+     * late write (PRODUCER_FENCED or INVALID_PRODUCER_EPOCH). Both contain
+     * "fenced". */
     pthread_t th;
     struct writer w = {la, KRABKA_OK, {0}};
     pthread_create(&th, NULL, late_write, &w);

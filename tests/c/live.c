@@ -9,7 +9,14 @@
  *   2. node-b's try_acquire does not win while node-a's lease is live.
  *   3. node-a restarts (a second client, same member) and takes the role at
  *      once with a newer token; the old leadership's produce and renew answer
- *      FENCED and its state is FENCED.
+ *      FENCED and its state is FENCED. Both clients follow the same
+ *      coordination topic, so what this shows is the old leadership ending
+ *      FENCED, normally through its client's live view (it reads the new
+ *      lease and answers FENCED without sending the write: the view's early
+ *      FENCED); a write that goes out before the view has caught up is
+ *      refused by the broker instead, and either answer passes. It does not
+ *      show the broker's refusal: blind.c does, with a successor the view
+ *      cannot see.
  *   4. the holder is destroyed without resigning: node-b takes over after the
  *      lease deadline, with a newer token.
  *   5. node-b resigns (its produce then answers NOT_LEADER): node-a takes over
@@ -261,7 +268,13 @@ int main(void) {
     CHECK(none == NULL, "node-b won a live lease");
     CHECK(retry_at > now_ms(), "retry_at %" PRId64 " is in the future", retry_at);
 
-    /* 3. node-a restarts: the new leadership fences the old one. */
+    /* 3. node-a restarts: the new leadership fences the old one. The FENCED
+     * checks below accept the live view's early FENCED ("the log shows a
+     * lease of node-a with token t2, which supersedes ...", the usual
+     * answer: ca follows the partition ca2 wrote t2's lease to) and the
+     * broker's refusal alike (PRODUCER_FENCED or INVALID_PRODUCER_EPOCH,
+     * when the write beats the view); they prove the old leadership stops, not that the broker
+     * refused a write (blind.c proves that). */
     krabka_client_t *ca2 = new_client("capi-live-a2");
     OK(krabka_client_acquire(ca2, role, KRABKA_NTS, "node-a", KRABKA_NTS, 60000, &l2, ES));
     krabka_token_t t2 = token_of(l2);
