@@ -4,10 +4,12 @@ one named by KRABKA_COORD_LIBRARY, else the repository's build/."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import uuid
-from typing import Iterator
+from typing import Any, Dict, Iterator, List
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,51 @@ def bootstrap() -> str:
             pytrace=False,
         )
     return addr
+
+
+@pytest.fixture
+def bootstrap_tv1() -> str:
+    """The running single-node Kafka formatted with transaction.version=1
+    (KRABKA_BOOTSTRAP_TV1). `make test` always sets it; when it is missing
+    the test FAILS, as for KRABKA_BOOTSTRAP: a skip would let a harness that
+    lost the tv1 cluster pass silently."""
+    addr = os.environ.get("KRABKA_BOOTSTRAP_TV1")
+    if not addr:
+        pytest.fail(
+            "KRABKA_BOOTSTRAP_TV1 is not set: this test needs a running Kafka "
+            "formatted with transaction.version=1. Run it via `make test` "
+            "(tests/kafka/with-clusters.sh starts both clusters).",
+            pytrace=False,
+        )
+    return addr
+
+
+class KafkaTools:
+    """The test helpers tests/kafka/cmd/ktopic and kread, built once per
+    session (go build) instead of `go run` per call."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.ktopic = bindir / "ktopic"
+        self.kread = bindir / "kread"
+
+    def create_topic(self, bootstrap: str, topic: str, partitions: int = 1) -> None:
+        subprocess.run([str(self.ktopic), bootstrap, topic, str(partitions)], check=True, timeout=120)
+
+    def read(self, bootstrap: str, topic: str) -> List[Dict[str, Any]]:
+        """Every committed data record of topic (read_committed, to each
+        partition's last stable offset)."""
+        out = subprocess.run([str(self.kread), bootstrap, topic], check=True, timeout=120,
+                             capture_output=True, text=True)
+        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def kafka_tools(tmp_path_factory: pytest.TempPathFactory) -> KafkaTools:
+    bindir = tmp_path_factory.mktemp("kafka-tools")
+    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
+    subprocess.run(["go", "build", "-o", str(bindir) + os.sep, "./tests/kafka/cmd/ktopic", "./tests/kafka/cmd/kread"],
+                   cwd=str(REPO), check=True, timeout=600, env=env)
+    return KafkaTools(bindir)
 
 
 FAST_LEASES = {

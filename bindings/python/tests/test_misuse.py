@@ -102,7 +102,7 @@ def test_bad_timeouts_are_refused(client: kc.Client, timeout: object, exc: type)
 
 
 def test_fork_child_gets_a_clear_error_instead_of_a_hang() -> None:
-    if not hasattr(os, "fork"):
+    if not hasattr(os, "fork"):  # never under make test: the binding is Linux-only
         pytest.skip("no fork on this platform")
     kc.murmur2(b"warm up in the parent")
     r, w = os.pipe()
