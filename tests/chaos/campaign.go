@@ -472,14 +472,15 @@ func (c *campaign) injected(kind string) {
 	c.mu.Unlock()
 }
 
-// linksAre is true when every proxy of g is in state want ("cut", "delay 1s").
-func linksAre(want string, g ...*faultproxy.Proxy) bool {
+// linksAre is true when every proxy of g holds the fault (cut, or delayed
+// by delay); a proxy to a broker that is down keeps it for when it is up.
+func linksAre(cut bool, delay time.Duration, g ...*faultproxy.Proxy) bool {
 	for _, p := range g {
-		if p.State() != want {
+		if c, d := p.Armed(); c != cut || d != delay {
 			return false
 		}
 	}
-	return true
+	return len(g) > 0
 }
 
 // schedule draws faults until ctx ends. Member and link faults run one at a
@@ -564,7 +565,7 @@ func (c *campaign) schedule(ctx context.Context) {
 				c.draw("link-cut(one broker)")
 				c.say("FAULT link-cut: %s to broker %d (command partition leader) cut for %s", m.name, node, d.Round(time.Millisecond))
 				m.proxies[node-1].Cut()
-				if linksAre("cut", m.proxies[node-1]) {
+				if linksAre(true, 0, m.proxies[node-1]) {
 					c.injected("link-cut(one broker)")
 				}
 				c.sleep(context.Background(), d)
@@ -573,7 +574,7 @@ func (c *campaign) schedule(ctx context.Context) {
 				c.draw("link-cut(all brokers)")
 				c.say("FAULT link-cut: %s cut from every broker for %s", m.name, d.Round(time.Millisecond))
 				m.proxies.Cut()
-				if linksAre("cut", m.proxies...) {
+				if linksAre(true, 0, m.proxies...) {
 					c.injected("link-cut(all brokers)")
 				}
 				c.sleep(context.Background(), d)
@@ -586,7 +587,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			c.draw("link-delay")
 			c.say("FAULT link-delay: %s's links delayed by %s for %s", m.name, delay.Round(time.Millisecond), d.Round(time.Millisecond))
 			m.proxies.Delay(delay)
-			if linksAre("delay "+delay.String(), m.proxies...) {
+			if linksAre(false, delay, m.proxies...) {
 				c.injected("link-delay")
 			}
 			c.sleep(context.Background(), d)

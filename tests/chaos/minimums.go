@@ -18,8 +18,8 @@ type Minimums struct {
 }
 
 // MinimumsPer90s are the minimums of a 90 s campaign (make chaos-short).
-// They sit far below what such a run sees on a loaded 2-core machine (one
-// run at commit f1ad3c0: 472 acknowledged, 11 takeovers, 12 faults; the
+// They sit far below what such a run sees on a loaded 2-core machine (two
+// runs: 472 and 318 acknowledged, 11 and 5 takeovers, 12 and 11 faults; the
 // 10-minute runs of docs/RELIABILITY.md under load 25-35: about 110 or more
 // acknowledged, 6 takeovers and 10 faults per 90 s), because a broker fault
 // under load can stop every write for over a minute: they prove that the

@@ -268,6 +268,15 @@ func (p *Proxy) State() string {
 	return "ok"
 }
 
+// Armed is the fault the link applies to its traffic, whether or not the
+// proxy is down at the moment (State shows "down" first; a cut or a delay
+// set while down applies once it is up again).
+func (p *Proxy) Armed() (cut bool, delay time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut, p.delay
+}
+
 // Counters returns the totals so far.
 func (p *Proxy) Counters() Counters {
 	p.mu.Lock()

@@ -185,6 +185,12 @@ func TestDownRefusesUpServes(t *testing.T) {
 		c2.Close()
 		t.Fatal("connection accepted while down")
 	}
+	// A cut or delay set while down is kept (Armed), shown once up.
+	p.Delay(time.Second)
+	if cut, d := p.Armed(); cut || d != time.Second || p.State() != "down" {
+		t.Fatalf("armed while down: cut=%v delay=%s state %q", cut, d, p.State())
+	}
+	p.Heal()
 	if err := p.Up(); err != nil {
 		t.Fatal(err)
 	}
