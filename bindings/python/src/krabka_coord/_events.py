@@ -9,7 +9,12 @@ so any number of acquires, ended() and watches can be pending at once.
 Logs: the library's lines (krabka.log.level, krabka.debug) go to
 logging.getLogger("krabka_coord") through the C log callback, which the
 library calls from its own delivery thread, one line at a time (never inside
-another call of the library).
+another call of the library). Every Client sets that callback, so the
+library never writes to stderr itself (it does without a callback or queue),
+and the logger carries a NullHandler, so an application that configured no
+logging gets nothing on stderr either (Python's last-resort handler would
+print warnings there); what is emitted, and where, is the application's
+logging configuration.
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ from ._native import EventStruct, lib
 EVENT_NONE, EVENT_ACQUIRE, EVENT_ENDED, EVENT_LOG, EVENT_WATCH = 0, 1, 2, 3, 4
 
 logger = logging.getLogger("krabka_coord")
+# A library's logger (the logging HOWTO, "Configuring Logging for a
+# Library"): without it, records of an application that configured no
+# logging would reach logging.lastResort, which prints WARNING and above to
+# stderr (the topic-settings warning, FENCED ends).
+logger.addHandler(logging.NullHandler())
 
 # krabka_log_level_t -> logging level
 _LEVELS = {3: logging.ERROR, 4: logging.WARNING, 6: logging.INFO, 7: logging.DEBUG}
