@@ -1,8 +1,9 @@
 # Python binding (bindings/python): ctypes over libkrabka_coord.so.
 #   make python-test    pytest: conformance vectors through the binding, pure
 #                       API, misuse, fork guard, pip install into a fresh venv,
-#                       and the live failover on $KRABKA_BOOTSTRAP (fails, never
-#                       skips, when it is unset: run it via `make test`)
+#                       the live failover and the blind deposed holder on
+#                       $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1 (fail, never
+#                       skip, when unset: run them via `make test`)
 #   make python-bench   per-call overhead of the binding (µs per call)
 #   make python-conformance   just the conformance runner (N passed, N failed)
 #   make python-typecheck     mypy --strict over the package
