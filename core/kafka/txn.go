@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,8 +29,15 @@ type txnProducer struct {
 	sem chan struct{} // one transaction at a time; held by the worker goroutine
 
 	// Owned by whoever holds sem.
-	open   bool  // a transaction is begun and not yet ended
-	broken error // set once the producer must not be used again (fenced)
+	open    bool  // a transaction is begun and not yet ended
+	pending bool  // a failure left the transaction's outcome or franz-go's producer id to settle (recoverAfterFailure)
+	broken  error // set once the producer must not be used again (fenced)
+
+	// closing is set when Close begins: from then on the producer never
+	// sends InitProducerId (a leadership is closed when its view saw a
+	// newer token, among other reasons, and a deposed member must never
+	// mint again).
+	closing atomic.Bool
 
 	closeOnce sync.Once
 }
@@ -63,11 +71,7 @@ func (p *txnProducer) Recover(ctx context.Context) (core.FencingToken, error) {
 		defer func() { <-p.sem }()
 		wctx, cancel := p.workCtx(ctx)
 		defer cancel()
-		if p.broken != nil {
-			ch <- p.broken
-			return
-		}
-		ch <- p.adopt(wctx)
+		ch <- p.settle(wctx)
 	}()
 	select {
 	case err := <-ch:
@@ -92,12 +96,17 @@ func (p *txnProducer) workCtx(ctx context.Context) (context.Context, context.Can
 	return context.WithDeadline(context.WithoutCancel(ctx), d)
 }
 
-// adopt asks kgo for the producer's id and epoch, which runs a pending
-// re-initialisation. A re-initialisation carries the current id and epoch
-// (KIP-360): the coordinator grants it only when nobody else minted in
-// between, so a higher epoch of the same producer id (or, once the epoch is
-// exhausted, a new id) is this leadership's own recovery and becomes its
-// token. Anything else ends the producer as fenced.
+// adopt asks kgo for the producer's id and epoch, which runs the
+// re-initialisation a failure left pending (only recoverAfterFailure calls
+// it, after the coordinator confirmed the token is still this producer's).
+// A re-initialisation carries the current id and epoch (KIP-360), and the
+// coordinator bumps it only while that epoch is still current. So exactly
+// the next epoch of the same producer id (or, once the epoch is exhausted,
+// a new id) is this leadership's own recovery and becomes its token.
+// Anything else is not ours: an epoch more than one ahead is the
+// coordinator's unbumped answer to a "retry" (Kafka answers the current
+// epoch unbumped when the request carries the previous one), which may be
+// another member's token. It ends the producer as fenced.
 func (p *txnProducer) adopt(ctx context.Context) error {
 	id, epoch, err := p.cl.ProducerID(ctx)
 	if err != nil {
@@ -108,8 +117,10 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 		return nil
 	}
 	nt, terr := core.NewFencingToken(id, epoch)
-	if terr != nil || nt.Compare(old) <= 0 {
-		return p.fenced(terr, "epoch recovery to "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch)))
+	own := id == old.ProducerID && int(epoch) == int(old.ProducerEpoch)+1 ||
+		id != old.ProducerID && epoch == 0 && old.ProducerEpoch >= epochExhausted
+	if terr != nil || !own {
+		return p.fenced(terr, "epoch recovery answered "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch))+", which is not the next epoch of this producer (another member minted)")
 	}
 	p.setToken(nt)
 	p.t.log().Info("krabka: own epoch recovery: the leadership continues under a new token",
@@ -128,12 +139,17 @@ func (p *txnProducer) Close() error {
 			delete(p.t.prods, p.txnID)
 		}
 		p.t.mu.Unlock()
+		p.closing.Store(true)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			p.sem <- struct{}{}
-			if p.open && p.broken == nil {
-				_ = p.abort()
+			if (p.open || p.pending) && p.broken == nil {
+				// A raw EndTxn abort under this producer's token: it ends
+				// a transaction still open, and a superseded token is
+				// simply refused. Never franz-go's abort, which may
+				// re-initialise the producer (InitProducerId).
+				p.rawAbort()
 			}
 			<-p.sem
 			p.cl.Close()
@@ -207,21 +223,7 @@ func (p *txnProducer) abort() error {
 // caller's context: once it has ended before the commit is sent, the
 // transaction is aborted instead of committed (the caller was told TIMEOUT).
 func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
-	if p.broken != nil {
-		return nil, p.broken
-	}
-	if p.open {
-		p.recoverAfterFailure()
-		if p.broken != nil {
-			return nil, p.broken
-		}
-		if p.open {
-			return nil, coord.WrapError(coord.ErrTransport, nil, "aborting the previous transaction of %q failed; retry", p.txnID)
-		}
-	}
-	// Complete a pending epoch recovery before the records are built with
-	// the token (see adopt).
-	if err := p.adopt(ctx); err != nil {
+	if err := p.settle(ctx); err != nil {
 		return nil, err
 	}
 	tok := p.Token()
@@ -239,11 +241,7 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	}
 	results := p.cl.ProduceSync(ctx, recs...)
 	if err := results.FirstErr(); err != nil {
-		werr := p.fail(err, "produce")
-		if !errors.Is(werr, coord.ErrFenced) {
-			p.recoverAfterFailure()
-		}
-		return nil, werr
+		return nil, p.failed(p.fail(err, "produce"))
 	}
 	// The token must be the one every record was written with. A producer
 	// that re-initialised itself after the check above (it cannot without a
@@ -251,18 +249,15 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	// caller did not build the messages for.
 	for _, r := range recs {
 		if r.ProducerID != tok.ProducerID || r.ProducerEpoch != tok.ProducerEpoch {
-			p.recoverAfterFailure()
 			got := strconv.FormatInt(r.ProducerID, 10) + ":" + strconv.Itoa(int(r.ProducerEpoch))
-			if p.broken != nil {
-				return nil, p.broken
-			}
-			return nil, coord.WrapError(coord.ErrTransport, nil,
-				"transaction of %q: records written as %s, not %s (an epoch recovery during the transaction); aborted, retry", p.txnID, got, tok)
+			return nil, p.failed(coord.WrapError(coord.ErrTransport, nil,
+				"transaction of %q: records written as %s, not %s (an epoch recovery during the transaction); aborted, retry", p.txnID, got, tok))
 		}
 	}
 	if caller.Err() != nil {
 		// The caller gave up before the commit: abort cleanly.
 		if err := p.abort(); err != nil {
+			p.pending = true
 			p.recoverAfterFailure()
 		}
 		return nil, classify(caller.Err(), "transaction of "+strconv.Quote(p.txnID), "")
@@ -270,11 +265,7 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	// The commit is proven by the produce results above plus this EndTxn:
 	// with records produced, kgo always sends EndTxn to the coordinator.
 	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		werr := p.fail(err, "EndTxn commit")
-		if !errors.Is(werr, coord.ErrFenced) {
-			p.recoverAfterFailure()
-		}
-		return nil, werr
+		return nil, p.failed(p.fail(err, "EndTxn commit"))
 	}
 	p.open = false
 	out := make([]coord.ProduceResult, len(recs))
@@ -284,17 +275,47 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	return out, nil
 }
 
-// recoverAfterFailure ends a transaction that failed part-way. A failed
-// produce or EndTxn leaves franz-go's producer id marked for
-// re-initialisation; on a transaction.version 1 coordinator a
-// re-initialisation while the transaction is still ongoing fences the
-// producer (the coordinator bumps the epoch to abort it and then refuses the
-// retry of the same request). So the transaction is first aborted with a
-// raw EndTxn under the current token (any answer is fine: no transaction,
-// already aborted, or a fence that the re-initialisation will confirm), then
-// franz-go's abort re-initialises the producer and adopt takes the new
-// token. Errors are left for the next transaction to meet.
-func (p *txnProducer) recoverAfterFailure() {
+// settle runs before every transaction and epoch recovery: a fenced
+// producer stays fenced, and a failure that is not yet settled (see
+// recoverAfterFailure) is settled first, or the call fails with a
+// retriable error.
+func (p *txnProducer) settle(ctx context.Context) error {
+	if p.broken != nil {
+		return p.broken
+	}
+	if p.open || p.pending {
+		p.recoverAfterFailure()
+		if p.broken != nil {
+			return p.broken
+		}
+		if p.open || p.pending {
+			return coord.WrapError(coord.ErrTransport, nil, "settling the previous failed transaction of %q did not complete; retry", p.txnID)
+		}
+	}
+	return nil
+}
+
+// failed handles a transaction step that failed with werr (already
+// classified): a fence ends the producer; anything else is settled at once
+// (recoverAfterFailure). When settling finds that another member minted in
+// the meantime, the caller is told FENCED, with both answers in the text:
+// the failed step was refused or aborted by that mint (a coordinator that
+// loses a race with a fence answers EndTxn UNKNOWN_SERVER_ERROR, say).
+func (p *txnProducer) failed(werr error) error {
+	if errors.Is(werr, coord.ErrFenced) {
+		return werr
+	}
+	p.pending = true
+	p.recoverAfterFailure()
+	if p.broken != nil {
+		return coord.WrapError(coord.ErrFenced, p.broken, "%v; then", werr)
+	}
+	return werr
+}
+
+// rawAbort sends EndTxn(abort) under the producer's token and returns the
+// coordinator's answer (nil: aborted, or nothing to abort).
+func (p *txnProducer) rawAbort() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
 	defer cancel()
 	tok := p.Token()
@@ -303,10 +324,54 @@ func (p *txnProducer) recoverAfterFailure() {
 	req.ProducerID = tok.ProducerID
 	req.ProducerEpoch = tok.ProducerEpoch
 	req.Commit = false
-	if resp, err := req.RequestWith(ctx, p.cl); err == nil {
-		if e := kerr.ErrorForCode(resp.ErrorCode); e != nil {
-			p.t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", e.Error())
+	resp, err := req.RequestWith(ctx, p.cl)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
+// recoverAfterFailure settles a transaction that failed part-way, without
+// ever minting over another member (issue 26). A failed produce or EndTxn
+// leaves franz-go's producer id marked for re-initialisation, and the
+// transaction's outcome unknown. In order:
+//
+//  1. a raw EndTxn abort under the current token ends the transaction if it
+//     is still ongoing; a fence in the answer ends the producer;
+//  2. DescribeTransactions: if the coordinator's current token is not this
+//     producer's, another member minted: the producer ends fenced without
+//     sending InitProducerId;
+//  3. only then franz-go's abort, which re-initialises the producer under
+//     its own id and epoch (KIP-360; the coordinator bumps it only while
+//     that epoch is current), and adopt takes exactly the next epoch.
+//
+// Nothing of this runs once Close began. Other errors leave the failure
+// pending for the next transaction to settle.
+func (p *txnProducer) recoverAfterFailure() {
+	if p.broken != nil || p.closing.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
+	defer cancel()
+	tok := p.Token()
+	if err := p.rawAbort(); err != nil {
+		if isFence(err) {
+			_ = p.fenced(err, "EndTxn abort after a failed transaction")
+			return
 		}
+		p.t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", err.Error())
+	}
+	cur, err := p.t.CurrentToken(ctx, p.txnID)
+	if err != nil {
+		p.t.log().Debug("krabka: DescribeTransactions after a failed transaction", "transactional_id", p.txnID, "error", err.Error())
+		return
+	}
+	if cur != tok {
+		_ = p.fenced(nil, "after a failed transaction the coordinator's current token is "+cur.String()+" (another member minted)")
+		return
+	}
+	if p.closing.Load() {
+		return
 	}
 	if err := p.abort(); err != nil {
 		if isFence(err) {
@@ -314,8 +379,16 @@ func (p *txnProducer) recoverAfterFailure() {
 		}
 		return
 	}
-	_ = p.adopt(ctx)
+	if err := p.adopt(ctx); err != nil {
+		return
+	}
+	p.pending = false
 }
+
+// epochExhausted is the producer epoch at which Kafka hands out a new
+// producer id instead of bumping (TransactionMetadata.isEpochExhausted:
+// Short.MaxValue - 1).
+const epochExhausted = 32766
 
 // messagePartitioner pins a record to its Partition when it is >= 0 and
 // otherwise applies Kafka's default key hashing: murmur2(key) & 0x7fffffff
