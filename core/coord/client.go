@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +30,7 @@ type Client struct {
 	closed      bool
 	partitions  int32                     // 0 until read from the cluster
 	leaderships map[*Leadership]struct{}  // not yet ended
-	byRole      map[core.Role]*Leadership // the newest leadership of each role
+	byRole      map[wireRole]*Leadership // the newest leadership of each role
 	views       map[int32]*partView       // live views of the partitions followed
 	// joined: the (role, member) pairs this client registered (or found
 	// registered) in an acquire; Close leaves those it does not hold
@@ -40,7 +39,7 @@ type Client struct {
 }
 
 type roleMember struct {
-	role   core.Role
+	role   wireRole
 	member core.MemberID
 }
 
@@ -60,7 +59,7 @@ func NewClient(cfg Config, t Transport, clock core.Clock) (*Client, error) {
 	return &Client{
 		cfg: cfg, t: t, clock: clock, root: root, cancel: cancel, logger: NewLogger(cfg), stats: newClientStats(),
 		leaderships: map[*Leadership]struct{}{},
-		byRole:      map[core.Role]*Leadership{},
+		byRole:      map[wireRole]*Leadership{},
 		views:       map[int32]*partView{},
 		joined:      map[roleMember]struct{}{},
 	}, nil
@@ -70,35 +69,13 @@ func NewClient(cfg Config, t Transport, clock core.Clock) (*Client, error) {
 func (c *Client) Config() Config { return c.cfg }
 
 // TransactionalID returns the transactional.id that stands for role:
-// krabka.role.prefix followed by the role name.
-func (c *Client) TransactionalID(role core.Role) string { return c.cfg.RolePrefix + role.String() }
-
-// scoped returns the role as it is used on the wire: krabka.role.prefix
-// followed by the role name, in the record keys, the partition hash and the
-// transactional.id alike (COORDINATION.md section 9, decision of
-// 2026-12-01), so environments with different prefixes never share a
-// roster or a lease. An empty prefix changes nothing.
-func (c *Client) scoped(role core.Role) (core.Role, error) {
-	if c.cfg.RolePrefix == "" {
-		return role, nil
+// krabka.role.prefix followed by the role name (the text even when the two
+// together are longer than a role may be, which every call on it refuses).
+func (c *Client) TransactionalID(role core.Role) string {
+	if w, err := c.wire(role); err == nil {
+		return w.txnID()
 	}
-	r, err := core.NewRole(c.cfg.RolePrefix + role.String())
-	if err != nil {
-		return core.Role{}, core.NewError(core.PartRole, core.CatRoleTooLong, "role",
-			fmt.Sprintf("krabka.role.prefix %q + role %q is %d bytes, at most %d allowed", c.cfg.RolePrefix, role.String(), len(c.cfg.RolePrefix)+len(role.String()), core.MaxNameBytes))
-	}
-	return r, nil
-}
-
-// unscoped is the inverse of scoped (the role name the caller used).
-func (c *Client) unscoped(role core.Role) core.Role {
-	if c.cfg.RolePrefix == "" {
-		return role
-	}
-	if r, err := core.NewRole(strings.TrimPrefix(role.String(), c.cfg.RolePrefix)); err == nil {
-		return r
-	}
-	return role
+	return c.cfg.RolePrefix + role.String()
 }
 
 // callCtx returns a context that ends with ctx or with the client.
@@ -153,12 +130,12 @@ func checkNames(role core.Role, member *core.MemberID) error {
 }
 
 // partition returns the role's partition, reading the partition count once.
-func (c *Client) partition(ctx context.Context, role core.Role) (int32, error) {
+func (c *Client) partition(ctx context.Context, role wireRole) (int32, error) {
 	n, err := c.partitionCount(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return core.RolePartition(role, n)
+	return role.partitionOf(n)
 }
 
 // partitionCount returns the coordination topic's partition count, read
@@ -180,12 +157,12 @@ func (c *Client) partitionCount(ctx context.Context) (int32, error) {
 	return n, nil
 }
 
-func (c *Client) readState(ctx context.Context, role core.Role, p int32) (core.State, error) {
+func (c *Client) readState(ctx context.Context, role wireRole, p int32) (core.State, error) {
 	recs, err := c.t.Read(ctx, p)
 	if err != nil {
 		return core.State{}, err
 	}
-	st := core.FoldRaw(role, recs)
+	st := role.fold(recs)
 	c.stats.read(role, len(recs), st, c.clock.NowMs())
 	return st, nil
 }
@@ -234,11 +211,11 @@ func (c *Client) TryAcquire(ctx context.Context, role core.Role, member core.Mem
 	return nil, time.UnixMilli(at), nil
 }
 
-func (c *Client) acquire(ctx context.Context, role core.Role, member core.MemberID, try bool) (*Leadership, int64, error) {
-	if err := checkNames(role, &member); err != nil {
+func (c *Client) acquire(ctx context.Context, name core.Role, member core.MemberID, try bool) (*Leadership, int64, error) {
+	if err := checkNames(name, &member); err != nil {
 		return nil, 0, err
 	}
-	role, err := c.scoped(role)
+	role, err := c.wire(name)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -263,8 +240,8 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 	defer v.release()
 	if pr, ok := c.t.(Preparer); ok && !try {
 		txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
-		pr.Prepare(role.String(), txnTimeout) // role is scoped
-		defer pr.Unprepare(role.String())
+		pr.Prepare(role.txnID(), txnTimeout)
+		defer pr.Unprepare(role.txnID())
 	}
 
 	poll := c.cfg.PollInterval
@@ -301,7 +278,7 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 					"role", role.String(), "member", member.String())
 			}
 			reg := core.Registration{Member: member, RegisteredAt: now}
-			off, err := c.t.Append(cctx, p, core.EncodeKey(core.RegistrationKey(role, member)), core.EncodeRegistration(reg))
+			off, err := c.t.Append(cctx, p, role.registrationKey(member), core.EncodeRegistration(reg))
 			if err != nil {
 				if rt.retry(cctx, err) {
 					continue
@@ -377,7 +354,7 @@ func (c *Client) acquire(ctx context.Context, role core.Role, member core.Member
 // timeout the behaviour is the same. TryAcquire (one pass) does not retry.
 type rideThrough struct {
 	c       *Client
-	role    core.Role
+	role    wireRole
 	try     bool
 	backoff time.Duration
 }
@@ -404,20 +381,20 @@ func (r *rideThrough) retry(ctx context.Context, err error) bool {
 
 // joinedRole remembers that this client registered member for role (Close
 // leaves it when krabka.leave.on.close is set and the role is not held).
-func (c *Client) joinedRole(role core.Role, member core.MemberID) {
+func (c *Client) joinedRole(role wireRole, member core.MemberID) {
 	c.mu.Lock()
 	c.joined[roleMember{role, member}] = struct{}{}
 	c.mu.Unlock()
 }
 
 // leaseMessage is the lease record of role (value nil: a tombstone).
-func (c *Client) leaseMessage(role core.Role, p int32, value []byte) Message {
-	return Message{Topic: c.cfg.Topic, Partition: p, Key: core.EncodeKey(core.LeaseKey(role)), Value: value}
+func (c *Client) leaseMessage(role wireRole, p int32, value []byte) Message {
+	return Message{Topic: c.cfg.Topic, Partition: p, Key: role.leaseKey(), Value: value}
 }
 
 // registrationTombstone is the record that removes member's registration.
-func (c *Client) registrationTombstone(role core.Role, p int32, member core.MemberID) Message {
-	return Message{Topic: c.cfg.Topic, Partition: p, Key: core.EncodeKey(core.RegistrationKey(role, member))}
+func (c *Client) registrationTombstone(role wireRole, p int32, member core.MemberID) Message {
+	return Message{Topic: c.cfg.Topic, Partition: p, Key: role.registrationKey(member)}
 }
 
 // pruneList returns the members a winner removes in its first lease
@@ -449,9 +426,9 @@ func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
 
 // challenge mints a new epoch for role and writes member's lease under it,
 // pruning in the same transaction the members that let their turn pass.
-func (c *Client) challenge(ctx context.Context, role core.Role, member core.MemberID, p int32, st core.State, now int64) (*Leadership, error) {
+func (c *Client) challenge(ctx context.Context, role wireRole, member core.MemberID, p int32, st core.State, now int64) (*Leadership, error) {
 	txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
-	prod, err := c.t.Mint(ctx, role.String(), txnTimeout) // role is scoped: the prefix is in it
+	prod, err := c.t.Mint(ctx, role.txnID(), txnTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -514,17 +491,21 @@ func (c *Client) Leave(ctx context.Context, role core.Role, member core.MemberID
 	if err := c.checkOpen(); err != nil {
 		return err
 	}
+	wrole, err := c.wire(role)
+	if err != nil {
+		return err
+	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	p, err := c.partition(cctx, role)
+	p, err := c.partition(cctx, wrole)
 	if err != nil {
 		return c.fail(cctx, err)
 	}
-	if _, err := c.t.Append(cctx, p, core.EncodeKey(core.RegistrationKey(role, member)), nil); err != nil {
+	if _, err := c.t.Append(cctx, p, wrole.registrationKey(member), nil); err != nil {
 		return c.fail(cctx, err)
 	}
 	c.mu.Lock()
-	delete(c.joined, roleMember{role, member})
+	delete(c.joined, roleMember{wrole, member})
 	c.mu.Unlock()
 	return nil
 }
@@ -600,7 +581,7 @@ func (c *Client) leaveAll(leave []roleMember) {
 			defer cancel()
 			p, err := c.partition(ctx, rm.role)
 			if err == nil {
-				_, err = c.t.Append(ctx, p, core.EncodeKey(core.RegistrationKey(rm.role, rm.member)), nil)
+				_, err = c.t.Append(ctx, p, rm.role.registrationKey(rm.member), nil)
 			}
 			if err != nil {
 				c.log().Warn("krabka: leaving on close failed; the member keeps its place until a winner prunes it",

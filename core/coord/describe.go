@@ -3,7 +3,6 @@ package coord
 import (
 	"context"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/krabka/krabka-coord/core"
@@ -46,12 +45,11 @@ type RosterRank struct {
 // acquires, holds or watches a role there) the answer comes from the live
 // view, brought up to the partition's last stable offset first; otherwise
 // the partition is read once. Blocks until both answered or ctx ends.
-func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) {
-	if err := checkNames(role, nil); err != nil {
+func (c *Client) Describe(ctx context.Context, name core.Role) (*Status, error) {
+	if err := checkNames(name, nil); err != nil {
 		return nil, err
 	}
-	name := role
-	role, err := c.scoped(role)
+	role, err := c.wire(name)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +70,7 @@ func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tok, tokErr = c.t.CurrentToken(cctx, role.String()) // role is scoped
+		tok, tokErr = c.t.CurrentToken(cctx, role.txnID())
 	}()
 	st, err := c.stateOf(cctx, role, p)
 	wg.Wait()
@@ -87,7 +85,7 @@ func (c *Client) Describe(ctx context.Context, role core.Role) (*Status, error) 
 
 // stateOf returns role's state from the live view when the client follows
 // partition p (synced first), otherwise from a one-shot read.
-func (c *Client) stateOf(ctx context.Context, role core.Role, p int32) (core.State, error) {
+func (c *Client) stateOf(ctx context.Context, role wireRole, p int32) (core.State, error) {
 	c.mu.Lock()
 	v, ok := c.views[p]
 	if ok {
@@ -162,15 +160,16 @@ func (c *Client) Roles(ctx context.Context) (int64, []*Status, error) {
 		for _, r := range recs {
 			f.AddRaw(r)
 		}
-		for _, role := range f.Roles() {
-			if !strings.HasPrefix(role.String(), c.cfg.RolePrefix) {
+		for _, r := range f.Roles() {
+			role, ok := c.logRole(r)
+			if !ok {
 				continue // another environment's role (krabka.role.prefix)
 			}
-			tok, err := c.t.CurrentToken(cctx, role.String()) // role is scoped
+			tok, err := c.t.CurrentToken(cctx, role.txnID())
 			if err != nil {
 				return 0, nil, c.fail(cctx, err)
 			}
-			out = append(out, newStatus(c.unscoped(role), p, tok, f.State(role)))
+			out = append(out, newStatus(c.user(role), p, tok, role.stateIn(f)))
 		}
 	}
 	return read, out, nil

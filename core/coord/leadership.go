@@ -87,7 +87,7 @@ type ProduceResult struct {
 // fail (the counterpart of ZooKeeper's quiesce on session loss).
 type Leadership struct {
 	c         *Client
-	role      core.Role
+	role      wireRole
 	member    core.MemberID
 	partition int32
 	prod      TxnProducer
@@ -113,7 +113,7 @@ type Leadership struct {
 	grp group // concurrent Produce calls waiting for their transaction (group.go)
 }
 
-func newLeadership(c *Client, role core.Role, member core.MemberID, p int32, prod TxnProducer, lease core.Lease, view *partView) *Leadership {
+func newLeadership(c *Client, role wireRole, member core.MemberID, p int32, prod TxnProducer, lease core.Lease, view *partView) *Leadership {
 	bg, cancel := context.WithCancel(context.Background())
 	return &Leadership{
 		c: c, role: role, member: member, partition: p, prod: prod, view: view,
@@ -273,7 +273,7 @@ func (l *Leadership) closeProducer() { l.prodOnce.Do(func() { l.prod.Close() }) 
 
 // Role returns the role (as the caller named it, without
 // krabka.role.prefix).
-func (l *Leadership) Role() core.Role { return l.c.unscoped(l.role) }
+func (l *Leadership) Role() core.Role { return l.c.user(l.role) }
 
 // Member returns the member id.
 func (l *Leadership) Member() core.MemberID { return l.member }
@@ -548,7 +548,13 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		l.c.registrationTombstone(l.role, l.partition, l.member),
 	})
 	release()
-	l.end(Resigned, WrapError(ErrNotLeader, nil, "role %s was resigned", l.role))
+	if errors.Is(werr, ErrFenced) {
+		// The broker refused the resignation: the leadership was already
+		// superseded, and its end says so (not "resigned").
+		l.end(Fenced, werr)
+	} else {
+		l.end(Resigned, WrapError(ErrNotLeader, nil, "role %s was resigned", l.role))
+	}
 	if werr != nil {
 		return l.c.fail(ctx, werr)
 	}

@@ -121,13 +121,13 @@ type clientStats struct {
 	reads, folded, skipped atomic.Int64
 
 	mu    sync.Mutex
-	roles map[core.Role]*roleCounters
+	roles map[wireRole]*roleCounters
 }
 
-func newClientStats() *clientStats { return &clientStats{roles: map[core.Role]*roleCounters{}} }
+func newClientStats() *clientStats { return &clientStats{roles: map[wireRole]*roleCounters{}} }
 
 // role returns the counters of r, creating them.
-func (s *clientStats) role(r core.Role) *roleCounters {
+func (s *clientStats) role(r wireRole) *roleCounters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rc := s.roles[r]
@@ -139,7 +139,7 @@ func (s *clientStats) role(r core.Role) *roleCounters {
 }
 
 // read records one fold of a partition for role r.
-func (s *clientStats) read(r core.Role, records int, st core.State, nowMs int64) {
+func (s *clientStats) read(r wireRole, records int, st core.State, nowMs int64) {
 	s.reads.Add(1)
 	s.folded.Add(int64(records))
 	s.skipped.Add(int64(st.Skipped))
@@ -272,13 +272,13 @@ func (c *Client) Stats() Stats {
 		Buckets: make([]int64, len(LatencyBucketsMs)+1), BoundsMs: append([]int64(nil), LatencyBucketsMs...),
 	}
 	s.mu.Lock()
-	roles := make(map[core.Role]*roleCounters, len(s.roles))
+	roles := make(map[wireRole]*roleCounters, len(s.roles))
 	for r, rc := range s.roles {
 		roles[r] = rc
 	}
 	s.mu.Unlock()
 	c.mu.Lock()
-	leaders := make(map[core.Role]*Leadership, len(c.byRole))
+	leaders := make(map[wireRole]*Leadership, len(c.byRole))
 	for r, l := range c.byRole {
 		leaders[r] = l
 	}

@@ -158,10 +158,10 @@ func (v *partView) wakeLocked() {
 
 // snapshot returns role's state as the view has it, the view's next offset
 // and a channel closed at the view's next change.
-func (v *partView) snapshot(role core.Role) (core.State, int64, <-chan struct{}) {
+func (v *partView) snapshot(role wireRole) (core.State, int64, <-chan struct{}) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.fold.State(role), v.next, v.changed
+	return role.stateIn(v.fold), v.next, v.changed
 }
 
 // sync brings the view up to the stable offset listed now (one ListOffsets
@@ -241,14 +241,14 @@ func (c *Client) waitChange(ctx context.Context, changed <-chan struct{}, d time
 }
 
 // viewOf returns the live view of role's partition if the client follows it
-// (nil otherwise). The role is as used on the wire (scoped).
-func (c *Client) viewOf(role core.Role) *partView {
+// (nil otherwise).
+func (c *Client) viewOf(role wireRole) *partView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.partitions == 0 {
 		return nil
 	}
-	p, err := core.RolePartition(role, c.partitions)
+	p, err := role.partitionOf(c.partitions)
 	if err != nil {
 		return nil
 	}

@@ -84,7 +84,8 @@ func WatchRenewals() WatchOption { return func(o *watchOptions) { o.renewals = t
 // up the view; use Next or C, not both.
 type Watch struct {
 	c    *Client
-	role core.Role
+	role core.Role // as the caller named it (events carry it)
+	wire wireRole  // as the log has it
 	opts watchOptions
 
 	cancel context.CancelFunc
@@ -111,9 +112,13 @@ func (c *Client) Watch(ctx context.Context, role core.Role, opts ...WatchOption)
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
+	wrole, err := c.wire(role)
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	p, err := c.partition(cctx, role)
+	p, err := c.partition(cctx, wrole)
 	if err != nil {
 		return nil, c.fail(cctx, err)
 	}
@@ -126,7 +131,7 @@ func (c *Client) Watch(ctx context.Context, role core.Role, opts ...WatchOption)
 		return nil, c.fail(cctx, err)
 	}
 	wctx, wcancel := context.WithCancel(c.root)
-	w := &Watch{c: c, role: role, cancel: wcancel, done: make(chan struct{}), wake: make(chan struct{})}
+	w := &Watch{c: c, role: role, wire: wrole, cancel: wcancel, done: make(chan struct{}), wake: make(chan struct{})}
 	for _, o := range opts {
 		o(&w.opts)
 	}
@@ -148,7 +153,7 @@ func (w *Watch) run(ctx context.Context, v *partView) {
 		freeFired bool // ROLE_FREE delivered for the current lease
 	)
 	for {
-		st, next, changed := v.snapshot(w.role)
+		st, next, changed := v.snapshot(w.wire)
 		now := w.c.clock.NowMs()
 		evs, free := w.diff(prev, prevSeen, st, next-1, now, freeFired)
 		freeFired = free

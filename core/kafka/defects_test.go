@@ -167,3 +167,75 @@ func TestStandbyRidesThroughABrokerKill(t *testing.T) {
 	}
 	t.Logf("b won with %s while node %d was down", r.l.Token(), victim)
 }
+
+// Leave and Watch with krabka.role.prefix, on a topic an unprefixed client
+// shares (issue 26: both once used the bare role, so a prefixed standby's
+// leave left it in the roster and a prefixed watch saw nothing). The
+// unprefixed client checks the same records under the full name.
+func TestPrefixedLeaveAndWatch(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		topic := uniq("it-prefix-lw-")
+		cp := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.role.prefix", "env.")
+		cp2 := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.role.prefix", "env.")
+		plain := newClient(t, c.Bootstrap, "krabka.topic", topic)
+		role := core.MustRole(uniq("it-prefix-lw-role-"))
+		full := core.MustRole(cp.TransactionalID(role))
+		// The bare name is an ordinary role of the unprefixed client, with a
+		// standby of its own that must stay untouched.
+		if _, _, err := plain.TryAcquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("m2")); err != nil {
+			t.Fatal(err)
+		}
+
+		w, err := cp.Watch(ctxFor(t, 10*time.Second), role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		m1 := acquire(t, cp, role, "m1")
+		for {
+			ev, err := w.Next(ctxFor(t, 10*time.Second))
+			if err != nil {
+				t.Fatalf("the prefixed watch saw no holder change: %v", err)
+			}
+			if ev.Role != role {
+				t.Fatalf("event names role %s, want %s", ev.Role, role)
+			}
+			if ev.Kind == coord.EventHolderChanged {
+				if !ev.HasHolder || ev.Holder.String() != "m1" || ev.Token != m1.Token() {
+					t.Fatalf("holder change %+v, want m1 with %s", ev, m1.Token())
+				}
+				break
+			}
+		}
+
+		if _, _, err := cp2.TryAcquire(ctxFor(t, 10*time.Second), role, core.MustMemberID("m2")); err != nil {
+			t.Fatal(err)
+		}
+		roster := func(cl *coord.Client, r core.Role) []string {
+			st, err := cl.Describe(ctxFor(t, 10*time.Second), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, rr := range st.Roster {
+				out = append(out, rr.Member.String())
+			}
+			return out
+		}
+		if got := strings.Join(roster(cp, role), ","); got != "m1,m2" {
+			t.Fatalf("prefixed roster before leave: %s", got)
+		}
+		if err := cp2.Leave(ctxFor(t, 10*time.Second), role, core.MustMemberID("m2")); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(roster(cp, role), ","); got != "m1" {
+			t.Fatalf("prefixed roster after m2 left: %s, want m1", got)
+		}
+		if got := strings.Join(roster(plain, full), ","); got != "m1" {
+			t.Fatalf("roster of %s read without a prefix: %s, want m1", full, got)
+		}
+		if got := strings.Join(roster(plain, role), ","); got != "m2" {
+			t.Fatalf("the unprefixed role's roster: %s, want its own m2 untouched", got)
+		}
+	})
+}

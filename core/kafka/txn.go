@@ -123,7 +123,7 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 		return p.fenced(terr, "epoch recovery answered "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch))+", which is not the next epoch of this producer (another member minted)")
 	}
 	p.setToken(nt)
-	p.t.log().Info("krabka: own epoch recovery: the leadership continues under a new token",
+	p.t.log().Info("krabka: own epoch recovery: this producer continues under a new token",
 		"transactional_id", p.txnID, "old_token", old.String(), "new_token", nt.String())
 	return nil
 }
