@@ -3,6 +3,7 @@ package main
 // watch, roles and leave against C members on a real broker.
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"syscall"
@@ -11,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/core/kafka"
 )
 
 func mustToken(t *testing.T, s string) core.FencingToken {
@@ -176,5 +179,63 @@ func TestExporterAllRolesFindsARoleTakenLater(t *testing.T) {
 	ex.cmd.Process.Signal(syscall.SIGINT)
 	if code := ex.wait(t); code != exitOK {
 		t.Fatalf("exporter exit %d after SIGINT", code)
+	}
+}
+
+// `leave -X krabka.role.prefix=...` removes the prefixed member, on a topic
+// that an unprefixed client shares under the bare role name (issue 26: the
+// library's Leave once ignored the prefix). The members are Go clients of
+// the library; the CLI does the leave and the reading.
+func TestLeaveWithARolePrefix(t *testing.T) {
+	bs := tv2(t)
+	role := uniqueRole("cli-leave-prefix")
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	newClient := func(kv ...string) *coord.Client {
+		cfg := coord.DefaultConfig()
+		for i := 0; i+1 < len(kv); i += 2 {
+			if err := cfg.Set(kv[i], kv[i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := kafka.NewClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	settings := []string{"bootstrap.servers", bs, "krabka.leave.on.close", "false"}
+	prefixed := newClient(append(settings, "krabka.role.prefix", "env.")...)
+	plain := newClient(settings...)
+	r := core.MustRole(role)
+	for _, m := range []string{"p1", "p2"} {
+		if _, _, err := prefixed.TryAcquire(ctx, r, core.MustMemberID(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := plain.TryAcquire(ctx, r, core.MustMemberID("p2")); err != nil {
+		t.Fatal(err)
+	}
+	rosterOf := func(name string) []string {
+		var out []string
+		for _, rr := range describeJSON(t, bs, name).Roster {
+			out = append(out, rr.Member)
+		}
+		return out
+	}
+	full := prefixed.TransactionalID(r)
+	if got := rosterOf(full); len(got) != 2 {
+		t.Fatalf("prefixed roster before: %v", got)
+	}
+	code, out, errs := cli(t, "-b", bs, "-X", "krabka.role.prefix=env.", "leave", role, "p2")
+	if code != exitOK || !regexp.MustCompile(`removed p2 from role \S+; roster now: p1\n`).MatchString(out) {
+		t.Fatalf("prefixed leave p2: exit %d: %s %s", code, out, errs)
+	}
+	if got := rosterOf(full); len(got) != 1 || got[0] != "p1" {
+		t.Fatalf("prefixed roster after the leave, read as %s: %v", full, got)
+	}
+	if got := rosterOf(role); len(got) != 1 || got[0] != "p2" {
+		t.Fatalf("the unprefixed role's roster: %v, want its own p2 untouched", got)
 	}
 }
