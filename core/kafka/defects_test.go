@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +239,53 @@ func TestPrefixedLeaveAndWatch(t *testing.T) {
 			t.Fatalf("the unprefixed role's roster: %s, want its own m2 untouched", got)
 		}
 	})
+}
+
+// A broker that dies while a connection's first request is in flight is
+// reported as unreachable (a TCP probe of bootstrap.servers finds nothing
+// listening), not as a security misconfiguration (issue 26). The "broker"
+// is a listener that takes the first request, then closes the connection
+// and stops listening, as a killed broker's socket does.
+func TestDeadBrokerIsUnreachableNotMisconfigured(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c, err := ln.Accept()
+		ln.Close()
+		if err != nil {
+			return
+		}
+		buf := make([]byte, 64)
+		_, _ = c.Read(buf) // the first request arrives, no answer goes out
+		c.Close()
+	}()
+	cl := newClient(t, ln.Addr().String(), "request.timeout.ms", "3000")
+	_, err = cl.Describe(ctxFor(t, 20*time.Second), core.MustRole(uniq("it-dead-")))
+	if err == nil {
+		t.Fatal("describe against a dead broker succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "unreachable") || !strings.Contains(msg, "connection refused") ||
+		strings.Contains(msg, "security.protocol") || strings.Contains(msg, "SASL") || strings.Contains(msg, "TLS") {
+		t.Fatalf("a dead broker: %v", err)
+	}
+}
+
+// A plaintext client on the SASL listener of a running broker: the broker
+// closes the connection before its first answer and the listener is up, so
+// the error names security.protocol and the SASL settings (the counterpart
+// of the test above, on a real broker).
+func TestPlaintextClientOnTheSASLListenerNamesTheProtocol(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{SASL: true})
+	cl := newClient(t, c.SASLBootstrap, "request.timeout.ms", "3000")
+	_, err := cl.Describe(ctxFor(t, 20*time.Second), core.MustRole(uniq("it-plain-on-sasl-")))
+	if err == nil {
+		t.Fatal("a plaintext describe on the SASL listener succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "security.protocol") || !strings.Contains(msg, "SASL") || strings.Contains(msg, "unreachable") {
+		t.Fatalf("a plaintext client on the SASL listener: %v", err)
+	}
 }

@@ -5,7 +5,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -78,9 +83,77 @@ func classifyTxn(err error, what, acl string, txn bool) error {
 	}
 	var ue *kgo.ErrFirstReadEOF
 	if errors.As(err, &ue) {
-		return coord.WrapError(coord.ErrTransport, err, "%s (the broker closed the connection: wrong security.protocol or SASL settings?)", what)
+		return coord.WrapError(coord.ErrTransport, err, "%s (the broker closed the connection before its first answer: a broker that is stopping does that, and so does a listener whose security.protocol or SASL settings differ from the client's)", what)
 	}
 	return coord.WrapError(coord.ErrTransport, err, "%s", what)
+}
+
+// classify is the package classify, plus what only the transport can tell:
+// when the brokers closed a connection before their first answer (or none
+// could be dialled), it probes bootstrap.servers with a plain TCP connect.
+// If no listener accepts, the cluster is reported as unreachable, which a
+// broker that died looks like; only when a listener accepts and still closes
+// at once is a protocol mismatch the likely reason (issue 26).
+func (t *Transport) classify(err error, what, acl string) error {
+	return t.explain(classify(err, what, acl), err, what)
+}
+
+func (t *Transport) classifyTxn(err error, what, acl string, txn bool) error {
+	return t.explain(classifyTxn(err, what, acl, txn), err, what)
+}
+
+func (t *Transport) explain(cerr, raw error, what string) error {
+	if !errors.Is(cerr, coord.ErrTransport) || raw == nil {
+		return cerr
+	}
+	var ue *kgo.ErrFirstReadEOF
+	if !errors.As(raw, &ue) && !strings.Contains(raw.Error(), "unable to dial") {
+		return cerr
+	}
+	if down := unreachable(t.cfg.BootstrapServers); down != "" {
+		cause := raw
+		if ue != nil && ue.Unwrap() != nil {
+			cause = ue.Unwrap() // the EOF itself, without franz-go's guess at a TLS or SASL mismatch
+		}
+		return coord.WrapError(coord.ErrTransport, cause, "%s: the cluster is unreachable: %s (the brokers are down, or not listening at bootstrap.servers)", what, down)
+	}
+	return cerr
+}
+
+// unreachable dials every address with a short timeout and describes the
+// failures when none accepts a connection ("" when one does).
+func unreachable(addrs []string) string {
+	type res struct {
+		addr string
+		err  error
+	}
+	ch := make(chan res, len(addrs))
+	for _, a := range addrs {
+		go func() {
+			c, err := net.DialTimeout("tcp", a, 500*time.Millisecond)
+			if c != nil {
+				c.Close()
+			}
+			ch <- res{a, err}
+		}()
+	}
+	var fails []string
+	for range addrs {
+		r := <-ch
+		if r.err == nil {
+			return ""
+		}
+		msg := r.err.Error()
+		switch {
+		case errors.Is(r.err, syscall.ECONNREFUSED):
+			msg = "connection refused"
+		case errors.Is(r.err, os.ErrDeadlineExceeded):
+			msg = "no answer within 500 ms"
+		}
+		fails = append(fails, r.addr+": "+msg)
+	}
+	sort.Strings(fails)
+	return strings.Join(fails, "; ")
 }
 
 // classifyTLS names what went wrong in a TLS (or TLS-versus-plaintext)

@@ -60,7 +60,7 @@ func (t *Transport) Cluster(ctx context.Context) (ClusterInfo, error) {
 	info := ClusterInfo{Features: map[string]int16{}, TxnMaxTimeoutMs: -1}
 	md, err := t.adm.BrokerMetadata(ctx)
 	if err != nil {
-		return info, classify(err, "metadata", "")
+		return info, t.classify(err, "metadata", "")
 	}
 	info.ClusterID, info.ControllerID = md.Cluster, md.Controller
 	for _, b := range md.Brokers {
@@ -75,7 +75,7 @@ func (t *Transport) Cluster(ctx context.Context) (ClusterInfo, error) {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
 	if err != nil {
-		return info, classify(err, "ApiVersions", "")
+		return info, t.classify(err, "ApiVersions", "")
 	}
 	for _, f := range resp.FinalizedFeatures {
 		info.Features[f.Name] = f.MaxVersionLevel
@@ -144,14 +144,14 @@ func (t *Transport) Topic(ctx context.Context) (TopicInfo, error) {
 	info := TopicInfo{Name: name}
 	md, err := t.adm.Metadata(ctx, name)
 	if err != nil {
-		return info, classify(err, "metadata of "+name, topicACL(name, "DESCRIBE"))
+		return info, t.classify(err, "metadata of "+name, topicACL(name, "DESCRIBE"))
 	}
 	td, ok := md.Topics[name]
 	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 		return info, nil
 	}
 	if td.Err != nil {
-		return info, classify(td.Err, "metadata of "+name, topicACL(name, "DESCRIBE"))
+		return info, t.classify(td.Err, "metadata of "+name, topicACL(name, "DESCRIBE"))
 	}
 	info.Exists = true
 	info.Partitions = int32(len(td.Partitions))
@@ -166,7 +166,7 @@ func (t *Transport) Topic(ctx context.Context) (TopicInfo, error) {
 		err = rcs[0].Err
 	}
 	if err != nil {
-		info.ConfigsErr = classify(err, "settings of "+name, topicACL(name, "DESCRIBE_CONFIGS"))
+		info.ConfigsErr = t.classify(err, "settings of "+name, topicACL(name, "DESCRIBE_CONFIGS"))
 		return info, nil
 	}
 	info.Configs = map[string]string{}
@@ -229,7 +229,7 @@ func (t *Transport) ACLs(ctx context.Context, txnPrefix string) ([]ACL, error) {
 			return nil, ErrNoAuthorizer
 		}
 		if err != nil {
-			return nil, classify(err, "DescribeAcls", "DESCRIBE on the Cluster")
+			return nil, t.classify(err, "DescribeAcls", "DESCRIBE on the Cluster")
 		}
 		for _, r := range resp.Resources {
 			for _, a := range r.ACLs {

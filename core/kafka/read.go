@@ -82,7 +82,7 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 		}
 		resp := kresp.(*kmsg.FetchResponse)
 		if e := kerr.ErrorForCode(resp.ErrorCode); e != nil {
-			return fetched{}, classify(e, "fetch of "+topic, readACL)
+			return fetched{}, t.classify(e, "fetch of "+topic, readACL)
 		}
 		var got *kmsg.FetchResponseTopicPartition
 		for i := range resp.Topics {
@@ -117,7 +117,7 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 				}
 				continue
 			default:
-				return fetched{}, classify(e, "fetch of "+topic, readACL)
+				return fetched{}, t.classify(e, "fetch of "+topic, readACL)
 			}
 		}
 		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
@@ -176,7 +176,7 @@ func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, e
 	waitUntil := time.Now().Add(min(markerWait, t.cfg.RequestTimeout/2))
 	for lso < hwm && time.Now().Before(waitUntil) {
 		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-			return 0, classify(err, "waiting for the last stable offset", "")
+			return 0, t.classify(err, "waiting for the last stable offset", "")
 		}
 		if lso, err = t.listOffset(ctx, partition, true); err != nil {
 			return 0, err
@@ -218,7 +218,7 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 		if f.next <= offset {
 			// No progress (nothing returned below the LSO yet): retry shortly.
 			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-				return nil, classify(err, fmt.Sprintf("reading partition %d to offset %d (at %d)", partition, lso, offset), "")
+				return nil, t.classify(err, fmt.Sprintf("reading partition %d to offset %d (at %d)", partition, lso, offset), "")
 			}
 			continue
 		}
@@ -243,7 +243,7 @@ func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, ma
 	f, err := t.fetchOnce(bctx, cl, partition, offset, maxWait)
 	if err != nil {
 		if ctx.Err() != nil {
-			return coord.Fetched{}, classify(ctx.Err(), "fetch", "")
+			return coord.Fetched{}, t.classify(ctx.Err(), "fetch", "")
 		}
 		return coord.Fetched{}, err
 	}
@@ -291,7 +291,7 @@ func (t *Transport) retryable(ctx context.Context, err error, what string) error
 		return err
 	}
 	if serr := sleepCtx(ctx, 50*time.Millisecond); serr != nil {
-		return classify(err, what, "")
+		return t.classify(err, what, "")
 	}
 	return nil
 }
@@ -323,7 +323,7 @@ func (t *Transport) listOne(ctx context.Context, p int32, ts int64, committed bo
 	kresp, err := t.admin.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
 		t.forgetLeaders()
-		return 0, classify(err, fmt.Sprintf("%s partition %d at broker %d", what, p, leader), topicACL(t.cfg.Topic, "DESCRIBE"))
+		return 0, t.classify(err, fmt.Sprintf("%s partition %d at broker %d", what, p, leader), topicACL(t.cfg.Topic, "DESCRIBE"))
 	}
 	resp := kresp.(*kmsg.ListOffsetsResponse)
 	for _, rt := range resp.Topics {
@@ -336,7 +336,7 @@ func (t *Transport) listOne(ctx context.Context, p int32, ts int64, committed bo
 					t.forgetLeaders()
 					return 0, e // withRetry tries again
 				}
-				return 0, classify(e, what, topicACL(t.cfg.Topic, "DESCRIBE"))
+				return 0, t.classify(e, what, topicACL(t.cfg.Topic, "DESCRIBE"))
 			}
 			return rp.Offset, nil
 		}
@@ -351,7 +351,7 @@ func (t *Transport) listOffset(ctx context.Context, p int32, committed bool) (in
 	}
 	v, err := withRetry(ctx, func() (int64, error) { return t.listOne(ctx, p, ts, committed) })
 	if err != nil && coord.ClientErrorKind(err) == nil {
-		err = classify(err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+		err = t.classify(err, "listing offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
 	}
 	return v, err
 }
@@ -363,7 +363,7 @@ func (t *Transport) listStart(ctx context.Context, p int32) (int64, error) {
 func (t *Transport) listEnd(ctx context.Context, p int32) (int64, error) {
 	v, err := withRetry(ctx, func() (int64, error) { return t.listOne(ctx, p, -1, false) })
 	if err != nil && coord.ClientErrorKind(err) == nil {
-		err = classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+		err = t.classify(err, "listing end offsets of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
 	}
 	return v, err
 }

@@ -41,7 +41,7 @@ func (t *Transport) createTopic(ctx context.Context) error {
 	if rf < 1 {
 		md, err := t.adm.BrokerMetadata(ctx)
 		if err != nil {
-			return classify(err, "broker metadata", "")
+			return t.classify(err, "broker metadata", "")
 		}
 		rf = int16(min(3, len(md.Brokers)))
 		if rf < 1 {
@@ -62,7 +62,7 @@ func (t *Transport) createTopic(ctx context.Context) error {
 	if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil
 	}
-	return classify(err, "creating "+t.cfg.Topic, topicACL(t.cfg.Topic, "CREATE"))
+	return t.classify(err, "creating "+t.cfg.Topic, topicACL(t.cfg.Topic, "CREATE"))
 }
 
 // checkTopicOnce reads the settings of the existing coordination topic once
@@ -92,14 +92,14 @@ func (t *Transport) checkTopicOnce() {
 func (t *Transport) TopicProblems(ctx context.Context) ([]string, error) {
 	rcs, err := t.adm.DescribeTopicConfigs(ctx, t.cfg.Topic)
 	if err != nil {
-		return nil, classify(err, "describing the configs of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE_CONFIGS"))
+		return nil, t.classify(err, "describing the configs of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE_CONFIGS"))
 	}
 	rc, err := rcs.On(t.cfg.Topic, nil)
 	if err == nil {
 		err = rc.Err
 	}
 	if err != nil {
-		return nil, classify(err, "describing the configs of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE_CONFIGS"))
+		return nil, t.classify(err, "describing the configs of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE_CONFIGS"))
 	}
 	vals := map[string]string{}
 	for _, c := range rc.Configs {

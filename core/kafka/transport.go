@@ -253,7 +253,7 @@ func (t *Transport) Partitions(ctx context.Context) (int32, error) {
 			if created && errors.Is(err, kerr.UnknownTopicOrPartition) {
 				// Just created: metadata may lag a moment.
 				if serr := sleepCtx(ctx, 100*time.Millisecond); serr != nil {
-					return 0, classify(serr, "waiting for the created topic "+t.cfg.Topic, "")
+					return 0, t.classify(serr, "waiting for the created topic "+t.cfg.Topic, "")
 				}
 				continue
 			}
@@ -270,7 +270,7 @@ func (t *Transport) Partitions(ctx context.Context) (int32, error) {
 func (t *Transport) loadMetadata(ctx context.Context) (int32, error) {
 	md, err := t.adm.Metadata(ctx, t.cfg.Topic)
 	if err != nil {
-		return 0, classify(err, "metadata of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+		return 0, t.classify(err, "metadata of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
 	}
 	td, ok := md.Topics[t.cfg.Topic]
 	if !ok {
@@ -280,7 +280,7 @@ func (t *Transport) loadMetadata(ctx context.Context) (int32, error) {
 		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 			return 0, td.Err
 		}
-		return 0, classify(td.Err, "metadata of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
+		return 0, t.classify(td.Err, "metadata of "+t.cfg.Topic, topicACL(t.cfg.Topic, "DESCRIBE"))
 	}
 	n := int32(len(td.Partitions))
 	if n == 0 {
@@ -357,7 +357,7 @@ func (t *Transport) Append(ctx context.Context, partition int32, key, value []by
 	})
 	if err != nil {
 		// A fence on the registration path says nothing about the role.
-		return 0, classify(err, "registration in "+t.cfg.Topic, topicACL(t.cfg.Topic, "WRITE")+" (and IDEMPOTENT_WRITE on the Cluster or WRITE on a topic)")
+		return 0, t.classify(err, "registration in "+t.cfg.Topic, topicACL(t.cfg.Topic, "WRITE")+" (and IDEMPOTENT_WRITE on the Cluster or WRITE on a topic)")
 	}
 	return res[0].Record.Offset, nil
 }
@@ -436,7 +436,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	id, epoch, err := cl.ProducerID(ctx)
 	if err != nil {
 		go cl.Close()
-		return nil, classifyTxn(err, "InitProducerId for transactional.id "+strconv.Quote(txnID), txnACL(txnID, "WRITE"), true)
+		return nil, t.classifyTxn(err, "InitProducerId for transactional.id "+strconv.Quote(txnID), txnACL(txnID, "WRITE"), true)
 	}
 	tok, err := core.NewFencingToken(id, epoch)
 	if err != nil {
@@ -616,7 +616,7 @@ func (t *Transport) CurrentToken(ctx context.Context, txnID string) (core.Fencin
 		if errors.Is(err, kerr.TransactionalIDNotFound) {
 			return core.NoEpoch, nil
 		}
-		cerr := classify(err, "DescribeTransactions of "+strconv.Quote(txnID), txnACL(txnID, "DESCRIBE"))
+		cerr := t.classify(err, "DescribeTransactions of "+strconv.Quote(txnID), txnACL(txnID, "DESCRIBE"))
 		if errors.Is(cerr, coord.ErrUnsupported) {
 			cerr = coord.WrapError(coord.ErrUnsupported, cerr, "%s", t.brokerVersion(ctx))
 		}

@@ -64,7 +64,7 @@ func (p *txnProducer) Recover(ctx context.Context) (core.FencingToken, error) {
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
-		return p.Token(), classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
+		return p.Token(), p.t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
 	}
 	ch := make(chan error, 1)
 	go func() {
@@ -77,7 +77,7 @@ func (p *txnProducer) Recover(ctx context.Context) (core.FencingToken, error) {
 	case err := <-ch:
 		return p.Token(), err
 	case <-ctx.Done():
-		return p.Token(), classify(ctx.Err(), "epoch recovery of "+strconv.Quote(p.txnID), "")
+		return p.Token(), p.t.classify(ctx.Err(), "epoch recovery of "+strconv.Quote(p.txnID), "")
 	}
 }
 
@@ -169,7 +169,7 @@ func (p *txnProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coo
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
+		return nil, p.t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
 	}
 	ch := make(chan struct {
 		res []coord.ProduceResult
@@ -189,7 +189,7 @@ func (p *txnProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coo
 	case r := <-ch:
 		return r.res, r.err
 	case <-ctx.Done():
-		return nil, classify(ctx.Err(), "transaction of "+strconv.Quote(p.txnID), "")
+		return nil, p.t.classify(ctx.Err(), "transaction of "+strconv.Quote(p.txnID), "")
 	}
 }
 
@@ -202,7 +202,7 @@ func (p *txnProducer) fail(err error, what string) error {
 	if isFence(err) {
 		return p.fenced(err, what)
 	}
-	return classifyTxn(err, what+" of transactional.id "+strconv.Quote(p.txnID), txnACL(p.txnID, "WRITE"), true)
+	return p.t.classifyTxn(err, what+" of transactional.id "+strconv.Quote(p.txnID), txnACL(p.txnID, "WRITE"), true)
 }
 
 // abort ends an open transaction, bounded by request.timeout.ms.
@@ -260,7 +260,7 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 			p.pending = true
 			p.recoverAfterFailure()
 		}
-		return nil, classify(caller.Err(), "transaction of "+strconv.Quote(p.txnID), "")
+		return nil, p.t.classify(caller.Err(), "transaction of "+strconv.Quote(p.txnID), "")
 	}
 	// The commit is proven by the produce results above plus this EndTxn:
 	// with records produced, kgo always sends EndTxn to the coordinator.
