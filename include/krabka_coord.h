@@ -659,8 +659,11 @@ typedef void (*krabka_log_cb)(void *opaque, krabka_log_level_t level,
  *  line at a time; it may call the library (even krabka_client_destroy).
  *  If it blocks, lines queue up (at most 10000; older ones are then dropped
  *  and a line says how many). The level filter is the property
- *  krabka.log.level (krabka.debug=true: debug, with franz-go's own lines).
- *  Without a callback or queue, lines go to stderr. Secrets never appear in
+ *  krabka.log.level, default "warn": a host sees warnings and errors (a
+ *  leadership FENCED or EXPIRED, renewals failing, topic settings that let
+ *  it grow), info and debug lines only when it asks (krabka.debug=true:
+ *  debug, with franz-go's own lines). Without a callback or queue, lines go
+ *  to stderr. Secrets never appear in
  *  lines. Not safe concurrently with other calls on the same conf. */
 krabka_err_t krabka_conf_set_log_cb(krabka_conf_t *conf, krabka_log_cb cb,
                                     void *opaque);

@@ -28,10 +28,10 @@ type Client struct {
 
 	mu          sync.Mutex
 	closed      bool
-	partitions  int32                     // 0 until read from the cluster
-	leaderships map[*Leadership]struct{}  // not yet ended
+	partitions  int32                    // 0 until read from the cluster
+	leaderships map[*Leadership]struct{} // not yet ended
 	byRole      map[wireRole]*Leadership // the newest leadership of each role
-	views       map[int32]*partView       // live views of the partitions followed
+	views       map[int32]*partView      // live views of the partitions followed
 	// joined: the (role, member) pairs this client registered (or found
 	// registered) in an acquire; Close leaves those it does not hold
 	// (krabka.leave.on.close).

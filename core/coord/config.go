@@ -72,7 +72,8 @@ type Config struct {
 	// clock with it). Never set it in production.
 	TestClockOffsetMs int64
 	// LogLevel: krabka.log.level, the least severe level logged: error,
-	// warn, info or debug (default info).
+	// warn, info or debug (default warn: a host sees warnings and errors,
+	// info only when it asks).
 	LogLevel slog.Level
 	// Debug: krabka.debug, log at debug level and also pass franz-go's own
 	// log lines (the Kafka protocol client) to the logger (default false).
@@ -333,7 +334,7 @@ var configTable = []configEntry{
 	{ConfigKey{"krabka.renew.background", "bool", "false", "true: each leadership renews itself in the background when due."},
 		func(c *Config, v string) error { return parseBool("krabka.renew.background", v, &c.BackgroundRenew) },
 		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
-	{ConfigKey{"krabka.log.level", "enum", "info", "Least severe level logged: error, warn, info or debug."},
+	{ConfigKey{"krabka.log.level", "enum", "warn", "Least severe level logged: error, warn, info or debug. The default shows warnings and errors only (on stderr in C and Go hosts; Python and Node hosts get every line through logging and the log event)."},
 		func(c *Config, v string) error {
 			l, ok := parseLogLevel(v)
 			if !ok {

@@ -112,7 +112,10 @@ func TestStandbyTakesOverAtDeadline(t *testing.T) {
 			t.Fatalf("new lease granted at %d before the deadline %d", got.l.Lease().GrantedAt, deadline)
 		}
 		// The deposed holder learns it from its view of the log, without a
-		// write; its writes are refused by the broker as well.
+		// write. Its later Renew and Produce are answered FENCED by the
+		// ended leadership itself: no request leaves the process.
+		// TestBlindHolderIsRefusedByTheBroker shows the broker's own
+		// refusal, with a successor the holder's view cannot see.
 		select {
 		case <-a.Done():
 		case <-time.After(20 * time.Second):
