@@ -1,6 +1,7 @@
 'use strict';
 // The koffi struct declarations match the C header: sizes and field offsets
-// of every value struct, as a C compiler sees include/krabka_coord.h.
+// of every value struct, as a C compiler sees include/krabka_coord.h. It
+// skips only when there is no C compiler; a compile error fails it.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -22,6 +23,38 @@ const FIELDS = {
   rosterEntry: ['krabka_roster_entry_t', ['member_len', 'member', 'offset', 'registered_at', 'rank']],
 };
 
+// The C compiler to use: $CC when set (its first word is the program; a
+// CC that names no program fails the test), else the first of cc and gcc
+// found on PATH; null when there is none.
+function findCompiler() {
+  const onPath = (name) => {
+    if (name.includes('/')) return fs.existsSync(name) ? name : null;
+    for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+      if (!dir) continue;
+      const file = path.join(dir, name);
+      try {
+        fs.accessSync(file, fs.constants.X_OK);
+        if (fs.statSync(file).isFile()) return file;
+      } catch {
+        /* not here */
+      }
+    }
+    return null;
+  };
+  const cc = (process.env.CC || '').trim();
+  if (cc) {
+    const [cmd, ...args] = cc.split(/\s+/);
+    const file = onPath(cmd);
+    assert.ok(file, `CC=${cc}: ${cmd} is not found${cmd.includes('/') ? '' : ' on PATH'}`);
+    return { file, args, name: `CC=${cc}` };
+  }
+  for (const name of ['cc', 'gcc']) {
+    const file = onPath(name);
+    if (file) return { file, args: [], name };
+  }
+  return null;
+}
+
 test('koffi struct layouts equal the C layouts of include/krabka_coord.h', (t) => {
   if (!fs.existsSync(header)) {
     t.skip('include/krabka_coord.h is not next to this package');
@@ -35,11 +68,18 @@ test('koffi struct layouts equal the C layouts of include/krabka_coord.h', (t) =
   }
   lines.push('  return 0;', '}');
   fs.writeFileSync(path.join(dir, 'layout.c'), lines.join('\n'));
-  try {
-    execFileSync(process.env.CC || 'cc', ['-o', path.join(dir, 'layout'), path.join(dir, 'layout.c')], { stdio: 'pipe' });
-  } catch (e) {
-    t.skip(`no C compiler: ${e.message}`);
+  const cc = findCompiler();
+  if (!cc) {
+    // The only skip: nothing to compile with. A compiler that exists and
+    // fails (a header that no longer compiles) fails the test.
+    t.skip('no C compiler: CC is not set and neither cc nor gcc is on PATH');
     return;
+  }
+  try {
+    execFileSync(cc.file, [...cc.args, '-o', path.join(dir, 'layout'), path.join(dir, 'layout.c')], { stdio: 'pipe' });
+  } catch (e) {
+    const stderr = e.stderr ? e.stderr.toString() : '';
+    assert.fail(`${cc.name} (${cc.file}) failed to compile the layout program over ${header}: ${e.message}\n${stderr}`);
   }
   const out = execFileSync(path.join(dir, 'layout'), { encoding: 'utf8' });
   fs.rmSync(dir, { recursive: true, force: true });
