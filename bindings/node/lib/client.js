@@ -653,7 +653,9 @@ class Leadership {
    * this member's registration, in one transaction under this token, so the
    * first standby challenges at once. A courtesy, not a fence: stop guarded
    * writes first.
-   * The state is 'resigned' afterwards even if the write failed.
+   * The state is 'resigned' afterwards even if the write failed, except
+   * when the broker refused it (FencedError: the leadership was already
+   * superseded): then it is 'fenced'.
    */
   resign(options) {
     const t = timeoutArg(options, 'resign');

@@ -146,10 +146,13 @@ for (const [label, variable] of CLUSTERS) {
           assert.match(err.message, BROKER_CODE, `A's ${op} must be refused by the broker: ${err.message}`);
           assert.doesNotMatch(err.message, VIEW_WORDING, `A's ${op} was answered by the view: ${err.message}`);
           assert.doesNotMatch(err.message, SAME_CLIENT_WORDING, err.message);
-          // A refused resign still leaves the leadership resigned.
+          // Every refusal, a resign's included, ends A fenced with the
+          // broker's error.
           const end = await a.ended;
-          assert.equal(end.state, op === 'resign' ? 'resigned' : 'fenced', `A's state after the refused ${op}`);
-          assert.equal(a.state, end.state);
+          assert.equal(end.state, 'fenced', `A's state after the refused ${op}`);
+          assert.equal(a.state, 'fenced');
+          assert.ok(end.error instanceof FencedError, `the end's error: ${end.error && end.error.stack}`);
+          assert.match(end.reason, BROKER_CODE, `the end's reason names the broker's code: ${end.reason}`);
 
           await b.produce(commands, `new-${op}-2`, { partition: 0, timeoutMs: 30_000 });
           expected.fresh.set(`new-${op}-2`, String(b.token));
