@@ -5,12 +5,33 @@ import (
 )
 
 // RawRecord is one record of the role's partition as read from Kafka. Key may
-// be nil; a nil or empty Value is a tombstone.
+// be nil; a nil or empty Value is a tombstone. Headers are the record's Kafka
+// headers: the one extension point of the frozen format (COORDINATION.md
+// section 11). A reader ignores every header it does not know, and no header
+// changes what the key or the value means.
 type RawRecord struct {
-	Offset int64
-	Key    []byte
-	Value  []byte
+	Offset  int64
+	Key     []byte
+	Value   []byte
+	Headers []RecordHeader
 }
+
+// RecordHeader is one Kafka record header.
+type RecordHeader struct {
+	Key   string
+	Value []byte
+}
+
+// The headers of the coordination topic this implementation reads
+// (COORDINATION.md 11.3, 11.4). Names starting with "krabka." are reserved.
+const (
+	// HeaderSuccessor on the expired lease of a resign or an administrative
+	// fence names the member handed over to.
+	HeaderSuccessor = "krabka.successor"
+	// HeaderFencedBy on the expired lease of an administrative fence names
+	// who fenced (free text).
+	HeaderFencedBy = "krabka.fenced-by"
+)
 
 // DecodedRecord is a record whose key and value are already decoded. Exactly
 // one of Registration or Lease is set, matching Key.Kind; both nil is a
@@ -40,6 +61,12 @@ type State struct {
 	// Removed counts the members whose latest registration record is a
 	// tombstone: they resigned, were pruned by a winner or left (spec 10).
 	Removed int
+	// Successor is the member the current lease record names in its
+	// krabka.successor header (zero: none, or not a valid member id).
+	Successor MemberID
+	// FencedBy is the current lease record's krabka.fenced-by header (""
+	// when none): an administrative fence wrote it.
+	FencedBy string
 }
 
 type memberSlot struct {
@@ -59,6 +86,8 @@ type Folder struct {
 	leaseOff  int64
 	lease     Lease
 	leaseLive bool // false after a tombstone
+	successor MemberID
+	fencedBy  string
 	skipped   int
 }
 
@@ -111,6 +140,16 @@ func (f *Folder) AddRaw(rec RawRecord) {
 		}
 		v.Member = MemberID{string(m)}
 		f.setLease(rec.Offset, &v)
+		for _, h := range rec.Headers {
+			switch h.Key {
+			case HeaderSuccessor:
+				if s, err := NewMemberID(string(h.Value)); err == nil {
+					f.successor = s
+				}
+			case HeaderFencedBy:
+				f.fencedBy = string(h.Value)
+			}
+		}
 	}
 }
 
@@ -152,6 +191,7 @@ func (f *Folder) setLease(offset int64, v *Lease) {
 	f.leaseSet = true
 	f.leaseOff = offset
 	f.leaseLive = v != nil
+	f.successor, f.fencedBy = MemberID{}, "" // the headers of the newer record, if any, follow
 	if v != nil {
 		f.lease = *v
 	}
@@ -181,8 +221,24 @@ func (f *Folder) State() State {
 	if f.leaseSet && f.leaseLive {
 		l := f.lease
 		s.Lease = &l
+		s.Successor, s.FencedBy = f.successor, f.fencedBy
 	}
 	return s
+}
+
+// NamedSuccessor returns the member the current lease hands over to
+// (COORDINATION.md 11.3): its krabka.successor header names a member that is
+// registered and is not the lease's own member, on a lease that is written
+// expired (granted_at = deadline: a resign or an administrative fence).
+// Otherwise the header is ignored and ok is false.
+func (s State) NamedSuccessor() (MemberID, bool) {
+	if s.Lease == nil || s.Successor.IsZero() || s.Lease.GrantedAt != s.Lease.Deadline || s.Successor == s.Lease.Member {
+		return MemberID{}, false
+	}
+	if _, ok := s.Registered(s.Successor); !ok {
+		return MemberID{}, false
+	}
+	return s.Successor, true
 }
 
 // FoldRaw folds raw records of role r (see Folder.AddRaw).

@@ -156,6 +156,16 @@ func Evaluate(s State, me MemberID, now int64, c LeaseConfig) Decision {
 	if s.Lease != nil {
 		base = s.Lease.Deadline
 	}
+	if succ, ok := s.NamedSuccessor(); ok {
+		// A hand-over to a named member (COORDINATION.md 11.3): it
+		// challenges at once, every other member one stagger later than
+		// its rank alone would say.
+		if succ == me {
+			rank = 0
+		} else {
+			rank++
+		}
+	}
 	anchor := satAdd(base, satMul(int64(rank), c.ChallengeStaggerMs)) // rank >= 0
 	if now >= anchor {
 		return Decision{Kind: Challenge}

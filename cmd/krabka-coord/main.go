@@ -4,7 +4,7 @@
 //
 //	krabka-coord [global flags] COMMAND [flags] [ARGS]
 //
-// Commands: describe, roles, watch, check, leave, exporter, config, version,
+// Commands: describe, roles, watch, check, leave, fence, exporter, config, version,
 // help. `krabka-coord help COMMAND` (or `COMMAND --help`) prints a command's
 // flags and an example. docs/CLI.md documents every command and the exit
 // codes.
@@ -32,8 +32,8 @@ const (
 	exitFailed   = 1 // the cluster answered an error, or could not be reached
 	exitUsage    = 2 // bad command line: unknown command or flag, missing argument, bad property, bad name
 	exitCheck    = 3 // check: at least one FAIL line
-	exitRefused  = 4 // leave: the member holds the lease and --yes was not given
-	exitNotFound = 5 // leave: the member is not registered in the role
+	exitRefused  = 4 // leave: the member holds the lease and --yes was not given; fence: no --yes
+	exitNotFound = 5 // leave: the member is not registered in the role; fence: no lease, or --to not registered
 )
 
 const exitCodesHelp = `Exit codes:
@@ -41,8 +41,9 @@ const exitCodesHelp = `Exit codes:
   1  the command failed: the cluster answered an error or could not be reached
   2  usage: unknown command or flag, missing argument, bad property value, bad role or member name
   3  check: at least one FAIL line
-  4  leave: refused, the member holds the lease and --yes was not given
-  5  leave: the member is not registered in the role (nothing written)
+  4  leave: refused, the member holds the lease and --yes was not given; fence: --yes not given
+  5  leave: the member is not registered in the role; fence: the role has no lease or
+     the --to member is not registered (nothing written in either case)
 `
 
 func main() {
@@ -249,7 +250,7 @@ func indent(s, pre string) string {
 
 func init() {
 	commands = append(commands,
-		describeCommand, rolesCommand, watchCommand, checkCommand, leaveCommand, exporterCommand,
+		describeCommand, rolesCommand, watchCommand, checkCommand, leaveCommand, fenceCommand, exporterCommand,
 		&command{
 			name: "config", summary: "print the effective configuration (secrets redacted)",
 			help: `Prints every property of the library with the value the flags give it, one

@@ -400,7 +400,9 @@ func (c *Client) registrationTombstone(role wireRole, p int32, member core.Membe
 // pruneList returns the members a winner removes in its first lease
 // transaction (COORDINATION.md 10.3): the member of the previous lease when
 // that lease had expired and the member is still registered, and every
-// member ranked ahead of the winner.
+// member ranked ahead of the winner. A winner that was handed the role by
+// name (11.3) took it out of turn: the members ranked ahead of it did not
+// let a turn pass, and stay.
 func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
 	var out []core.MemberID
 	holder, hasHolder := st.Holder()
@@ -408,6 +410,9 @@ func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
 		if _, ok := st.Registered(holder); ok {
 			out = append(out, holder)
 		}
+	}
+	if succ, named := st.NamedSuccessor(); named && succ == me {
+		return out
 	}
 	myRank, ok := st.Rank(me)
 	if !ok {

@@ -134,7 +134,11 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 			if r.Attrs.IsControl() {
 				continue
 			}
-			out.recs = append(out.recs, core.RawRecord{Offset: r.Offset, Key: r.Key, Value: r.Value})
+			rec := core.RawRecord{Offset: r.Offset, Key: r.Key, Value: r.Value}
+			for _, h := range r.Headers {
+				rec.Headers = append(rec.Headers, core.RecordHeader{Key: h.Key, Value: h.Value})
+			}
+			out.recs = append(out.recs, rec)
 		}
 		return out, nil
 	}

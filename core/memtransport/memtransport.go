@@ -36,6 +36,7 @@ const (
 type record struct {
 	offset     int64
 	key, value []byte
+	headers    []core.RecordHeader
 	visible    bool
 }
 
@@ -71,7 +72,7 @@ func (c *Cluster) log(topic string, n int32) [][]record {
 	return l
 }
 
-func (c *Cluster) appendLocked(topic string, p int32, key, value []byte) (int64, error) {
+func (c *Cluster) appendLocked(topic string, p int32, key, value []byte, headers ...core.RecordHeader) (int64, error) {
 	l := c.log(topic, c.partitions)
 	if p < 0 {
 		if key == nil {
@@ -84,7 +85,7 @@ func (c *Cluster) appendLocked(topic string, p int32, key, value []byte) (int64,
 		return 0, coord.WrapError(coord.ErrTransport, nil, "partition %d of %s does not exist", p, topic)
 	}
 	off := int64(len(l[p]))
-	l[p] = append(l[p], record{offset: off, key: clone(key), value: clone(value), visible: !c.hideReads})
+	l[p] = append(l[p], record{offset: off, key: clone(key), value: clone(value), headers: headers, visible: !c.hideReads})
 	c.notifyLocked()
 	return off, nil
 }
@@ -165,7 +166,7 @@ func (c *Cluster) Records(topic string, partition int32) []core.RawRecord {
 	}
 	for _, r := range l[partition] {
 		if r.visible {
-			out = append(out, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value})
+			out = append(out, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value, Headers: r.headers})
 		}
 	}
 	return out
@@ -266,7 +267,7 @@ func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, ma
 		} else if offset < stable {
 			l := t.c.log(t.topic, t.c.partitions)[partition]
 			for _, r := range l[offset:stable] {
-				out.Records = append(out.Records, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value})
+				out.Records = append(out.Records, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value, Headers: r.headers})
 			}
 			out.Next, out.LastStable = stable, stable
 		}
@@ -373,7 +374,11 @@ func (p *producer) Transact(ctx context.Context, msgs []coord.Message) ([]coord.
 				part = (core.Murmur2(m.Key) & 0x7fffffff) % int32(len(l))
 			}
 		}
-		off, err := c.appendLocked(m.Topic, part, m.Key, m.Value)
+		var hs []core.RecordHeader
+		for _, h := range m.Headers {
+			hs = append(hs, core.RecordHeader{Key: h.Key, Value: clone(h.Value)})
+		}
+		off, err := c.appendLocked(m.Topic, part, m.Key, m.Value, hs...)
 		if err != nil {
 			return nil, err
 		}
