@@ -10,7 +10,8 @@
 #                       stops them at the end.
 #   make client-bench   p50/p99 of acquire, renew, guarded produce, describe and
 #                       the failover overhead on the local single-node brokers
-#                       (not part of make test). KRABKA_CLIENT_BENCH_N and
+#                       (not part of make test: the bench files build only with
+#                       -tags bench, so make test cannot skip them). KRABKA_CLIENT_BENCH_N and
 #                       KRABKA_CLIENT_BENCH_FAILOVERS change the counts. Then the
 #                       live-view measures (TestFollowBench): planned handoffs,
 #                       a partition of 1,000,000 records, 1,000 roles on one
@@ -27,4 +28,4 @@ client-test:
 	$(GO) test -count=1 -timeout $(CLIENT_TEST_TIMEOUT) $(CLIENT_TEST_ARGS) ./core/kafka/...
 
 client-bench:
-	KRABKA_CLIENT_BENCH=1 $(GO) test -count=1 -timeout 40m -run '^(TestClientBench|TestFollowBench)$$' -v ./core/kafka/
+	$(GO) test -tags bench -count=1 -timeout 40m -run '^(TestClientBench|TestFollowBench)$$' -v ./core/kafka/

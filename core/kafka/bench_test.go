@@ -1,3 +1,5 @@
+//go:build bench
+
 package kafka_test
 
 import (
@@ -16,7 +18,7 @@ import (
 )
 
 // TestClientBench measures client latencies on the local single-node broker
-// and prints p50/p99. It runs only with KRABKA_CLIENT_BENCH=1 (make
+// and prints p50/p99. It builds only with -tags bench (make
 // client-bench); KRABKA_CLIENT_BENCH_N sets the operations per measure
 // (default 200) and KRABKA_CLIENT_BENCH_FAILOVERS the failovers (default 20);
 // the group-commit measure runs KRABKA_CLIENT_BENCH_SECONDS (default 5) per
@@ -24,9 +26,6 @@ import (
 // KRABKA_CLIENT_BENCH_ONLY_GROUP=1 skips everything else
 // (KRABKA_CLIENT_BENCH_LINGER_MS sets krabka.produce.group.linger.ms).
 func TestClientBench(t *testing.T) {
-	if os.Getenv("KRABKA_CLIENT_BENCH") != "1" {
-		t.Skip("set KRABKA_CLIENT_BENCH=1 (make client-bench)")
-	}
 	n := envInt("KRABKA_CLIENT_BENCH_N", 200)
 	failovers := envInt("KRABKA_CLIENT_BENCH_FAILOVERS", 20)
 	dur := time.Duration(envInt("KRABKA_CLIENT_BENCH_SECONDS", 5)) * time.Second
