@@ -34,7 +34,7 @@ type Stats struct {
 	// (a poisoned or foreign record), over every read.
 	RecordsSkipped int64 `json:"records_skipped"`
 	// Roles: one entry per role this client acquired, tried, renewed, wrote
-	// through or read, keyed by role name.
+	// through, read or watched, keyed by role name.
 	Roles map[string]RoleStats `json:"roles"`
 }
 

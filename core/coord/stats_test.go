@@ -258,3 +258,27 @@ func (b *syncBuf) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// A client that only watches a role lists it in Stats with its live view's
+// lag (the exporter's krabka_role_view_lag_seconds comes from there); it
+// once listed only roles it had read, acquired or written through.
+func TestStatsListAWatchedRoleWithItsViewLag(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cw, _ := e.client()
+	if _, err := ca.Acquire(bg(), role, ma); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cw.Stats().Roles["controller"]; ok {
+		t.Fatalf("a client that never touched the role lists it: %+v", cw.Stats())
+	}
+	w, err := cw.Watch(bg(), role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rs, ok := cw.Stats().Roles["controller"]
+	if !ok || rs.ViewLagMs < 0 || rs.ViewLagMs > 1000 || rs.IsLeader || rs.LeaseRemainingMs != -1 || rs.Acquisitions != 0 {
+		t.Fatalf("the watched role in Stats: %v %+v", ok, rs)
+	}
+}

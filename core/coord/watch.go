@@ -130,6 +130,10 @@ func (c *Client) Watch(ctx context.Context, role core.Role, opts ...WatchOption)
 		v.release()
 		return nil, c.fail(cctx, err)
 	}
+	// A watched role is one this client reads: Stats lists it, with the
+	// view lag of its live view (what the exporter's
+	// krabka_role_view_lag_seconds shows).
+	c.stats.role(wrole)
 	wctx, wcancel := context.WithCancel(c.root)
 	w := &Watch{c: c, role: role, wire: wrole, cancel: wcancel, done: make(chan struct{}), wake: make(chan struct{})}
 	for _, o := range opts {
