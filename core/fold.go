@@ -31,7 +31,23 @@ const (
 	// HeaderFencedBy on the expired lease of an administrative fence names
 	// who fenced (free text).
 	HeaderFencedBy = "krabka.fenced-by"
+	// HeaderMeta is the metadata of a term (on every lease record of it) or
+	// of a member (on its registration): opaque bytes, at most
+	// MaxMetadataBytes (11.1, 11.2).
+	HeaderMeta = "krabka.meta"
+	// HeaderRejoin ("1") on a registration: its writer registers again by
+	// itself when it sees its registration tombstoned, so a winner may
+	// prune it when it let its turn pass (11.6). The reference members
+	// write no such header and are not pruned for a passed turn.
+	HeaderRejoin = "krabka.rejoin"
+	// HeaderToken on a guarded write: "<producer id>:<epoch>" of the writer
+	// (11.5), for consumers to compare with the batch's producer id and
+	// epoch (see Verifier).
+	HeaderToken = "krabka.token"
 )
+
+// MaxMetadataBytes bounds krabka.meta (COORDINATION.md 11.1).
+const MaxMetadataBytes = 4096
 
 // DecodedRecord is a record whose key and value are already decoded. Exactly
 // one of Registration or Lease is set, matching Key.Kind; both nil is a
@@ -49,6 +65,11 @@ type RosterEntry struct {
 	Member       MemberID
 	Offset       int64
 	RegisteredAt int64
+	// Metadata is the registration's krabka.meta (nil: none).
+	Metadata []byte
+	// Rejoins: the registration carries krabka.rejoin (its writer registers
+	// again by itself when pruned, section 11.6).
+	Rejoins bool
 }
 
 // State is the folded state of one role: the roster sorted by offset, the
@@ -67,6 +88,9 @@ type State struct {
 	// FencedBy is the current lease record's krabka.fenced-by header (""
 	// when none): an administrative fence wrote it.
 	FencedBy string
+	// Metadata is the current lease record's krabka.meta: the metadata of
+	// the term (nil: none). It commits with the lease, in the same record.
+	Metadata []byte
 }
 
 type memberSlot struct {
@@ -74,6 +98,8 @@ type memberSlot struct {
 	registeredAt int64
 	member       MemberID
 	removed      bool
+	meta         []byte
+	rejoins      bool
 }
 
 // Folder folds records of one role incrementally (spec section 5). Records
@@ -88,6 +114,7 @@ type Folder struct {
 	leaseLive bool // false after a tombstone
 	successor MemberID
 	fencedBy  string
+	meta      []byte
 	skipped   int
 }
 
@@ -124,7 +151,19 @@ func (f *Folder) AddRaw(rec RawRecord) {
 			f.skipped++
 			return
 		}
-		f.register(rec.Offset, kv.member, &Registration{RegisteredAt: at})
+		if f.register(rec.Offset, kv.member, &Registration{RegisteredAt: at}) {
+			slot := f.members[string(kv.member)]
+			for _, h := range rec.Headers {
+				switch h.Key {
+				case HeaderMeta:
+					if len(h.Value) <= MaxMetadataBytes {
+						slot.meta = append([]byte{}, h.Value...)
+					}
+				case HeaderRejoin:
+					slot.rejoins = string(h.Value) == "1"
+				}
+			}
+		}
 	case KindLease:
 		if IsTombstone(rec.Value) {
 			f.setLease(rec.Offset, nil)
@@ -148,6 +187,10 @@ func (f *Folder) AddRaw(rec RawRecord) {
 				}
 			case HeaderFencedBy:
 				f.fencedBy = string(h.Value)
+			case HeaderMeta:
+				if len(h.Value) <= MaxMetadataBytes {
+					f.meta = append([]byte{}, h.Value...)
+				}
 			}
 		}
 	}
@@ -168,10 +211,12 @@ func (f *Folder) Add(rec DecodedRecord) {
 
 // register applies a registration (v non-nil) or a deregistration (v nil) of
 // the member named by the key.
-func (f *Folder) register(offset int64, keyMember []byte, v *Registration) {
+// register folds a registration record (v nil: a tombstone) and reports
+// whether it became the member's current one (its headers then apply).
+func (f *Folder) register(offset int64, keyMember []byte, v *Registration) bool {
 	slot, ok := f.members[string(keyMember)]
 	if ok && offset <= slot.offset {
-		return
+		return false
 	}
 	if !ok {
 		slot = &memberSlot{member: MemberID{string(keyMember)}}
@@ -179,9 +224,11 @@ func (f *Folder) register(offset int64, keyMember []byte, v *Registration) {
 	}
 	slot.offset = offset
 	slot.removed = v == nil
+	slot.meta, slot.rejoins = nil, false
 	if v != nil {
 		slot.registeredAt = v.RegisteredAt
 	}
+	return true
 }
 
 func (f *Folder) setLease(offset int64, v *Lease) {
@@ -191,7 +238,7 @@ func (f *Folder) setLease(offset int64, v *Lease) {
 	f.leaseSet = true
 	f.leaseOff = offset
 	f.leaseLive = v != nil
-	f.successor, f.fencedBy = MemberID{}, "" // the headers of the newer record, if any, follow
+	f.successor, f.fencedBy, f.meta = MemberID{}, "", nil // the headers of the newer record, if any, follow
 	if v != nil {
 		f.lease = *v
 	}
@@ -207,7 +254,7 @@ func (f *Folder) State() State {
 			s.Removed++
 			continue
 		}
-		s.Roster = append(s.Roster, RosterEntry{Member: m.member, Offset: m.offset, RegisteredAt: m.registeredAt})
+		s.Roster = append(s.Roster, RosterEntry{Member: m.member, Offset: m.offset, RegisteredAt: m.registeredAt, Metadata: m.meta, Rejoins: m.rejoins})
 	}
 	slices.SortFunc(s.Roster, func(a, b RosterEntry) int {
 		switch {
@@ -221,7 +268,7 @@ func (f *Folder) State() State {
 	if f.leaseSet && f.leaseLive {
 		l := f.lease
 		s.Lease = &l
-		s.Successor, s.FencedBy = f.successor, f.fencedBy
+		s.Successor, s.FencedBy, s.Metadata = f.successor, f.fencedBy, f.meta
 	}
 	return s
 }

@@ -1,6 +1,9 @@
 package core
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 var (
 	ctl        = MustRole("controller")
@@ -120,7 +123,7 @@ func TestFolderAddRawAndAddAgree(t *testing.T) {
 		t.Fatalf("Fold %+v, FoldRaw %+v", a, b)
 	}
 	for i := range a.Roster {
-		if a.Roster[i] != b.Roster[i] {
+		if !reflect.DeepEqual(a.Roster[i], b.Roster[i]) {
 			t.Fatalf("roster[%d]: %+v vs %+v", i, a.Roster[i], b.Roster[i])
 		}
 	}

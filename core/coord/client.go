@@ -194,8 +194,8 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 // until ctx ends (then ErrTimeout carrying the last reason); permanent
 // errors of the cluster (ErrAuthorization, ErrAuthentication,
 // ErrUnsupported, ErrInvalidConfig ...) end the call.
-func (c *Client) Acquire(ctx context.Context, role core.Role, member core.MemberID) (*Leadership, error) {
-	l, _, err := c.acquire(ctx, role, member, false)
+func (c *Client) Acquire(ctx context.Context, role core.Role, member core.MemberID, opts ...AcquireOption) (*Leadership, error) {
+	l, _, err := c.acquire(ctx, role, member, false, opts)
 	return l, err
 }
 
@@ -203,16 +203,20 @@ func (c *Client) Acquire(ctx context.Context, role core.Role, member core.Member
 // lease. It registers the member if needed. When the role is not won it
 // returns a nil Leadership, a nil error and the instant the answer can
 // change. Blocks for the round trips of one pass.
-func (c *Client) TryAcquire(ctx context.Context, role core.Role, member core.MemberID) (*Leadership, time.Time, error) {
-	l, at, err := c.acquire(ctx, role, member, true)
+func (c *Client) TryAcquire(ctx context.Context, role core.Role, member core.MemberID, opts ...AcquireOption) (*Leadership, time.Time, error) {
+	l, at, err := c.acquire(ctx, role, member, true, opts)
 	if err != nil || l != nil {
 		return l, time.Time{}, err
 	}
 	return nil, time.UnixMilli(at), nil
 }
 
-func (c *Client) acquire(ctx context.Context, name core.Role, member core.MemberID, try bool) (*Leadership, int64, error) {
+func (c *Client) acquire(ctx context.Context, name core.Role, member core.MemberID, try bool, opts []AcquireOption) (*Leadership, int64, error) {
 	if err := checkNames(name, &member); err != nil {
+		return nil, 0, err
+	}
+	o, err := acquireOpts(opts)
+	if err != nil {
 		return nil, 0, err
 	}
 	role, err := c.wire(name)
@@ -278,7 +282,7 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 					"role", role.String(), "member", member.String())
 			}
 			reg := core.Registration{Member: member, RegisteredAt: now}
-			off, err := c.t.Append(cctx, p, role.registrationKey(member), core.EncodeRegistration(reg))
+			off, err := c.t.Append(cctx, p, role.registrationKey(member), core.EncodeRegistration(reg), o.registrationHeaders())
 			if err != nil {
 				if rt.retry(cctx, err) {
 					continue
@@ -319,7 +323,7 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 				synced = true
 				continue
 			}
-			l, err := c.challenge(cctx, role, member, p, st, now)
+			l, err := c.challenge(cctx, role, member, p, st, now, o.meta)
 			c.stats.role(role).challenge(member, st.Lease, err)
 			if err == nil {
 				return l, 0, nil
@@ -387,9 +391,16 @@ func (c *Client) joinedRole(role wireRole, member core.MemberID) {
 	c.mu.Unlock()
 }
 
-// leaseMessage is the lease record of role (value nil: a tombstone).
-func (c *Client) leaseMessage(role wireRole, p int32, value []byte) Message {
-	return Message{Topic: c.cfg.Topic, Partition: p, Key: role.leaseKey(), Value: value}
+// leaseMessage is the lease record of role (value nil: a tombstone),
+// carrying the term's metadata when there is some (COORDINATION.md 11.1:
+// every lease record of a term carries it; the metadata commits with the
+// lease, in the same record).
+func (c *Client) leaseMessage(role wireRole, p int32, value []byte, meta []byte) Message {
+	m := Message{Topic: c.cfg.Topic, Partition: p, Key: role.leaseKey(), Value: value}
+	if meta != nil {
+		m.Headers = []Header{{Key: core.HeaderMeta, Value: meta}}
+	}
+	return m
 }
 
 // registrationTombstone is the record that removes member's registration.
@@ -419,7 +430,10 @@ func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
 		return out
 	}
 	for _, e := range st.Roster {
-		if e.Member == me || (hasHolder && e.Member == holder) {
+		if e.Member == me || (hasHolder && e.Member == holder) || !e.Rejoins {
+			// A registration without krabka.rejoin (a reference member's)
+			// is not pruned for a passed turn: its writer would not
+			// register again within its acquire call (11.6).
 			continue
 		}
 		if r, _ := st.Rank(e.Member); r < myRank {
@@ -431,7 +445,7 @@ func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
 
 // challenge mints a new epoch for role and writes member's lease under it,
 // pruning in the same transaction the members that let their turn pass.
-func (c *Client) challenge(ctx context.Context, role wireRole, member core.MemberID, p int32, st core.State, now int64) (*Leadership, error) {
+func (c *Client) challenge(ctx context.Context, role wireRole, member core.MemberID, p int32, st core.State, now int64, meta []byte) (*Leadership, error) {
 	txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
 	prod, err := c.t.Mint(ctx, role.txnID(), txnTimeout)
 	if err != nil {
@@ -439,7 +453,7 @@ func (c *Client) challenge(ctx context.Context, role wireRole, member core.Membe
 	}
 	tok := prod.Token()
 	lease := c.cfg.Lease.Grant(member, tok, c.clock.NowMs())
-	msgs := []Message{c.leaseMessage(role, p, core.EncodeLease(lease))}
+	msgs := []Message{c.leaseMessage(role, p, core.EncodeLease(lease), meta)}
 	pruned := pruneList(st, member, now)
 	for _, m := range pruned {
 		msgs = append(msgs, c.registrationTombstone(role, p, m))
@@ -462,6 +476,7 @@ func (c *Client) challenge(ctx context.Context, role wireRole, member core.Membe
 		return nil, err
 	}
 	l := newLeadership(c, role, member, p, prod, lease, view)
+	l.meta = meta
 
 	c.mu.Lock()
 	if c.closed {
@@ -506,7 +521,7 @@ func (c *Client) Leave(ctx context.Context, role core.Role, member core.MemberID
 	if err != nil {
 		return c.fail(cctx, err)
 	}
-	if _, err := c.t.Append(cctx, p, wrole.registrationKey(member), nil); err != nil {
+	if _, err := c.t.Append(cctx, p, wrole.registrationKey(member), nil, nil); err != nil {
 		return c.fail(cctx, err)
 	}
 	c.mu.Lock()
@@ -586,7 +601,7 @@ func (c *Client) leaveAll(leave []roleMember) {
 			defer cancel()
 			p, err := c.partition(ctx, rm.role)
 			if err == nil {
-				_, err = c.t.Append(ctx, p, rm.role.registrationKey(rm.member), nil)
+				_, err = c.t.Append(ctx, p, rm.role.registrationKey(rm.member), nil, nil)
 			}
 			if err != nil {
 				c.log().Warn("krabka: leaving on close failed; the member keeps its place until a winner prunes it",

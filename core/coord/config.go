@@ -94,6 +94,9 @@ type Config struct {
 	// LeaveOnClose: krabka.leave.on.close, Client.Close removes the
 	// registrations the client made for roles it does not hold.
 	LeaveOnClose bool
+	// ProduceTokenHeader: krabka.produce.token.header, stamp krabka.token on
+	// every guarded write (COORDINATION.md 11.5; default true).
+	ProduceTokenHeader bool
 }
 
 // ConfigKey describes one configuration property.
@@ -391,6 +394,9 @@ var configTable = []configEntry{
 	{ConfigKey{"krabka.leave.on.close", "bool", "true", "true: closing the client removes the registrations it made for roles it does not hold (a leadership closed without resigning stays registered; its standbys wait for its lease)."},
 		func(c *Config, v string) error { return parseBool("krabka.leave.on.close", v, &c.LeaveOnClose) },
 		func(c *Config) string { return strconv.FormatBool(c.LeaveOnClose) }},
+	{ConfigKey{"krabka.produce.token.header", "bool", "true", "true: every guarded write carries the header krabka.token = \"<producer id>:<epoch>\" of the token it is written with, so a consumer or a device can check it against the record batch the broker accepted (a verifier does; about 20 bytes a record)."},
+		func(c *Config, v string) error { return parseBool("krabka.produce.token.header", v, &c.ProduceTokenHeader) },
+		func(c *Config) string { return strconv.FormatBool(c.ProduceTokenHeader) }},
 }
 
 func parseBool(name, v string, out *bool) error {

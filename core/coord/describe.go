@@ -24,8 +24,11 @@ type Status struct {
 	// author's writes.
 	Current bool
 	Lease   *core.Lease
-	Roster  []RosterRank // in succession order
-	Skipped int          // undecodable records skipped by the fold
+	// Metadata is the term's metadata (krabka.meta of the current lease
+	// record; nil: none).
+	Metadata []byte
+	Roster   []RosterRank // in succession order
+	Skipped  int          // undecodable records skipped by the fold
 	// Removed counts the registrations removed by a tombstone (members that
 	// resigned, were pruned by a winner or left); they are not in Roster.
 	Removed int
@@ -37,6 +40,9 @@ type RosterRank struct {
 	Offset       int64
 	RegisteredAt int64
 	Rank         int
+	// Metadata is the member's registration metadata (krabka.meta; nil:
+	// none).
+	Metadata []byte
 }
 
 // Describe is the third-party check: it asks the transaction coordinator
@@ -114,6 +120,7 @@ func newStatus(role core.Role, p int32, tok core.FencingToken, st core.State) *S
 		s.Lease = &lease
 		s.Holder, s.HasHolder = lease.Member, true
 		s.Current = lease.Token == tok
+		s.Metadata = st.Metadata
 	}
 	s.Roster = rosterRanks(st)
 	return s
@@ -125,7 +132,7 @@ func rosterRanks(st core.State) []RosterRank {
 	out := make([]RosterRank, 0, len(st.Roster))
 	for _, e := range st.Roster {
 		r, _ := st.Rank(e.Member)
-		out = append(out, RosterRank{Member: e.Member, Offset: e.Offset, RegisteredAt: e.RegisteredAt, Rank: r})
+		out = append(out, RosterRank{Member: e.Member, Offset: e.Offset, RegisteredAt: e.RegisteredAt, Rank: r, Metadata: e.Metadata})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
 	return out

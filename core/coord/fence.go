@@ -98,7 +98,7 @@ func (c *Client) Fence(ctx context.Context, name core.Role, by string, successor
 	defer prod.Close()
 	res.NewToken = prod.Token()
 	now := c.clock.NowMs()
-	lease := c.leaseMessage(role, p, core.EncodeLease(core.Lease{Member: holder, Token: res.NewToken, GrantedAt: now, Deadline: now}))
+	lease := c.leaseMessage(role, p, core.EncodeLease(core.Lease{Member: holder, Token: res.NewToken, GrantedAt: now, Deadline: now}), nil)
 	lease.Headers = headers
 	msgs := []Message{lease}
 	if _, ok := st.Registered(holder); ok {

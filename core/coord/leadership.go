@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/krabka/krabka-coord/core"
 )
@@ -97,6 +99,7 @@ type Leadership struct {
 
 	mu    sync.Mutex
 	lease core.Lease
+	meta  []byte // the term's metadata (krabka.meta on every lease record); nil: none
 	state LeadershipState
 	err   error
 	done  chan struct{}
@@ -414,11 +417,41 @@ func (l *Leadership) failure(callerCtx context.Context, err error, renewal bool)
 // it; one that starts after it (the holder was late) is sent anyway, and the
 // broker fences it if a standby has taken over. Blocks until ctx ends.
 func (l *Leadership) Renew(ctx context.Context) error {
+	return l.renew(ctx, nil, false)
+}
+
+// SetMetadata changes the term's metadata (COORDINATION.md 11.1): a renewal
+// whose lease record carries meta (nil: no metadata from now on). The lease
+// and its metadata change in one record, atomically: no reader ever sees
+// the metadata with another term's lease. Over core.MaxMetadataBytes is
+// ErrInvalidArgument before anything is written. Errors as Renew.
+func (l *Leadership) SetMetadata(ctx context.Context, meta []byte) error {
+	if err := checkMetadata("metadata", meta); err != nil {
+		return err
+	}
+	return l.renew(ctx, append([]byte(nil), meta...), true)
+}
+
+// Metadata returns the term's metadata as last written (nil: none).
+func (l *Leadership) Metadata() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.meta...)
+}
+
+func (l *Leadership) renew(ctx context.Context, newMeta []byte, setMeta bool) error {
 	cctx, release, _, err := l.begin(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer release()
+	meta := newMeta
+	if !setMeta {
+		meta = l.Metadata()
+		if len(meta) == 0 {
+			meta = nil
+		}
+	}
 	tok := l.prod.Token()
 	if r, ok := l.prod.(TokenRecoverer); ok {
 		// The lease must carry the token its records are written with.
@@ -427,7 +460,7 @@ func (l *Leadership) Renew(ctx context.Context) error {
 		}
 	}
 	lease := l.c.cfg.Lease.Grant(l.member, tok, l.c.clock.NowMs())
-	res, err := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, core.EncodeLease(lease))})
+	res, err := l.prod.Transact(cctx, []Message{l.c.leaseMessage(l.role, l.partition, core.EncodeLease(lease), meta)})
 	if err == nil && (len(res) != 1 || res[0].Offset < 0) {
 		err = WrapError(ErrTransport, nil, "renewal of %s returned no produce result", l.role)
 	}
@@ -444,6 +477,9 @@ func (l *Leadership) Renew(ctx context.Context) error {
 	l.renewFailing = false
 	if lease.Deadline > l.lease.Deadline || lease.Token != l.lease.Token {
 		l.lease = lease
+	}
+	if setMeta {
+		l.meta = meta
 	}
 	return nil
 }
@@ -478,6 +514,17 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 		}
 		if m.Partition < -1 {
 			return nil, WrapError(ErrInvalidArgument, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
+		}
+		if m.Topic == l.c.cfg.Topic {
+			return nil, WrapError(ErrInvalidArgument, nil, "message %d: topic %q is the coordination topic (krabka.topic), not a command topic", i, m.Topic)
+		}
+		for _, h := range m.Headers {
+			if strings.HasPrefix(h.Key, "krabka.") {
+				return nil, WrapError(ErrInvalidArgument, nil, "message %d: header %q: names starting with \"krabka.\" are reserved (COORDINATION.md 11)", i, h.Key)
+			}
+			if !utf8.ValidString(h.Key) {
+				return nil, WrapError(ErrInvalidArgument, nil, "message %d: a header name is not valid UTF-8", i)
+			}
 		}
 	}
 	if ctx == nil {
@@ -530,7 +577,23 @@ func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]Prod
 // write failed (the error says why). Resigning an ended leadership returns
 // the error it ended with (nil if it was resigned). An acquire registers the
 // member again, at the tail.
-func (l *Leadership) Resign(ctx context.Context) error {
+func (l *Leadership) Resign(ctx context.Context) error { return l.resign(ctx, nil) }
+
+// ResignTo is Resign naming the member to hand over to (COORDINATION.md
+// 11.3): the expired lease carries krabka.successor. If that member is in
+// the roster it challenges at once and every other standby one stagger
+// later than its rank alone; a member that is not registered is ignored by
+// readers (the next standby takes over, as after Resign). A reference
+// member ignores the header and may race the named one: one mint still
+// wins, only the target is not guaranteed.
+func (l *Leadership) ResignTo(ctx context.Context, successor core.MemberID) error {
+	if successor.IsZero() {
+		return WrapError(ErrInvalidArgument, nil, "resign to the zero MemberID")
+	}
+	return l.resign(ctx, &successor)
+}
+
+func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error {
 	cctx, release, _, err := l.begin(ctx, false)
 	if err != nil {
 		if l.State() == Resigned {
@@ -543,10 +606,11 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	}
 	now := l.c.clock.NowMs()
 	expired := core.Lease{Member: l.member, Token: l.Token(), GrantedAt: now, Deadline: now}
-	_, werr := l.prod.Transact(cctx, []Message{
-		l.c.leaseMessage(l.role, l.partition, core.EncodeLease(expired)),
-		l.c.registrationTombstone(l.role, l.partition, l.member),
-	})
+	leaseMsg := l.c.leaseMessage(l.role, l.partition, core.EncodeLease(expired), nil) // an expired lease carries no metadata
+	if successor != nil {
+		leaseMsg.Headers = []Header{{Key: core.HeaderSuccessor, Value: []byte(successor.String())}}
+	}
+	_, werr := l.prod.Transact(cctx, []Message{leaseMsg, l.c.registrationTombstone(l.role, l.partition, l.member)})
 	release()
 	if errors.Is(werr, ErrFenced) {
 		// The broker refused the resignation: the leadership was already

@@ -45,9 +45,9 @@ type Transport interface {
 
 	// Append writes one record outside any transaction (the registrar
 	// producer; acks=all) to the given partition of the coordination topic
-	// and returns its offset. A fence here says nothing about the role and
-	// is an ordinary error.
-	Append(ctx context.Context, partition int32, key, value []byte) (int64, error)
+	// and returns its offset, with the record headers given (none: nil). A
+	// fence here says nothing about the role and is an ordinary error.
+	Append(ctx context.Context, partition int32, key, value []byte, headers []Header) (int64, error)
 
 	// Mint builds a new transactional producer for transactionalID with
 	// the given transaction timeout and initialises it (InitProducerId),

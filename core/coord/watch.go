@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -19,7 +20,8 @@ const (
 	// token, than the lease before it (or the first lease seen).
 	EventHolderChanged EventKind = iota
 	// EventLeaseRenewed: the same member and token wrote a later deadline
-	// (delivered only with WatchRenewals).
+	// (delivered with WatchRenewals, and always when the renewal changed
+	// the term's metadata).
 	EventLeaseRenewed
 	// EventRosterChanged: the roster (its members or their order) changed.
 	EventRosterChanged
@@ -61,6 +63,9 @@ type Event struct {
 	PrevToken     core.FencingToken
 	// Lease is the current lease (nil: none).
 	Lease *core.Lease
+	// Metadata is the current term's metadata (krabka.meta of the lease
+	// record; nil: none).
+	Metadata []byte
 	// Roster is the roster after the change, in succession order.
 	Roster []RosterRank
 	// Offset is the offset of the record after which the change was seen
@@ -195,6 +200,7 @@ func (w *Watch) diff(prev core.State, prevSeen bool, cur core.State, offset, now
 		if cur.Lease != nil {
 			l := *cur.Lease
 			e.Lease, e.Holder, e.HasHolder, e.Token = &l, l.Member, true, l.Token
+			e.Metadata = append([]byte(nil), cur.Metadata...)
 		}
 		return e
 	}
@@ -220,7 +226,9 @@ func (w *Watch) diff(prev core.State, prevSeen bool, cur core.State, offset, now
 	case c != nil && *c != *p:
 		// Same member and token: a renewal, or a resign's expired lease.
 		if c.Deadline > p.Deadline {
-			if w.opts.renewals {
+			if w.opts.renewals || !bytes.Equal(prev.Metadata, cur.Metadata) {
+				// A renewal that changed the term's metadata is always
+				// delivered.
 				evs = append(evs, ev(EventLeaseRenewed, offset))
 			}
 			if c.LiveAt(now) {

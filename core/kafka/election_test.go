@@ -312,7 +312,7 @@ func TestPoisonedRecordIsSkipped(t *testing.T) {
 		}
 		p, _ := core.RolePartition(role, n)
 		key := core.EncodeKey(core.RegistrationKey(role, core.MustMemberID("ghost")))
-		if _, err := tr.Append(ctxFor(t, 5*time.Second), p, key, []byte{0, 7, 0xff}); err != nil {
+		if _, err := tr.Append(ctxFor(t, 5*time.Second), p, key, []byte{0, 7, 0xff}, nil); err != nil {
 			t.Fatal(err)
 		}
 		cl := newClient(t, c.Bootstrap)

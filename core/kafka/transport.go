@@ -340,7 +340,7 @@ func (t *Transport) registrar() (*kgo.Client, error) {
 }
 
 // Append implements coord.Transport (the registrar producer).
-func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {
+func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte, headers []coord.Header) (int64, error) {
 	if err := t.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -351,6 +351,9 @@ func (t *Transport) Append(ctx context.Context, partition int32, key, value []by
 		return 0, coord.WrapError(coord.ErrInvalidConfig, err, "building the registrar producer")
 	}
 	r := &kgo.Record{Topic: t.cfg.Topic, Partition: partition, Key: key, Value: value}
+	for _, h := range headers {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
 	res, err := await(ctx, func() (kgo.ProduceResults, error) {
 		rs := reg.ProduceSync(ctx, r)
 		return rs, rs.FirstErr()

@@ -237,6 +237,11 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		for _, h := range m.Headers {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}
+		if p.t.cfg.ProduceTokenHeader && m.Topic != p.t.cfg.Topic {
+			// The token these records are written with (checked below
+			// against what the broker stamped on them).
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: core.HeaderToken, Value: []byte(tok.String())})
+		}
 		recs[i] = r
 	}
 	results := p.cl.ProduceSync(ctx, recs...)

@@ -289,14 +289,18 @@ func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, ma
 func (t *Transport) Unfollow(int32) {}
 
 // Append implements coord.Transport.
-func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {
+func (t *Transport) Append(ctx context.Context, partition int32, key, value []byte, headers []coord.Header) (int64, error) {
 	if err := t.check(ctx); err != nil {
 		return 0, err
 	}
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
 	t.c.appends++
-	return t.c.appendLocked(t.topic, partition, key, value)
+	var hs []core.RecordHeader
+	for _, h := range headers {
+		hs = append(hs, core.RecordHeader{Key: h.Key, Value: clone(h.Value)})
+	}
+	return t.c.appendLocked(t.topic, partition, key, value, hs...)
 }
 
 // Mint implements coord.Transport: InitProducerId bumps the epoch (a new
