@@ -395,7 +395,9 @@ var configTable = []configEntry{
 		func(c *Config, v string) error { return parseBool("krabka.leave.on.close", v, &c.LeaveOnClose) },
 		func(c *Config) string { return strconv.FormatBool(c.LeaveOnClose) }},
 	{ConfigKey{"krabka.produce.token.header", "bool", "true", "true: every guarded write carries the header krabka.token = \"<producer id>:<epoch>\" of the token it is written with, so a consumer or a device can check it against the record batch the broker accepted (a verifier does; about 20 bytes a record)."},
-		func(c *Config, v string) error { return parseBool("krabka.produce.token.header", v, &c.ProduceTokenHeader) },
+		func(c *Config, v string) error {
+			return parseBool("krabka.produce.token.header", v, &c.ProduceTokenHeader)
+		},
 		func(c *Config) string { return strconv.FormatBool(c.ProduceTokenHeader) }},
 }
 
