@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
@@ -136,6 +140,9 @@ func printStatus(w io.Writer, s *coord.Status, now time.Time) {
 	} else {
 		fmt.Fprintf(tw, "lease\t(none)\n")
 	}
+	if s.Metadata != nil {
+		fmt.Fprintf(tw, "metadata\t%s\n", fmtMeta(s.Metadata))
+	}
 	fmt.Fprintf(tw, "skipped records\t%d\n", s.Skipped)
 	tw.Flush()
 	if len(s.Roster) == 0 {
@@ -144,13 +151,17 @@ func printStatus(w io.Writer, s *coord.Status, now time.Time) {
 	}
 	fmt.Fprintln(w, "roster:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RANK\tMEMBER\tOFFSET\tREGISTERED")
+	fmt.Fprintln(tw, "  RANK\tMEMBER\tOFFSET\tREGISTERED\tMETADATA")
 	for _, r := range s.Roster {
 		mark := ""
 		if s.HasHolder && r.Member == s.Holder {
 			mark = " (holder)"
 		}
-		fmt.Fprintf(tw, "  %d\t%s%s\t%d\t%s\n", r.Rank, r.Member, mark, r.Offset, fmtTime(r.RegisteredAt))
+		meta := "-"
+		if r.Metadata != nil {
+			meta = fmtMeta(r.Metadata)
+		}
+		fmt.Fprintf(tw, "  %d\t%s%s\t%d\t%s\t%s\n", r.Rank, r.Member, mark, r.Offset, fmtTime(r.RegisteredAt), meta)
 	}
 	tw.Flush()
 }
@@ -165,6 +176,10 @@ type statusJSON struct {
 	Lease     *leaseJSON   `json:"lease"`
 	Roster    []rosterJSON `json:"roster"`
 	Skipped   int          `json:"skipped"`
+	// Metadata of the term (krabka.meta): the bytes as text when they are
+	// valid UTF-8, and always as base64. Absent without metadata.
+	Metadata       *string `json:"metadata,omitempty"`
+	MetadataBase64 *string `json:"metadata_base64,omitempty"`
 }
 
 type leaseJSON struct {
@@ -179,11 +194,13 @@ type leaseJSON struct {
 }
 
 type rosterJSON struct {
-	Rank           int    `json:"rank"`
-	Member         string `json:"member"`
-	Offset         int64  `json:"offset"`
-	RegisteredAt   string `json:"registered_at"`
-	RegisteredAtMs int64  `json:"registered_at_ms"`
+	Rank           int     `json:"rank"`
+	Member         string  `json:"member"`
+	Offset         int64   `json:"offset"`
+	RegisteredAt   string  `json:"registered_at"`
+	RegisteredAtMs int64   `json:"registered_at_ms"`
+	Metadata       *string `json:"metadata,omitempty"`
+	MetadataBase64 *string `json:"metadata_base64,omitempty"`
 }
 
 func toLeaseJSON(l *core.Lease, now time.Time) *leaseJSON {
@@ -209,11 +226,37 @@ func toStatusJSON(s *coord.Status, now time.Time) statusJSON {
 		h := s.Holder.String()
 		j.Holder = &h
 	}
+	j.Metadata, j.MetadataBase64 = metaJSON(s.Metadata)
 	for _, r := range s.Roster {
-		j.Roster = append(j.Roster, rosterJSON{Rank: r.Rank, Member: r.Member.String(), Offset: r.Offset,
-			RegisteredAt: fmtTime(r.RegisteredAt), RegisteredAtMs: r.RegisteredAt})
+		rj := rosterJSON{Rank: r.Rank, Member: r.Member.String(), Offset: r.Offset,
+			RegisteredAt: fmtTime(r.RegisteredAt), RegisteredAtMs: r.RegisteredAt}
+		rj.Metadata, rj.MetadataBase64 = metaJSON(r.Metadata)
+		j.Roster = append(j.Roster, rj)
 	}
 	return j
+}
+
+// metaJSON renders metadata for JSON: as text when it is valid UTF-8, and
+// as base64 (nil, nil without metadata).
+func metaJSON(b []byte) (text, b64 *string) {
+	if b == nil {
+		return nil, nil
+	}
+	e := base64.StdEncoding.EncodeToString(b)
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, &e
+	}
+	return nil, &e
+}
+
+// fmtMeta renders metadata for a table: quoted text when it is printable
+// UTF-8, otherwise base64.
+func fmtMeta(b []byte) string {
+	if utf8.Valid(b) && strings.IndexFunc(string(b), func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return strconv.Quote(string(b))
+	}
+	return "base64:" + base64.StdEncoding.EncodeToString(b)
 }
 
 // memberList renders a roster as "a,b,c" in succession order.

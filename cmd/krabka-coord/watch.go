@@ -49,6 +49,9 @@ type eventJSON struct {
 	Lease      *leaseJSON   `json:"lease"`
 	Roster     []rosterJSON `json:"roster"`
 	Offset     int64        `json:"offset"`
+	// Metadata of the term (see statusJSON).
+	Metadata       *string `json:"metadata,omitempty"`
+	MetadataBase64 *string `json:"metadata_base64,omitempty"`
 }
 
 func runWatch(e *env, args []string) int {
@@ -140,9 +143,12 @@ func printEvent(e *env, ev coord.Event) {
 				j.PrevHolder = &p
 			}
 		}
+		j.Metadata, j.MetadataBase64 = metaJSON(ev.Metadata)
 		for _, r := range ev.Roster {
-			j.Roster = append(j.Roster, rosterJSON{Rank: r.Rank, Member: r.Member.String(), Offset: r.Offset,
-				RegisteredAt: fmtTime(r.RegisteredAt), RegisteredAtMs: r.RegisteredAt})
+			rj := rosterJSON{Rank: r.Rank, Member: r.Member.String(), Offset: r.Offset,
+				RegisteredAt: fmtTime(r.RegisteredAt), RegisteredAtMs: r.RegisteredAt}
+			rj.Metadata, rj.MetadataBase64 = metaJSON(r.Metadata)
+			j.Roster = append(j.Roster, rj)
 		}
 		b, _ := json.Marshal(j)
 		fmt.Fprintf(e.stdout, "%s\n", b)
@@ -180,6 +186,9 @@ func printEvent(e *env, ev coord.Event) {
 		} else {
 			f = append(f, "lease=cleared")
 		}
+	}
+	if ev.Metadata != nil && (ev.Kind == coord.EventHolderChanged || ev.Kind == coord.EventLeaseRenewed) {
+		f = append(f, "metadata="+fmtMeta(ev.Metadata))
 	}
 	if ev.Offset >= 0 {
 		f = append(f, fmt.Sprintf("offset=%d", ev.Offset))
