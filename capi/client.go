@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"math"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -25,6 +26,17 @@ type clientObj struct {
 	// stopLog ends the delivery of log lines to the host's callback (nil
 	// without a callback).
 	stopLog func()
+
+	metaMu sync.Mutex
+	meta   map[[2]string][]coord.AcquireOption // krabka_client_set_metadata, by role and member
+}
+
+// acquireOptions are the options of an acquire of role by member
+// (krabka_client_set_metadata).
+func (c *clientObj) acquireOptions(role core.Role, member core.MemberID) []coord.AcquireOption {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	return c.meta[[2]string{role.String(), member.String()}]
 }
 
 func clientOf(p unsafe.Pointer) (*clientObj, error) { return object[*clientObj](p, kindClient) }
@@ -130,7 +142,7 @@ func kc_go_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C
 		return fail(err, errstr, errstr_size)
 	}
 	defer cancel()
-	l, err := c.c.Acquire(ctx, ro, me)
+	l, err := c.c.Acquire(ctx, ro, me, c.acquireOptions(ro, me)...)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
@@ -150,7 +162,7 @@ func kc_go_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_l
 		return fail(err, errstr, errstr_size)
 	}
 	defer cancel()
-	l, retryAt, err := c.c.TryAcquire(ctx, ro, me)
+	l, retryAt, err := c.c.TryAcquire(ctx, ro, me, c.acquireOptions(ro, me)...)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

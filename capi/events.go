@@ -194,7 +194,7 @@ func kc_go_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role
 	go func() {
 		defer cancel()
 		ev := &qEvent{typ: C.KRABKA_EVENT_ACQUIRE, tag: uint64(tag)}
-		l, err := c.c.Acquire(ctx, ro, me)
+		l, err := c.c.Acquire(ctx, ro, me, c.acquireOptions(ro, me)...)
 		if err != nil {
 			ev.err, ev.errstr = codeOf(err), err.Error()
 		} else {

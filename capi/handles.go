@@ -43,6 +43,7 @@ const (
 	kindStatus
 	kindQueue
 	kindWatch
+	kindVerifier
 )
 
 func (k handleKind) String() string {
@@ -59,6 +60,8 @@ func (k handleKind) String() string {
 		return "krabka_queue_t"
 	case kindWatch:
 		return "krabka_watch_t"
+	case kindVerifier:
+		return "krabka_verifier_t"
 	}
 	return "handle"
 }

@@ -216,6 +216,18 @@ extern krabka_err_t kc_go_watch_next(krabka_watch_t *watch, int64_t timeout_ms, 
 extern krabka_err_t kc_go_watch_event_fd(krabka_watch_t *watch, int *fd);
 extern krabka_err_t kc_go_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag);
 extern krabka_err_t kc_go_watch_destroy(krabka_watch_t *watch);
+extern krabka_err_t kc_go_client_set_metadata(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const uint8_t *term_meta, size_t term_meta_len, const uint8_t *member_meta, size_t member_meta_len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_set_metadata(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_metadata(const krabka_leadership_t *leadership, uint8_t *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_leadership_resign_to(krabka_leadership_t *leadership, const char *successor, size_t successor_len, int64_t timeout_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_produce_with_headers(krabka_leadership_t *leadership, const krabka_message_t *messages, size_t count, const krabka_header_t *headers, const size_t *header_counts, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_status_metadata(const krabka_status_t *status, uint8_t *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_status_roster_metadata(const krabka_status_t *status, size_t index, uint8_t *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_watch_metadata(krabka_watch_t *watch, uint8_t *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_verifier_new(krabka_verifier_t **out);
+extern krabka_err_t kc_go_verifier_judge(krabka_verifier_t *verifier, const char *scope, size_t scope_len, const uint8_t *header, size_t header_len, krabka_token_t batch, krabka_verdict_t *out);
+extern krabka_err_t kc_go_verifier_highest(krabka_verifier_t *verifier, const char *scope, size_t scope_len, int *has, krabka_token_t *out);
+extern krabka_err_t kc_go_verifier_destroy(krabka_verifier_t *verifier);
 
 const char *krabka_version(void) {
     if (kc_forked()) { return KRABKA_VERSION_STRING; }
@@ -496,4 +508,52 @@ krabka_err_t krabka_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms, 
 krabka_err_t krabka_watch_destroy(krabka_watch_t *watch) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_watch_destroy(watch);
+}
+krabka_err_t krabka_client_set_metadata(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const uint8_t *term_meta, size_t term_meta_len, const uint8_t *member_meta, size_t member_meta_len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_client_set_metadata", errstr, errstr_size);
+    return kc_go_client_set_metadata(client, role, role_len, member, member_len, term_meta, term_meta_len, member_meta, member_meta_len, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_set_metadata(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_set_metadata", errstr, errstr_size);
+    return kc_go_leadership_set_metadata(leadership, data, len, timeout_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_metadata(const krabka_leadership_t *leadership, uint8_t *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_leadership_metadata(leadership, buf, buf_size, len);
+}
+krabka_err_t krabka_leadership_resign_to(krabka_leadership_t *leadership, const char *successor, size_t successor_len, int64_t timeout_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_resign_to", errstr, errstr_size);
+    return kc_go_leadership_resign_to(leadership, successor, successor_len, timeout_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_produce_with_headers(krabka_leadership_t *leadership, const krabka_message_t *messages, size_t count, const krabka_header_t *headers, const size_t *header_counts, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_produce_with_headers", errstr, errstr_size);
+    return kc_go_leadership_produce_with_headers(leadership, messages, count, headers, header_counts, timeout_ms, results, errstr, errstr_size);
+}
+krabka_err_t krabka_status_metadata(const krabka_status_t *status, uint8_t *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_status_metadata(status, buf, buf_size, len);
+}
+krabka_err_t krabka_status_roster_metadata(const krabka_status_t *status, size_t index, uint8_t *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_status_roster_metadata(status, index, buf, buf_size, len);
+}
+krabka_err_t krabka_watch_metadata(krabka_watch_t *watch, uint8_t *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_metadata(watch, buf, buf_size, len);
+}
+krabka_err_t krabka_verifier_new(krabka_verifier_t **out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_verifier_new(out);
+}
+krabka_err_t krabka_verifier_judge(krabka_verifier_t *verifier, const char *scope, size_t scope_len, const uint8_t *header, size_t header_len, krabka_token_t batch, krabka_verdict_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_verifier_judge(verifier, scope, scope_len, header, header_len, batch, out);
+}
+krabka_err_t krabka_verifier_highest(krabka_verifier_t *verifier, const char *scope, size_t scope_len, int *has, krabka_token_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_verifier_highest(verifier, scope, scope_len, has, out);
+}
+krabka_err_t krabka_verifier_destroy(krabka_verifier_t *verifier) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_verifier_destroy(verifier);
 }

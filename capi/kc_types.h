@@ -17,6 +17,8 @@ typedef const krabka_registration_t kc_cregistration_t;
 typedef const krabka_lease_t kc_clease_t;
 typedef const krabka_message_t kc_cmessage_t;
 typedef const krabka_client_t kc_cclient_t;
+typedef const krabka_header_t kc_cheader_t;
+typedef const size_t kc_csize_t;
 
 /* kc_fd.c */
 int kc_eventfd(void);

@@ -152,11 +152,17 @@ func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]coord.Message, error) 
 //export kc_go_leadership_produce
 func kc_go_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc_cmessage_t, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
+	msgs, err := goMessages(messages, count)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	msgs, err := goMessages(messages, count)
+	return produceMessages(leadership, msgs, count, timeout_ms, results, errstr, errstr_size)
+}
+
+// produceMessages is the guarded write of krabka_leadership_produce and
+// krabka_leadership_produce_with_headers.
+func produceMessages(leadership *C.krabka_leadership_t, msgs []coord.Message, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) C.krabka_err_t {
+	l, err := leadershipOf(unsafe.Pointer(leadership))
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

@@ -30,6 +30,8 @@ type watchObj struct {
 	fd     C.int
 	hasFd  bool
 	closed bool
+	// lastMeta is the metadata of the event last handed out (krabka_watch_metadata).
+	lastMeta []byte
 	cur    *watchEventC // the event last returned by krabka_watch_next
 }
 
@@ -227,6 +229,7 @@ func kc_go_watch_next(watch *C.krabka_watch_t, timeout_ms C.int64_t, out *C.krab
 	}
 	o.cur.free()
 	o.cur = ce
+	o.lastMeta = e.Metadata
 	*out = *ce.c
 	o.mu.Unlock()
 	return C.KRABKA_OK
@@ -270,6 +273,9 @@ func kc_go_watch_next_async(watch *C.krabka_watch_t, timeout_ms C.int64_t, queue
 			ev.err, ev.errstr = codeOf(err), err.Error()
 		} else {
 			ev.watch = cWatchEvent(e)
+			o.mu.Lock()
+			o.lastMeta = e.Metadata
+			o.mu.Unlock()
 		}
 		post(q, ev)
 	}()

@@ -829,6 +829,126 @@ krabka_err_t krabka_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms,
  *  krabka_watch_next calls answer CLOSED). Blocks briefly. */
 krabka_err_t krabka_watch_destroy(krabka_watch_t *watch);
 
+/* ------------------------------------------------------------------------ */
+/* Record headers: metadata, named successor, token stamping, verifier       */
+/* (COORDINATION.md section 11). Added in 1.1; no struct of ABI 1 changed:   */
+/* the rule is add, never change.                                            */
+/* ------------------------------------------------------------------------ */
+
+/** Most bytes of metadata (krabka.meta) of a term or of a member. */
+#define KRABKA_MAX_METADATA_BYTES 4096
+
+/** The metadata this client writes when member acquires role from now on
+ *  (krabka_client_acquire, _try_acquire, _acquire_async): term_meta on every
+ *  lease record of the term it wins (an address clients should use, say),
+ *  member_meta on its registration (what a candidate advertises before it
+ *  leads). NULL with length 0: none. Over KRABKA_MAX_METADATA_BYTES:
+ *  INVALID_ARG, nothing stored. Never blocks; writes nothing itself. */
+krabka_err_t krabka_client_set_metadata(krabka_client_t *client,
+                                        const char *role, size_t role_len,
+                                        const char *member, size_t member_len,
+                                        const uint8_t *term_meta,
+                                        size_t term_meta_len,
+                                        const uint8_t *member_meta,
+                                        size_t member_meta_len, char *errstr,
+                                        size_t errstr_size);
+/** Changes the term's metadata: a renewal whose lease record carries data
+ *  (NULL with len 0: no metadata from now on). The lease and its metadata
+ *  change in one record, so no reader sees the metadata with another term's
+ *  lease. Errors as krabka_leadership_renew; over KRABKA_MAX_METADATA_BYTES:
+ *  INVALID_ARG before anything is written. Blocks up to timeout_ms. */
+krabka_err_t krabka_leadership_set_metadata(krabka_leadership_t *leadership,
+                                            const uint8_t *data, size_t len,
+                                            int64_t timeout_ms, char *errstr,
+                                            size_t errstr_size);
+/** The term's metadata as last written: copied into buf (at most buf_size
+ *  bytes; KRABKA_MAX_METADATA_BYTES always suffices), *len set to its full
+ *  length (0: none). KRABKA_ERR_INVALID_ARG when buf_size < *len (nothing
+ *  copied, *len still set). Never blocks. */
+krabka_err_t krabka_leadership_metadata(const krabka_leadership_t *leadership,
+                                        uint8_t *buf, size_t buf_size,
+                                        size_t *len);
+/** krabka_leadership_resign naming the member to hand over to (header
+ *  krabka.successor on the expired lease): if it is in the roster it
+ *  challenges at once and every other standby one stagger later than its
+ *  rank alone; a member that is not registered is ignored by readers.
+ *  Blocks up to timeout_ms. */
+krabka_err_t krabka_leadership_resign_to(krabka_leadership_t *leadership,
+                                         const char *successor,
+                                         size_t successor_len,
+                                         int64_t timeout_ms, char *errstr,
+                                         size_t errstr_size);
+
+/** One record header of a guarded write. key: NUL-terminated UTF-8; names
+ *  starting with "krabka." are reserved (INVALID_ARG). value NULL: empty. */
+typedef struct krabka_header {
+    const char *key;
+    const uint8_t *value;
+    size_t value_len;
+} krabka_header_t;
+
+/** krabka_leadership_produce with record headers: message i carries
+ *  header_counts[i] headers, taken in order from headers (so headers holds
+ *  the sum of header_counts entries). header_counts NULL: no headers. With
+ *  krabka.produce.token.header (default true) every message also carries
+ *  krabka.token = "<producer id>:<epoch>" of the token it is written with.
+ *  A new call rather than a new message struct: krabka_message_t stays as
+ *  ABI 1 callers compiled it. Blocks up to timeout_ms. */
+krabka_err_t krabka_leadership_produce_with_headers(
+    krabka_leadership_t *leadership, const krabka_message_t *messages,
+    size_t count, const krabka_header_t *headers, const size_t *header_counts,
+    int64_t timeout_ms, krabka_produce_result_t *results, char *errstr,
+    size_t errstr_size);
+
+/** The term's metadata of a describe result (see
+ *  krabka_leadership_metadata for buf, buf_size and *len; *len 0: none). */
+krabka_err_t krabka_status_metadata(const krabka_status_t *status,
+                                    uint8_t *buf, size_t buf_size, size_t *len);
+/** The registration metadata of roster entry index (as
+ *  krabka_status_metadata; INVALID_ARG when index >= count). */
+krabka_err_t krabka_status_roster_metadata(const krabka_status_t *status,
+                                           size_t index, uint8_t *buf,
+                                           size_t buf_size, size_t *len);
+/** The term's metadata of the event krabka_watch_next last returned on
+ *  this watch (as krabka_status_metadata; *len 0: none). */
+krabka_err_t krabka_watch_metadata(krabka_watch_t *watch, uint8_t *buf,
+                                   size_t buf_size, size_t *len);
+
+/** A verifier of consumed guarded writes (COORDINATION.md 11.5): it keeps
+ *  the highest token seen per scope (a role, or what the consumer groups
+ *  writers by). Safe for concurrent use. Destroy with
+ *  krabka_verifier_destroy. */
+typedef struct krabka_verifier krabka_verifier_t;
+
+/** Verdicts of krabka_verifier_judge. */
+typedef enum krabka_verdict {
+    /** krabka.token names the record batch's producer id and epoch, not
+     *  older than the highest seen */
+    KRABKA_VERDICT_OK = 0,
+    /** the batch's token is older than the highest seen for the scope */
+    KRABKA_VERDICT_STALE = 1,
+    /** krabka.token is not a token, or not the batch's */
+    KRABKA_VERDICT_MISMATCH = 2,
+    /** no krabka.token header (the batch still counts for staleness) */
+    KRABKA_VERDICT_UNSTAMPED = 3
+} krabka_verdict_t;
+
+krabka_err_t krabka_verifier_new(krabka_verifier_t **out);
+/** Judges one consumed record of scope (UTF-8, scope_len bytes): header is
+ *  its krabka.token value (NULL: the record has none), batch the producer
+ *  id and epoch of its record batch. Checked in order: MISMATCH, STALE,
+ *  UNSTAMPED, OK; a record neither MISMATCH nor STALE raises the scope's
+ *  highest token. Never blocks. */
+krabka_err_t krabka_verifier_judge(krabka_verifier_t *verifier,
+                                   const char *scope, size_t scope_len,
+                                   const uint8_t *header, size_t header_len,
+                                   krabka_token_t batch, krabka_verdict_t *out);
+/** The highest token seen for scope (*has = 0: none yet). */
+krabka_err_t krabka_verifier_highest(krabka_verifier_t *verifier,
+                                     const char *scope, size_t scope_len,
+                                     int *has, krabka_token_t *out);
+krabka_err_t krabka_verifier_destroy(krabka_verifier_t *verifier);
+
 #ifdef __cplusplus
 }
 #endif

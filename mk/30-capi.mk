@@ -30,7 +30,7 @@ TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-headers-live capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -104,7 +104,7 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-headers-live
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).
@@ -122,6 +122,13 @@ capi-blind: lib $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_BLIND_TOPIC) 1
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
 	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/blind
+
+# Record headers through the C ABI (tests/c/headers.c): metadata, resign to
+# a named successor, guarded writes with headers, the verifier.
+capi-headers-live: lib $(CAPI_BUILD)/headers
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-headers-live: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running broker" >&2; exit 1; }
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
+	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/headers
 
 # The fork guard: calls in a child after fork() answer KRABKA_ERR_FORKED
 # (never enter the Go runtime); the parent keeps its leadership.
