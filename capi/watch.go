@@ -32,7 +32,7 @@ type watchObj struct {
 	closed bool
 	// lastMeta is the metadata of the event last handed out (krabka_watch_metadata).
 	lastMeta []byte
-	cur    *watchEventC // the event last returned by krabka_watch_next
+	cur      *watchEventC // the event last returned by krabka_watch_next
 }
 
 func watchOf(p unsafe.Pointer) (*watchObj, error) { return object[*watchObj](p, kindWatch) }

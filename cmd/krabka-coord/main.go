@@ -4,7 +4,7 @@
 //
 //	krabka-coord [global flags] COMMAND [flags] [ARGS]
 //
-// Commands: describe, roles, watch, check, leave, fence, verify, exporter, config, version,
+// Commands: describe, roles, watch, check, leave, fence, exporter, config, version,
 // help. `krabka-coord help COMMAND` (or `COMMAND --help`) prints a command's
 // flags and an example. docs/CLI.md documents every command and the exit
 // codes.
@@ -40,7 +40,7 @@ const exitCodesHelp = `Exit codes:
   0  success (check: no FAIL line; watch and exporter: stopped by SIGINT/SIGTERM)
   1  the command failed: the cluster answered an error or could not be reached
   2  usage: unknown command or flag, missing argument, bad property value, bad role or member name
-  3  check: at least one FAIL line; verify: a STALE or MISMATCH record
+  3  check: at least one FAIL line
   4  leave: refused, the member holds the lease and --yes was not given; fence: --yes not given
   5  leave: the member is not registered in the role; fence: the role has no lease or
      the --to member is not registered (nothing written in either case)
@@ -250,7 +250,7 @@ func indent(s, pre string) string {
 
 func init() {
 	commands = append(commands,
-		describeCommand, rolesCommand, watchCommand, checkCommand, leaveCommand, fenceCommand, verifyCommand, exporterCommand,
+		describeCommand, rolesCommand, watchCommand, checkCommand, leaveCommand, fenceCommand, exporterCommand,
 		&command{
 			name: "config", summary: "print the effective configuration (secrets redacted)",
 			help: `Prints every property of the library with the value the flags give it, one

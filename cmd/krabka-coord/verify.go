@@ -126,3 +126,7 @@ func runVerify(e *env, args []string) int {
 	}
 	return exitOK
 }
+
+// verify registers itself after the commands of main.go (help lists it
+// after them); exit 3 is check's code reused: a STALE or MISMATCH record.
+func init() { commands = append(commands, verifyCommand) }
