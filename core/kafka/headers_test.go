@@ -3,10 +3,12 @@ package kafka_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/krabka/krabka-coord/core"
@@ -256,5 +258,85 @@ func TestGuardedWritesAreStampedAndVerified(t *testing.T) {
 	}
 	if verdicts["v1"] != core.VerdictOK || verdicts["outside-stale"] != core.VerdictStale || verdicts["outside-copied"] != core.VerdictMismatch {
 		t.Fatalf("verdicts %v", verdicts)
+	}
+}
+
+// Metadata survives compaction (COORDINATION.md 11: compaction keeps the
+// last record of a key with its headers): on a topic that rolls segments
+// every 100 ms and cleans at once, a term's metadata and a member's, written
+// before many superseding lease records, are still there after the cleaner
+// removed the older lease records (the test waits until it did).
+func TestMetadataSurvivesCompaction(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{})
+	topic := uniq("it-compact-")
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	str := func(s string) *string { return &s }
+	res, err := kadm.NewClient(adm).CreateTopic(ctxFor(t, 20*time.Second), 1, -1, map[string]*string{
+		"cleanup.policy": str("compact"), "segment.ms": str("100"), "min.cleanable.dirty.ratio": str("0.01"),
+		"min.compaction.lag.ms": str("0"), "delete.retention.ms": str("100"),
+	}, topic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, c.Bootstrap, "krabka.topic", topic, "krabka.lease.ms", "30000", "krabka.renew.interval.ms", "10000")
+	role := core.MustRole(uniq("it-compact-role-"))
+	l, err := cl.Acquire(ctxFor(t, 20*time.Second), role, core.MustMemberID("m"), coord.WithMetadata([]byte("first")), coord.WithMemberMetadata([]byte("member-m")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writes = 30
+	for i := 0; i < writes; i++ {
+		time.Sleep(150 * time.Millisecond) // past segment.ms: the next append rolls a segment
+		if err := l.SetMetadata(ctxFor(t, 10*time.Second), []byte(fmt.Sprintf("term-%02d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := kafka.New(testConfig(t, c.Bootstrap, "krabka.topic", topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	leaseKey := core.EncodeKey(core.LeaseKey(role))
+	leases := func() (n int, last core.RawRecord) {
+		recs, err := tr.Read(ctxFor(t, 20*time.Second), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if bytes.Equal(r.Key, leaseKey) {
+				n, last = n+1, r
+			}
+		}
+		return n, last
+	}
+	n0, _ := leases()
+	if n0 < writes {
+		t.Fatalf("%d lease records before compaction, want at least %d", n0, writes)
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	var n int
+	for n, _ = leases(); n >= n0/2; n, _ = leases() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log cleaner did not compact %s within 120 s (%d of %d lease records left)", topic, n, n0)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("compaction left %d of %d lease records", n, n0)
+	// A fresh client folds what compaction left.
+	fresh := newClient(t, c.Bootstrap, "krabka.topic", topic)
+	st, err := fresh.Describe(ctxFor(t, 20*time.Second), role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("term-%02d", writes-1)
+	if string(st.Metadata) != want || len(st.Roster) != 1 || string(st.Roster[0].Metadata) != "member-m" || st.Token != l.Token() {
+		t.Fatalf("after compaction: metadata %q roster %+v token %s", st.Metadata, st.Roster, st.Token)
 	}
 }
