@@ -47,15 +47,8 @@ func putMeta(b []byte, buf *C.uint8_t, size C.size_t, n *C.size_t) C.krabka_err_
 //export kc_go_client_set_metadata
 func kc_go_client_set_metadata(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, term_meta *C.kc_cuint8_t, term_meta_len C.size_t, member_meta *C.kc_cuint8_t, member_meta_len C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	c, err := clientOf(unsafe.Pointer(client))
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	ro, err := role(r, role_len)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	me, err := member(m, member_len)
+	var unused *C.krabka_leadership_t
+	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &unused)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

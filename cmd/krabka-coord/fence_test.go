@@ -8,7 +8,6 @@ import (
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
-	"github.com/krabka/krabka-coord/core/kafka"
 )
 
 // krabka-coord fence on a real broker: without --yes nothing is written
@@ -21,18 +20,7 @@ func TestFenceCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	client := func() *coord.Client {
-		cfg := coord.DefaultConfig()
-		for _, kv := range [][2]string{{"bootstrap.servers", bs}, {"krabka.lease.ms", "30000"}, {"krabka.renew.interval.ms", "10000"}, {"krabka.challenge.stagger.ms", "500"}} {
-			if err := cfg.Set(kv[0], kv[1]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, err := kafka.NewClient(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return libClient(t, bs, "krabka.lease.ms", "30000", "krabka.renew.interval.ms", "10000", "krabka.challenge.stagger.ms", "500")
 	}
 	r := core.MustRole(role)
 	a, err := client().Acquire(ctx, r, core.MustMemberID("a"))

@@ -12,8 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/krabka/krabka-coord/core"
-	"github.com/krabka/krabka-coord/core/coord"
-	"github.com/krabka/krabka-coord/core/kafka"
 )
 
 func mustToken(t *testing.T, s string) core.FencingToken {
@@ -191,23 +189,8 @@ func TestLeaveWithARolePrefix(t *testing.T) {
 	role := uniqueRole("cli-leave-prefix")
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	newClient := func(kv ...string) *coord.Client {
-		cfg := coord.DefaultConfig()
-		for i := 0; i+1 < len(kv); i += 2 {
-			if err := cfg.Set(kv[i], kv[i+1]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, err := kafka.NewClient(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	settings := []string{"bootstrap.servers", bs, "krabka.leave.on.close", "false"}
-	prefixed := newClient(append(settings, "krabka.role.prefix", "env.")...)
-	plain := newClient(settings...)
+	prefixed := libClient(t, bs, "krabka.leave.on.close", "false", "krabka.role.prefix", "env.")
+	plain := libClient(t, bs, "krabka.leave.on.close", "false")
 	r := core.MustRole(role)
 	for _, m := range []string{"p1", "p2"} {
 		if _, _, err := prefixed.TryAcquire(ctx, r, core.MustMemberID(m)); err != nil {

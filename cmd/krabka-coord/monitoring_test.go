@@ -23,7 +23,6 @@ import (
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
-	"github.com/krabka/krabka-coord/core/kafka"
 )
 
 const (
@@ -456,18 +455,7 @@ func TestMonitoringArtifactsUseOnlyTheExportersMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	newClient := func() *coord.Client {
-		cfg := coord.DefaultConfig()
-		for _, kv := range [][2]string{{"bootstrap.servers", bs}, {"krabka.lease.ms", "6000"}, {"krabka.renew.interval.ms", "2000"}} {
-			if err := cfg.Set(kv[0], kv[1]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, err := kafka.NewClient(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return libClient(t, bs, "krabka.lease.ms", "6000", "krabka.renew.interval.ms", "2000")
 	}
 	r := core.MustRole(role)
 	holder, _, err := newClient().TryAcquire(ctx, r, core.MustMemberID("mon-1"))

@@ -52,22 +52,11 @@ type RosterRank struct {
 // view, brought up to the partition's last stable offset first; otherwise
 // the partition is read once. Blocks until both answered or ctx ends.
 func (c *Client) Describe(ctx context.Context, name core.Role) (*Status, error) {
-	if err := checkNames(name, nil); err != nil {
-		return nil, err
-	}
-	role, err := c.wire(name)
+	role, cctx, cancel, p, err := c.roleCall(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkOpen(); err != nil {
-		return nil, err
-	}
-	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	p, err := c.partition(cctx, role)
-	if err != nil {
-		return nil, c.fail(cctx, err)
-	}
 	var (
 		wg     sync.WaitGroup
 		tok    core.FencingToken

@@ -49,25 +49,14 @@ const MaxFencedByBytes = 256
 // (INVALID_ARG). by is free text naming who fenced (non-empty UTF-8, at most
 // MaxFencedByBytes). Blocks for one mint and one transaction.
 func (c *Client) Fence(ctx context.Context, name core.Role, by string, successor *core.MemberID) (*FenceResult, error) {
-	if err := checkNames(name, nil); err != nil {
-		return nil, err
-	}
 	if by == "" || !utf8.ValidString(by) || len(by) > MaxFencedByBytes {
 		return nil, WrapError(ErrInvalidArgument, nil, "fenced-by %q: must be non-empty UTF-8 of at most %d bytes", by, MaxFencedByBytes)
 	}
-	role, err := c.wire(name)
+	role, cctx, cancel, p, err := c.roleCall(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkOpen(); err != nil {
-		return nil, err
-	}
-	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	p, err := c.partition(cctx, role)
-	if err != nil {
-		return nil, c.fail(cctx, err)
-	}
 	st, err := c.stateOf(cctx, role, p)
 	if err != nil {
 		return nil, c.fail(cctx, err)

@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -38,6 +39,30 @@ func (c *Client) wire(role core.Role) (wireRole, error) {
 // belongs to another environment).
 func (c *Client) logRole(r core.Role) (w wireRole, ok bool) {
 	return wireRole{r}, strings.HasPrefix(r.String(), c.cfg.RolePrefix)
+}
+
+// roleCall is the head of a call on one role: the name checked, its wire
+// role, the client open, the call's context (cancel it when done; on an
+// error it is already cancelled) and the role's partition.
+func (c *Client) roleCall(ctx context.Context, name core.Role) (wireRole, context.Context, context.CancelFunc, int32, error) {
+	if err := checkNames(name, nil); err != nil {
+		return wireRole{}, nil, nil, 0, err
+	}
+	role, err := c.wire(name)
+	if err != nil {
+		return wireRole{}, nil, nil, 0, err
+	}
+	if err := c.checkOpen(); err != nil {
+		return wireRole{}, nil, nil, 0, err
+	}
+	cctx, cancel := c.callCtx(ctx)
+	p, err := c.partition(cctx, role)
+	if err != nil {
+		err = c.fail(cctx, err)
+		cancel()
+		return wireRole{}, nil, nil, 0, err
+	}
+	return role, cctx, cancel, p, nil
 }
 
 // user is the inverse of wire: the role name the caller used.
