@@ -29,6 +29,8 @@ type options struct {
 	allRoles bool   // exporter --all-roles
 	interval string // exporter --interval, roles refresh
 	renewals bool   // watch --renewals
+
+	run runOptions // run's flags (run.go)
 }
 
 type setting struct {

@@ -4,8 +4,8 @@
 //
 //	krabka-coord [global flags] COMMAND [flags] [ARGS]
 //
-// Commands: describe, roles, watch, check, leave, fence, exporter, config, version,
-// help. `krabka-coord help COMMAND` (or `COMMAND --help`) prints a command's
+// Commands: describe, roles, watch, check, leave, fence, exporter, run, config,
+// version, help. `krabka-coord help COMMAND` (or `COMMAND --help`) prints a command's
 // flags and an example. docs/CLI.md documents every command and the exit
 // codes.
 package main
@@ -44,6 +44,7 @@ const exitCodesHelp = `Exit codes:
   4  leave: refused, the member holds the lease and --yes was not given; fence: --yes not given
   5  leave: the member is not registered in the role; fence: the role has no lease or
      the --to member is not registered (nothing written in either case)
+  run: CMD's own exit code, 126/127 CMD cannot start, 200-202 the role was lost (krabka-coord help run)
 `
 
 func main() {
@@ -60,6 +61,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	o      *options
+	// dash: the index in the positional arguments of the first one that
+	// came after "--" (-1 without "--"); run needs it to find CMD.
+	dash int
 }
 
 func (e *env) errorf(format string, args ...any) {
@@ -131,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.flags != nil {
 		c.flags(fs, o)
 	}
-	pos, err := parseInterleaved(fs, rest[1:])
+	pos, dash, err := parseArgs(fs, rest[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printCommandHelp(stdout, c)
@@ -140,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "krabka-coord %s: %v\n(krabka-coord %s --help shows the flags and an example)\n", c.name, err, c.name)
 		return exitUsage
 	}
-	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, o: o}
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, o: o, dash: dash}
 	return c.run(e, pos)
 }
 
@@ -148,18 +152,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // (`describe ROLE -o json` as well as `describe -o json ROLE`); everything
 // after "--" is positional.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, _, err := parseArgs(fs, args)
+	return pos, err
+}
+
+// parseArgs is parseInterleaved that also returns the index in pos of the
+// first argument after "--" (-1 when there was no "--").
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, int, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, -1, err
 		}
 		rest := fs.Args()
 		consumed := len(args) - len(rest)
 		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), nil
+			return append(pos, rest...), len(pos), nil
 		}
 		if len(rest) == 0 {
-			return pos, nil
+			return pos, -1, nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
@@ -251,6 +262,7 @@ func indent(s, pre string) string {
 func init() {
 	commands = append(commands,
 		describeCommand, rolesCommand, watchCommand, checkCommand, leaveCommand, fenceCommand, exporterCommand,
+		runCommand,
 		&command{
 			name: "config", summary: "print the effective configuration (secrets redacted)",
 			help: `Prints every property of the library with the value the flags give it, one

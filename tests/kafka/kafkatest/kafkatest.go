@@ -23,6 +23,10 @@
 //	KRABKA_BOOTSTRAP_3N      3 nodes, PLAINTEXT, tv2, RF 3, min.insync.replicas=2
 //	KRABKA_BOOTSTRAP_3N_DIR  its cluster.sh dir (needed by KillNode/StartNode)
 //	(KRABKA_BOOTSTRAP_DIR, KRABKA_BOOTSTRAP_TV1_DIR, KRABKA_SASL_DIR likewise)
+//
+// A cluster with ExtraListeners is never taken from the environment: it is
+// always started here, because its brokers advertise addresses where the
+// test puts fault proxies (tests/kafka/faultproxy) to cut a client's link.
 package kafkatest
 
 import (
@@ -64,6 +68,18 @@ type Options struct {
 	Nodes      int  // 1 or 3
 	SASL       bool // add a SCRAM-SHA-256 SASL_PLAINTEXT listener, authorizer and ACLs
 	TxnVersion int  // 1 or 2
+	// ExtraListeners (0 to 4): more PLAINTEXT listeners per node
+	// (cluster.sh --extra-listeners), each advertised at an address of its
+	// own where the test listens with a fault proxy to the listener
+	// (Cluster.Extra). A client bootstrapped on the advertised addresses of
+	// listener k reaches every broker through those proxies only.
+	ExtraListeners int
+}
+
+// ExtraListener is one extra listener of one node: the broker listens at
+// Listen and tells clients of that listener to connect to Advertised.
+type ExtraListener struct {
+	Listen, Advertised string
 }
 
 // Cluster is a running cluster.
@@ -79,6 +95,8 @@ type Cluster struct {
 	Nodes                                                  int
 	TxnVersion                                             int
 	FromEnv                                                bool // true when the environment named it (not started by this binary)
+	// Extra[k][i] is extra listener k+1 of node i+1 (Options.ExtraListeners).
+	Extra [][]ExtraListener
 }
 
 type entry struct {
@@ -116,6 +134,12 @@ func (o Options) DefaultName() string {
 	if o.TxnVersion == 1 {
 		parts = append(parts, "tv1")
 	}
+	if o.ExtraListeners > 0 {
+		if len(parts) == 0 {
+			parts = append(parts, "tv2")
+		}
+		parts = append(parts, fmt.Sprintf("x%d", o.ExtraListeners))
+	}
 	if len(parts) == 0 {
 		return "tv2"
 	}
@@ -149,6 +173,9 @@ func Start(t testing.TB, o Options) *Cluster {
 	if o.TxnVersion != 1 && o.TxnVersion != 2 {
 		t.Fatalf("kafkatest: TxnVersion must be 1 or 2, got %d", o.TxnVersion)
 	}
+	if o.ExtraListeners < 0 || o.ExtraListeners > 4 {
+		t.Fatalf("kafkatest: ExtraListeners must be 0 to 4, got %d", o.ExtraListeners)
+	}
 	if o.Name == "" {
 		o.Name = o.DefaultName()
 	}
@@ -163,7 +190,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if e.err != nil {
 		t.Fatalf("kafkatest: cluster %q unavailable: %v", o.Name, e.err)
 	}
-	if e.c.Nodes != o.Nodes || e.c.TxnVersion != o.TxnVersion || (e.c.SASLBootstrap != "") != o.SASL {
+	if e.c.Nodes != o.Nodes || e.c.TxnVersion != o.TxnVersion || (e.c.SASLBootstrap != "") != o.SASL || len(e.c.Extra) != o.ExtraListeners {
 		t.Fatalf("kafkatest: cluster name %q reused with different options", o.Name)
 	}
 	return e.c
@@ -171,7 +198,7 @@ func Start(t testing.TB, o Options) *Cluster {
 
 func get(o Options) (*Cluster, error) {
 	envB, envD := o.EnvVar()
-	if o.Name == o.DefaultName() {
+	if o.Name == o.DefaultName() && o.ExtraListeners == 0 {
 		if b := os.Getenv(envB); b != "" {
 			c := &Cluster{Name: o.Name, Nodes: o.Nodes, TxnVersion: o.TxnVersion, Dir: os.Getenv(envD), FromEnv: true}
 			if o.SASL {
@@ -253,13 +280,19 @@ func run(timeout time.Duration, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// freeBase finds a port base whose ports (6 per node, 10 apart) all listen-free.
-func freeBase(nodes int) int {
+// freeBase finds a port base whose ports (perNode per node, 10 apart) all
+// listen-free, and none of them in avoid.
+func freeBase(nodes, perNode int, avoid ...int) int {
 	for range 50 {
 		base := 25000 + rand.IntN(380)*10 // below the ephemeral range (32768+)
 		ok := true
+		for _, a := range avoid {
+			if base >= a-10*nodes && base <= a+10*nodes {
+				ok = false
+			}
+		}
 		for i := 0; i < nodes && ok; i++ {
-			for d := 0; d < 6 && ok; d++ {
+			for d := 0; d < perNode && ok; d++ {
 				l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+10*i+d))
 				if err != nil {
 					ok = false
@@ -286,11 +319,17 @@ func startScript(o Options) (*Cluster, error) {
 	dir := filepath.Join(root(), fmt.Sprintf("go-%s-%d", o.Name, os.Getpid()))
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
+		base := freeBase(o.Nodes, 6+o.ExtraListeners)
 		args := []string{"start", "--name", o.Name, "--dir", dir,
 			"--nodes", strconv.Itoa(o.Nodes), "--txn-version", strconv.Itoa(o.TxnVersion),
-			"--port", strconv.Itoa(freeBase(o.Nodes)), "--owner", strconv.Itoa(os.Getpid())}
+			"--port", strconv.Itoa(base), "--owner", strconv.Itoa(os.Getpid())}
 		if o.SASL {
 			args = append(args, "--sasl", "--tls")
+		}
+		adv := 0
+		if o.ExtraListeners > 0 {
+			adv = freeBase(o.Nodes, o.ExtraListeners, base)
+			args = append(args, "--extra-listeners", fmt.Sprintf("%d:%d", o.ExtraListeners, adv))
 		}
 		out, err := run(5*time.Minute, args...)
 		if err != nil {
@@ -304,6 +343,18 @@ func startScript(o Options) (*Cluster, error) {
 		}
 		c := &Cluster{Name: o.Name, Dir: dir, Nodes: o.Nodes, TxnVersion: o.TxnVersion}
 		c.Bootstrap = strings.TrimSpace(lastLine(out))
+		// cluster.sh: extra listener k of node i listens at base+10(i-1)+5+k
+		// and is advertised at adv+10(i-1)+k-1.
+		for k := 1; k <= o.ExtraListeners; k++ {
+			var l []ExtraListener
+			for i := 1; i <= o.Nodes; i++ {
+				l = append(l, ExtraListener{
+					Listen:     fmt.Sprintf("127.0.0.1:%d", base+10*(i-1)+5+k),
+					Advertised: fmt.Sprintf("127.0.0.1:%d", adv+10*(i-1)+k-1),
+				})
+			}
+			c.Extra = append(c.Extra, l)
+		}
 		mu.Lock()
 		started = append(started, c)
 		mu.Unlock()
