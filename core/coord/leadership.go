@@ -515,9 +515,6 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 		if m.Partition < -1 {
 			return nil, WrapError(ErrInvalidArgument, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
 		}
-		if m.Topic == l.c.cfg.Topic {
-			return nil, WrapError(ErrInvalidArgument, nil, "message %d: topic %q is the coordination topic (krabka.topic), not a command topic", i, m.Topic)
-		}
 		for _, h := range m.Headers {
 			if strings.HasPrefix(h.Key, "krabka.") {
 				return nil, WrapError(ErrInvalidArgument, nil, "message %d: header %q: names starting with \"krabka.\" are reserved (COORDINATION.md 11)", i, h.Key)
