@@ -60,6 +60,7 @@ from ._pure import (
     validate_token,
 )
 from ._watch import Watch, WatchEvent
+from ._verify import Verdict, Verifier
 from ._client import (
     Client,
     Leadership,
@@ -81,10 +82,14 @@ def library_version() -> str:
 NAME_MAX = 249
 """Longest role or member id in bytes."""
 
+MAX_METADATA_BYTES = 4096
+"""Most bytes of metadata of a term or of a member (KRABKA_MAX_METADATA_BYTES)."""
+
 __all__ = [
     "Watch",
     "WatchEvent",
     "ABI_VERSION",
+    "MAX_METADATA_BYTES",
     "NAME_MAX",
     "NO_EPOCH",
     "AuthorizationError",
@@ -118,6 +123,8 @@ __all__ = [
     "TransportError",
     "TryAcquireResult",
     "UnsupportedError",
+    "Verdict",
+    "Verifier",
     "decode_key",
     "decode_lease",
     "decode_registration",

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import Optional, Union
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._native import INT64_MAX
 
 Name = Union[str, bytes, bytearray, memoryview]
 Timeout = Union[int, float, datetime.timedelta, None]
+Bytes = Union[bytes, bytearray, memoryview]
+#: Record headers of a guarded write: a mapping of names to values, or a
+#: sequence of (name, value) pairs (which may repeat a name).
+Headers = Union[Mapping[str, Bytes], Sequence[Tuple[str, Bytes]], None]
 
 
 def name_bytes(value: object, what: str) -> bytes:
@@ -33,6 +37,49 @@ def data_bytes(value: object, what: str, allow_none: bool = False) -> Optional[b
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     raise TypeError("%s must be bytes-like, not %s" % (what, type(value).__name__))
+
+
+def metadata_bytes(value: object, what: str) -> Optional[bytes]:
+    """Metadata of a term or a member: bytes-like or None (none). str is
+    refused: metadata is opaque bytes (encode it yourself). The size limit
+    (MAX_METADATA_BYTES) is the library's rule, checked there."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError("%s must be bytes or None, not %s" % (what, type(value).__name__))
+
+
+def header_pairs(headers: object, what: str = "headers") -> List[Tuple[bytes, bytes]]:
+    """Record headers as (UTF-8 name, value) pairs, in order. Names must be
+    str without NUL, values bytes-like; the reserved "krabka." names are the
+    library's rule (INVALID_ARG there)."""
+    if headers is None:
+        return []
+    if isinstance(headers, Mapping):
+        items: Sequence[object] = list(headers.items())
+    elif isinstance(headers, (list, tuple)):
+        items = headers
+    else:
+        raise TypeError(
+            "%s must be a dict of str to bytes or a sequence of (str, bytes) pairs, not %s"
+            % (what, type(headers).__name__)
+        )
+    out: List[Tuple[bytes, bytes]] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise TypeError("%s[%d] must be a (name, value) pair, not %r" % (what, i, item))
+        name, value = item
+        if not isinstance(name, str):
+            raise TypeError("%s[%d]: the header name must be str, not %s" % (what, i, type(name).__name__))
+        if "\x00" in name:
+            raise ValueError("%s[%d]: the header name %r contains NUL" % (what, i, name))
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(
+                "%s[%d]: the value of header %r must be bytes, not %s" % (what, i, name, type(value).__name__)
+            )
+        out.append((name.encode("utf-8"), bytes(value)))
+    return out
 
 
 def payload_bytes(value: object, what: str) -> Optional[bytes]:

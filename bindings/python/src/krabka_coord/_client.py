@@ -12,14 +12,16 @@ import queue
 import select
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _events, _native
-from ._args import Name, Timeout, check_int, name_bytes, payload_bytes, timeout_ms
+from ._args import Bytes, Headers, Name, Timeout, check_int, header_pairs, metadata_bytes, name_bytes, payload_bytes, timeout_ms
 from ._errors import ClosedError, ConfigError, ErrorCode, KrabkaError, NotLeaderError, error_for, raise_for
 from ._native import (
     INT32_MAX,
+    MAX_METADATA_BYTES,
     NAME_BUF,
+    HeaderStruct,
     PARTITION_ANY,
     LeaseStruct,
     MessageStruct,
@@ -60,6 +62,21 @@ def _config_text(key: str, value: object) -> str:
     raise TypeError(
         "configuration value of %r must be str, int or bool, not %s" % (key, type(value).__name__)
     )
+
+
+def _read_metadata(fn: Callable[[Any, int, Any], int]) -> Optional[bytes]:
+    """Metadata through one of the C copy-out calls (fn(buf, size, &len)):
+    None when there is none (length 0; empty metadata is none)."""
+    size = MAX_METADATA_BYTES
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        n = ctypes.c_size_t()
+        code = fn(buf, size, ctypes.byref(n))
+        if code == ErrorCode.INVALID_ARG and n.value > size:
+            size = n.value  # never with this library (4096 always suffices)
+            continue
+        raise_for(code)
+        return buf.raw[: n.value] if n.value else None
 
 
 def _ms_to_datetime(ms: int) -> datetime.datetime:
@@ -216,6 +233,11 @@ _interruptible = _workers.run
 # Values
 # --------------------------------------------------------------------------
 
+#: A message of produce_many: (topic, value, key, partition) ...
+Message = Tuple[str, Union[bytes, str, None], Union[bytes, str, None], Optional[int]]
+#: ... or (topic, value, key, partition, headers).
+MessageWithHeaders = Tuple[str, Union[bytes, str, None], Union[bytes, str, None], Optional[int], Headers]
+
 
 class LeadershipState(enum.IntEnum):
     """krabka_leadership_state_t."""
@@ -243,6 +265,10 @@ class RosterEntry:
     offset: int
     registered_at: int
     rank: int
+    #: the member's own metadata (the registration's krabka.meta), or None.
+    #: Always None in a WatchEvent's roster (the C ABI reports it only in
+    #: describe results).
+    metadata: Optional[bytes] = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +285,8 @@ class Status:
     partition: the role's partition of the coordination topic.
     removed: registrations removed by a tombstone (members that resigned,
         were pruned by a winner or left); they are not in `roster`.
+    metadata: the metadata of the term the last lease belongs to
+        (krabka.meta, set by acquire(metadata=...) or set_metadata), or None.
     """
 
     role: str
@@ -270,6 +298,7 @@ class Status:
     skipped: int
     partition: int
     removed: int = 0
+    metadata: Optional[bytes] = None
 
 
 # --------------------------------------------------------------------------
@@ -359,6 +388,34 @@ class Leadership:
         return Lease._from_c(out)
 
     @property
+    def metadata(self) -> Optional[bytes]:
+        """The term's metadata as this leadership last wrote it (acquire's
+        `metadata`, or the last set_metadata), or None. Never blocks."""
+        ptr = self._ptr()
+        _native.require("krabka_leadership_metadata")
+        return _read_metadata(lambda b, size, n: lib.krabka_leadership_metadata(ptr, b, size, n))
+
+    def set_metadata(self, data: Optional[Bytes], timeout: Timeout = None) -> None:
+        """Change the term's metadata (None: none from now on): a renewal
+        whose lease record carries the new value, so the lease and its
+        metadata change in one record and no reader sees it with another
+        term's lease. Watchers get it as a LEASE_RENEWED event even without
+        renewals=True. Raises TypeError unless `data` is bytes or None,
+        InvalidArgumentError over MAX_METADATA_BYTES (4096) before anything is
+        written, and otherwise what renew() raises. Blocks up to `timeout`
+        seconds (default request.timeout.ms); Ctrl-C raises KeyboardInterrupt
+        within about 100 ms (the renewal already sent goes on)."""
+        b = metadata_bytes(data, "data")
+        ms = timeout_ms(timeout)
+        buf = _errbuf()
+        ptr = self._ptr()
+        _native.require("krabka_leadership_set_metadata")
+        n = 0 if b is None else len(b)
+        raise_for(
+            _interruptible(lambda: lib.krabka_leadership_set_metadata(ptr, b, n, ms, buf, len(buf))), buf
+        )
+
+    @property
     def state(self) -> LeadershipState:
         """ACTIVE, FENCED, EXPIRED, RESIGNED or CLOSED. Never blocks."""
         if self._h.get() is None:
@@ -405,6 +462,7 @@ class Leadership:
         key: Union[bytes, str, None] = None,
         partition: Optional[int] = None,
         timeout: Timeout = None,
+        headers: Headers = None,
     ) -> ProduceResult:
         """The guarded write: one message in one transaction of the role's
         transactional producer, so the broker rejects it if this leadership
@@ -413,24 +471,34 @@ class Leadership:
         hashing choose. Past the lease deadline the write is still sent (the
         broker decides) unless a renewal is failing, in which case the
         leadership has ended (LeaseExpiredError). Blocks up to `timeout`
-        seconds (default request.timeout.ms)."""
-        return self.produce_many([(topic, value, key, partition)], timeout=timeout)[0]
+        seconds (default request.timeout.ms).
+
+        `headers`: record headers, a dict of str names to bytes values or a
+        sequence of (str, bytes) pairs (kept in order; a name may repeat).
+        Names starting with "krabka." are reserved (InvalidArgumentError).
+        With krabka.produce.token.header (default true) every guarded write
+        also carries krabka.token = "<producer id>:<epoch>" (see Verifier)."""
+        return self.produce_many([(topic, value, key, partition, headers)], timeout=timeout)[0]
 
     def produce_many(
         self,
-        messages: "list[Tuple[str, Union[bytes, str, None], Union[bytes, str, None], Optional[int]]]",
+        messages: "Sequence[Union[Message, MessageWithHeaders]]",
         timeout: Timeout = None,
     ) -> "list[ProduceResult]":
-        """Several messages (topic, value, key, partition) in ONE transaction:
-        all are written or none. Returns one (partition, offset) per message."""
+        """Several messages (topic, value, key, partition) or (topic, value,
+        key, partition, headers) in ONE transaction: all are written or none.
+        `headers` as in produce(), per message. Returns one (partition,
+        offset) per message."""
         if not isinstance(messages, (list, tuple)) or not messages:
             raise ValueError("messages must be a non-empty list of (topic, value, key, partition)")
         arr = (MessageStruct * len(messages))()
         keep: list[object] = []
+        per_message: List[List[Tuple[bytes, bytes]]] = []
         for i, msg in enumerate(messages):
-            if not isinstance(msg, tuple) or len(msg) != 4:
-                raise TypeError("message %d must be a tuple (topic, value, key, partition)" % i)
-            topic, value, key, partition = msg
+            if not isinstance(msg, tuple) or len(msg) not in (4, 5):
+                raise TypeError("message %d must be a tuple (topic, value, key, partition[, headers])" % i)
+            topic, value, key, partition = msg[:4]
+            per_message.append(header_pairs(msg[4] if len(msg) == 5 else None, "message %d headers" % i))
             if not isinstance(topic, str):
                 raise TypeError("topic must be str, not %s" % type(topic).__name__)
             if not topic or "\x00" in topic:
@@ -451,28 +519,65 @@ class Leadership:
         buf = _errbuf()
         ptr = self._ptr()
         n = len(messages)
+        total = sum(len(h) for h in per_message)
+        if total:
+            _native.require("krabka_leadership_produce_with_headers")
+            hdrs = (HeaderStruct * total)()
+            counts = (ctypes.c_size_t * n)()
+            j = 0
+            for i, pairs in enumerate(per_message):
+                counts[i] = len(pairs)
+                for hk, hv in pairs:
+                    keep.extend((hk, hv))
+                    hdrs[j].key = hk
+                    hdrs[j].value = hv
+                    hdrs[j].value_len = len(hv)
+                    j += 1
+
         # Ctrl-C raises KeyboardInterrupt within about 100 ms; the write the
         # library already sends goes on to its end (it may still land).
         # The worker's call keeps the message bytes (keep) alive to its end.
         def call() -> int:
             len(keep)  # referenced: the closure holds the bytes
+            if total:
+                return lib.krabka_leadership_produce_with_headers(  # type: ignore[no-any-return]
+                    ptr, arr, n, hdrs, counts, ms, results, buf, len(buf)
+                )
             return lib.krabka_leadership_produce(ptr, arr, n, ms, results, buf, len(buf))  # type: ignore[no-any-return]
 
         code = _interruptible(call)
         raise_for(code, buf)
         return [ProduceResult(r.partition, r.offset) for r in results]
 
-    def resign(self, timeout: Timeout = None) -> None:
+    def resign(self, timeout: Timeout = None, *, successor: Optional[Name] = None) -> None:
         """Give the role up and step aside: an expired lease and a tombstone
         of this member's registration, in one transaction under this token,
         so the first standby challenges at once. A courtesy, not a fence: stop guarded
         writes first. The leadership is RESIGNED afterwards even if the write
         failed (the error is raised). Blocks up to `timeout` seconds; Ctrl-C
-        raises KeyboardInterrupt within about 100 ms (the resign goes on)."""
+        raises KeyboardInterrupt within about 100 ms (the resign goes on).
+
+        `successor` (keyword only; str or bytes, a member id) hands the role
+        to that member (header krabka.successor on the expired lease): if it
+        is registered it challenges at once, and every other standby waits
+        one krabka.challenge.stagger.ms longer than its rank alone would make
+        it; a member that is not registered is ignored (the first standby
+        takes over as after a plain resign)."""
+        succ = None
+        if successor is not None:
+            succ = name_bytes(successor, "successor")
+            validate_member(succ)
         ms = timeout_ms(timeout)
         buf = _errbuf()
         ptr = self._ptr()
-        raise_for(_interruptible(lambda: lib.krabka_leadership_resign(ptr, ms, buf, len(buf))), buf)
+        if succ is None:
+            raise_for(_interruptible(lambda: lib.krabka_leadership_resign(ptr, ms, buf, len(buf))), buf)
+            return
+        _native.require("krabka_leadership_resign_to")
+        s = succ
+        raise_for(
+            _interruptible(lambda: lib.krabka_leadership_resign_to(ptr, s, len(s), ms, buf, len(buf))), buf
+        )
 
     def wait_ended(self, timeout: Timeout = None) -> LeadershipState:
         """Block until the leadership is no longer ACTIVE (fenced, expired,
@@ -563,16 +668,26 @@ class Leadership:
         key: Union[bytes, str, None] = None,
         partition: Optional[int] = None,
         timeout: Timeout = None,
+        headers: Headers = None,
     ) -> ProduceResult:
         """produce() on a worker thread of the binding's write pool (up to
         256 threads, started on demand), so that many concurrent awaits are
         in flight together and the library commits them in one transaction
         (group commit)."""
-        return await _in_thread(lambda: self.produce(topic, value, key, partition, timeout), executor=_writes_executor())
+        header_pairs(headers)  # wrong types raise here, not in the thread
+        return await _in_thread(
+            lambda: self.produce(topic, value, key, partition, timeout, headers), executor=_writes_executor()
+        )
 
-    async def resign_async(self, timeout: Timeout = None) -> None:
+    async def set_metadata_async(self, data: Optional[Bytes], timeout: Timeout = None) -> None:
+        """set_metadata() on a worker thread."""
+        metadata_bytes(data, "data")
+        timeout_ms(timeout)
+        await _in_thread(lambda: self.set_metadata(data, timeout))
+
+    async def resign_async(self, timeout: Timeout = None, *, successor: Optional[Name] = None) -> None:
         """resign() on a worker thread."""
-        await _in_thread(lambda: self.resign(timeout))
+        await _in_thread(lambda: self.resign(timeout, successor=successor))
 
     async def __aenter__(self) -> "Leadership":
         return self
@@ -636,6 +751,10 @@ class Client:
 
     def __init__(self, config: Mapping[str, Union[str, int, bool]]) -> None:
         self._h: Optional[_Handle] = None
+        # One lock per (role, member): krabka_client_set_metadata and the
+        # acquire that uses it run under it (see _metadata_for).
+        self._meta_locks: Dict[Tuple[bytes, bytes], threading.Lock] = {}
+        self._meta_locks_guard = threading.Lock()
         if not isinstance(config, Mapping):
             raise TypeError("config must be a dict of property names to values, not %s" % type(config).__name__)
         items = []
@@ -723,11 +842,70 @@ class Client:
         member_s = validate_member(m)
         return r, m, role_s, member_s
 
-    def acquire(self, role: Name, member: Name, timeout: Timeout = None) -> Leadership:
+    # -- metadata of an acquire ---------------------------------------------
+    # The C ABI takes an acquire's metadata out of band: krabka_client_
+    # set_metadata stores it per (role, member) in the client, and the next
+    # acquire of that pair reads it. The binding therefore sets it (or clears
+    # it, when the call passes none) right before every acquire, under the
+    # pair's lock, so that the metadata of one call cannot be replaced by a
+    # concurrent call's before it is used:
+    # - try_acquire holds the lock over the whole C call (it reads the
+    #   metadata first and is bounded by its timeout);
+    # - acquire / acquire_async hold it while the call is issued
+    #   (krabka_client_acquire_async returns at once). The library reads the
+    #   metadata on its own thread just after that, so two such calls of one
+    #   (role, member) with DIFFERENT metadata, started at the same instant
+    #   from two threads, could in principle still see the later one's: start
+    #   them one after the other (the README says so).
+    def _meta_lock(self, r: bytes, m: bytes) -> threading.Lock:
+        with self._meta_locks_guard:
+            lk = self._meta_locks.get((r, m))
+            if lk is None:
+                lk = self._meta_locks[(r, m)] = threading.Lock()
+            return lk
+
+    @staticmethod
+    def _metadata_args(metadata: object, member_metadata: object) -> Tuple[Optional[bytes], Optional[bytes]]:
+        tm = metadata_bytes(metadata, "metadata")
+        mm = metadata_bytes(member_metadata, "member_metadata")
+        if (tm is not None or mm is not None) and "krabka_client_set_metadata" in _native.MISSING:
+            _native.require("krabka_client_set_metadata")
+        return tm, mm
+
+    @staticmethod
+    def _set_metadata(ptr: int, r: bytes, m: bytes, tm: Optional[bytes], mm: Optional[bytes], buf: Any) -> int:
+        """krabka_client_set_metadata (the pair's lock held); 0 or the error
+        code with `buf` filled. Without the function (an older library) there
+        is nothing to clear."""
+        if "krabka_client_set_metadata" in _native.MISSING:
+            return 0
+        return lib.krabka_client_set_metadata(  # type: ignore[no-any-return]
+            ptr, r, len(r), m, len(m), tm, 0 if tm is None else len(tm), mm, 0 if mm is None else len(mm), buf, len(buf)
+        )
+
+    def acquire(
+        self,
+        role: Name,
+        member: Name,
+        timeout: Timeout = None,
+        *,
+        metadata: Optional[Bytes] = None,
+        member_metadata: Optional[Bytes] = None,
+    ) -> Leadership:
         """Take `role` for `member`, waiting as long as the succession rules
         say. Blocks up to `timeout` seconds (None: no limit); raises
         KrabkaTimeoutError (also a builtin TimeoutError) when it passes.
         The returned Leadership is a context manager that resigns on exit.
+
+        `metadata` (bytes): the metadata of the term this call wins, on
+        every lease record of it (an address clients should use, say);
+        describe, watch events and Leadership.metadata report it, and the
+        holder changes it with set_metadata. `member_metadata` (bytes): on
+        the member's registration (what a candidate advertises before it
+        leads; a member already registered keeps the registration it has);
+        roster entries report it. At most MAX_METADATA_BYTES (4096) each:
+        more raises InvalidArgumentError before anything is written; str
+        raises TypeError (encode it). Empty bytes are the same as none.
 
         Interruptible: the library waits on its own threads and this thread
         waits on a private event queue in 0.1 s slices, so Ctrl-C raises
@@ -737,6 +915,7 @@ class Client:
         thread, never left behind."""
         r, m, role_s, member_s = self._names(role, member)
         ms = timeout_ms(timeout)
+        tm, mm = self._metadata_args(metadata, member_metadata)
         q = ctypes.c_void_p()
         raise_for(lib.krabka_queue_new(ctypes.byref(q)))
         handed_off = False
@@ -744,7 +923,10 @@ class Client:
             fd = ctypes.c_int()
             raise_for(lib.krabka_queue_fd(q, ctypes.byref(fd)))
             buf = _errbuf()
-            raise_for(lib.krabka_client_acquire_async(self._ptr(), r, len(r), m, len(m), ms, q, 1, buf, len(buf)), buf)
+            ptr = self._ptr()
+            with self._meta_lock(r, m):
+                raise_for(self._set_metadata(ptr, r, m, tm, mm, buf), buf)
+                raise_for(lib.krabka_client_acquire_async(ptr, r, len(r), m, len(m), ms, q, 1, buf, len(buf)), buf)
             ev = _native.EventStruct()
             got = False
             try:
@@ -776,31 +958,48 @@ class Client:
             if not handed_off:
                 lib.krabka_queue_destroy(q)
 
-    def try_acquire(self, role: Name, member: Name, timeout: Timeout = None) -> TryAcquireResult:
+    def try_acquire(
+        self,
+        role: Name,
+        member: Name,
+        timeout: Timeout = None,
+        *,
+        metadata: Optional[Bytes] = None,
+        member_metadata: Optional[Bytes] = None,
+    ) -> TryAcquireResult:
         """One pass of acquire that never waits for another member's lease.
         Returns a TryAcquireResult: `.leadership` (or None when not won) and
         `.retry_at` (when the answer can change). Unpacks as
         (leadership_or_None, retry_at). Blocks for the round trips of one
         pass, up to `timeout` seconds (default request.timeout.ms). Ctrl-C
         raises KeyboardInterrupt within about 100 ms; a role the pass wins
-        afterwards is resigned and released in the background."""
+        afterwards is resigned and released in the background.
+        `metadata` and `member_metadata` as in acquire()."""
         r, m, role_s, member_s = self._names(role, member)
         ms = timeout_ms(timeout)
+        tm, mm = self._metadata_args(metadata, member_metadata)
         out = ctypes.c_void_p()
         retry = ctypes.c_int64()
         buf = _errbuf()
         ptr = self._ptr()
+        lock = self._meta_lock(r, m)
 
         def late(code: int) -> None:
             if code == 0 and out.value:
                 _resign_in_background(out.value, None)
 
-        code = _interruptible(
-            lambda: lib.krabka_client_try_acquire(
-                ptr, r, len(r), m, len(m), ms, ctypes.byref(out), ctypes.byref(retry), buf, len(buf)
-            ),
-            late,
-        )
+        def call() -> int:
+            # On the worker when interrupted, so the lock is held until the
+            # C call ends, not until Ctrl-C.
+            with lock:
+                code = self._set_metadata(ptr, r, m, tm, mm, buf)
+                if code:
+                    return code
+                return lib.krabka_client_try_acquire(  # type: ignore[no-any-return]
+                    ptr, r, len(r), m, len(m), ms, ctypes.byref(out), ctypes.byref(retry), buf, len(buf)
+                )
+
+        code = _interruptible(call, late)
         raise_for(code, buf)
         if out.value:
             return TryAcquireResult(Leadership(out.value, self, role_s, member_s), None)
@@ -873,39 +1072,72 @@ class Client:
             lib.krabka_free(out)
 
     # -- asyncio ---------------------------------------------------------
-    async def acquire_async(self, role: Name, member: Name, timeout: Timeout = None) -> Leadership:
+    async def acquire_async(
+        self,
+        role: Name,
+        member: Name,
+        timeout: Timeout = None,
+        *,
+        metadata: Optional[Bytes] = None,
+        member_metadata: Optional[Bytes] = None,
+    ) -> Leadership:
         """acquire() without a thread: the library waits on its own threads
         and completes the call through the event loop's queue fd, so any
         number of acquires can wait at once without an executor thread each.
         If the awaiting task is cancelled, the call goes on until it ends
         (bounded by `timeout`, or by close()); a leadership won after the
-        cancellation is resigned and released by a background thread."""
+        cancellation is resigned and released by a background thread.
+        `metadata` and `member_metadata` as in acquire()."""
         r, m, role_s, member_s = self._names(role, member)
         ms = timeout_ms(timeout)
-        q = _events.loop_queue()
-        tag, fut = _events.future_for(
-            q,
-            lambda c: Leadership(c.leadership, self, role_s, member_s),
-            lambda c: _resign_in_background(c.leadership, None) if c.leadership else None,
-        )
-        buf = _errbuf()
+        tm, mm = self._metadata_args(metadata, member_metadata)
+        ptr = self._ptr()
+        lock = self._meta_lock(r, m)
+        if not lock.acquire(blocking=False):
+            # Held by a try_acquire of the same pair in another thread: wait
+            # off the event loop (released at once if this task is cancelled
+            # while the thread still waits).
+            await _in_thread(lock.acquire, lambda _got: lock.release())
         try:
-            raise_for(lib.krabka_client_acquire_async(self._ptr(), r, len(r), m, len(m), ms, q.ptr, tag, buf, len(buf)), buf)
-        except BaseException:
-            q.forget(tag)
-            raise
+            q = _events.loop_queue()
+            tag, fut = _events.future_for(
+                q,
+                lambda c: Leadership(c.leadership, self, role_s, member_s),
+                lambda c: _resign_in_background(c.leadership, None) if c.leadership else None,
+            )
+            buf = _errbuf()
+            try:
+                raise_for(self._set_metadata(ptr, r, m, tm, mm, buf), buf)
+                raise_for(lib.krabka_client_acquire_async(ptr, r, len(r), m, len(m), ms, q.ptr, tag, buf, len(buf)), buf)
+            except BaseException:
+                q.forget(tag)
+                raise
+        finally:
+            lock.release()
         return await fut
 
-    async def try_acquire_async(self, role: Name, member: Name, timeout: Timeout = None) -> TryAcquireResult:
+    async def try_acquire_async(
+        self,
+        role: Name,
+        member: Name,
+        timeout: Timeout = None,
+        *,
+        metadata: Optional[Bytes] = None,
+        member_metadata: Optional[Bytes] = None,
+    ) -> TryAcquireResult:
         """try_acquire() on a worker thread."""
         self._names(role, member)
         timeout_ms(timeout)
+        self._metadata_args(metadata, member_metadata)
 
         def release(res: TryAcquireResult) -> None:
             if res.leadership is not None:
                 res.leadership.close()
 
-        return await _in_thread(lambda: self.try_acquire(role, member, timeout), release)
+        return await _in_thread(
+            lambda: self.try_acquire(role, member, timeout, metadata=metadata, member_metadata=member_metadata),
+            release,
+        )
 
     async def describe_async(self, role: Name, timeout: Timeout = None) -> Status:
         """describe() on a worker thread."""
@@ -972,18 +1204,26 @@ def _read_status(st: int, role: str) -> Status:
     raise_for(lib.krabka_status_removed(st, ctypes.byref(removed)))
     count = ctypes.c_size_t()
     raise_for(lib.krabka_status_roster_count(st, ctypes.byref(count)))
+    has_meta = "krabka_status_metadata" not in _native.MISSING
     roster = []
     for i in range(count.value):
         e = RosterEntryStruct()
         raise_for(lib.krabka_status_roster_entry(st, i, ctypes.byref(e)))
+        meta = None
+        if has_meta:
+            meta = _read_metadata(lambda b, size, n: lib.krabka_status_roster_metadata(st, i, b, size, n))
         roster.append(
             RosterEntry(
                 read_name(e, "member", e.member_len).decode("utf-8", "surrogateescape"),
                 e.offset,
                 e.registered_at,
                 e.rank,
+                meta,
             )
         )
+    term_meta = None
+    if has_meta:
+        term_meta = _read_metadata(lambda b, size, n: lib.krabka_status_metadata(st, b, size, n))
     return Status(
         role=role,
         holder=holder,
@@ -994,4 +1234,5 @@ def _read_status(st: int, role: str) -> Status:
         skipped=skipped.value,
         partition=part.value,
         removed=removed.value,
+        metadata=term_meta,
     )

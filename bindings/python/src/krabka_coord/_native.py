@@ -37,6 +37,7 @@ NAME_BUF = 256
 TOKEN_TEXT_MAX = 32
 ERRSTR_SIZE = 512
 PARTITION_ANY = -1
+MAX_METADATA_BYTES = 4096  # KRABKA_MAX_METADATA_BYTES
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -125,6 +126,16 @@ class MessageStruct(Structure):
         ("partition", c_int32),
         ("key", c_char_p),
         ("key_len", c_size_t),
+        ("value", c_char_p),
+        ("value_len", c_size_t),
+    ]
+
+
+class HeaderStruct(Structure):
+    """krabka_header_t: one record header of a guarded write."""
+
+    _fields_ = [
+        ("key", c_char_p),
         ("value", c_char_p),
         ("value_len", c_size_t),
     ]
@@ -256,10 +267,11 @@ def _load() -> tuple[ctypes.CDLL, str]:
     )
 
 
-def _declare(lib: ctypes.CDLL) -> None:
+def signatures() -> "dict[str, tuple[object, list[object]]]":
+    """Every C function the binding calls: name -> (restype, argtypes)."""
     P = POINTER
     err = c_int  # krabka_err_t
-    sigs: dict[str, tuple[object, list[object]]] = {
+    return {
         "krabka_version": (c_char_p, []),
         "krabka_version_number": (c_int, []),
         "krabka_abi_version": (c_int, []),
@@ -336,7 +348,24 @@ def _declare(lib: ctypes.CDLL) -> None:
         "krabka_watch_event_fd": (err, [c_void_p, P(c_int)]),
         "krabka_watch_next_async": (err, [c_void_p, c_int64, c_void_p, ctypes.c_uint64]),
         "krabka_watch_destroy": (err, [c_void_p]),
+        # record headers (COORDINATION.md 11; added in 1.1)
+        "krabka_client_set_metadata": (err, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t]),
+        "krabka_leadership_set_metadata": (err, [c_void_p, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
+        "krabka_leadership_metadata": (err, [c_void_p, c_char_p, c_size_t, P(c_size_t)]),
+        "krabka_leadership_resign_to": (err, [c_void_p, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
+        "krabka_leadership_produce_with_headers": (err, [c_void_p, P(MessageStruct), c_size_t, P(HeaderStruct), P(c_size_t), c_int64, P(ProduceResultStruct), c_char_p, c_size_t]),
+        "krabka_status_metadata": (err, [c_void_p, c_char_p, c_size_t, P(c_size_t)]),
+        "krabka_status_roster_metadata": (err, [c_void_p, c_size_t, c_char_p, c_size_t, P(c_size_t)]),
+        "krabka_watch_metadata": (err, [c_void_p, c_char_p, c_size_t, P(c_size_t)]),
+        "krabka_verifier_new": (err, [P(c_void_p)]),
+        "krabka_verifier_judge": (err, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, Token, P(c_int)]),
+        "krabka_verifier_highest": (err, [c_void_p, c_char_p, c_size_t, P(c_int), P(Token)]),
+        "krabka_verifier_destroy": (err, [c_void_p]),
     }
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    sigs = signatures()
     missing = []
     for name, (restype, argtypes) in sigs.items():
         try:
@@ -349,7 +378,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     if missing:
         # The pure functions are required; a library without the client part
         # (during development) still serves the pure API.
-        required = [m for m in missing if not m.startswith(("krabka_client", "krabka_leadership", "krabka_status", "krabka_conf", "krabka_queue", "krabka_watch", "krabka_free"))]
+        required = [m for m in missing if not m.startswith(("krabka_client", "krabka_leadership", "krabka_status", "krabka_conf", "krabka_queue", "krabka_watch", "krabka_free", "krabka_verifier"))]
         if required:
             raise LibraryLoadError(
                 "libkrabka_coord.so lacks the functions %s: it is not a build of this version" % ", ".join(required)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import threading
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterator, Optional, Tuple
 
@@ -40,6 +42,10 @@ class WatchEvent:
     roster: Tuple[Any, ...]  #: RosterEntry values, in succession order
     offset: int  #: offset of the record that caused it (-1: ROLE_FREE by the clock)
     at_ms: int  #: when this client observed it (epoch ms)
+    #: the current term's metadata (krabka.meta of the lease), or None. A
+    #: set_metadata by the holder arrives as LEASE_RENEWED even without
+    #: renewals=True.
+    metadata: Optional[bytes] = None
 
 
 def read_event(ev: WatchEventStruct) -> WatchEvent:
@@ -61,6 +67,16 @@ def read_event(ev: WatchEventStruct) -> WatchEvent:
         offset=ev.offset,
         at_ms=ev.at_ms,
     )
+
+
+def _metadata_of(watch_ptr: int) -> Optional[bytes]:
+    """krabka_watch_metadata: the term's metadata of the event the watch
+    last handed out."""
+    if "krabka_watch_metadata" in _native.MISSING:
+        return None
+    from ._client import _read_metadata
+
+    return _read_metadata(lambda b, size, n: lib.krabka_watch_metadata(watch_ptr, b, size, n))
 
 
 def _read_ptr(p: int) -> WatchEvent:
@@ -88,6 +104,9 @@ class Watch:
 
         self._h = _Handle(ptr, lib.krabka_watch_destroy)
         self.role = role
+        # krabka_watch_next and krabka_watch_metadata (the metadata of the
+        # event last taken) as one step when threads share the watch.
+        self._take = threading.Lock()
 
     def _ptr(self) -> int:
         _native.check_fork()
@@ -105,11 +124,13 @@ class Watch:
         ms = timeout_ms(timeout)
         out = WatchEventStruct()
         buf = ctypes.create_string_buffer(_native.ERRSTR_SIZE)
-        code = lib.krabka_watch_next(self._ptr(), ms, ctypes.byref(out), buf, len(buf))
-        if code == ErrorCode.TIMEOUT:
-            return None
-        raise_for(code, buf)
-        return read_event(out)
+        ptr = self._ptr()
+        with self._take:
+            code = lib.krabka_watch_next(ptr, ms, ctypes.byref(out), buf, len(buf))
+            if code == ErrorCode.TIMEOUT:
+                return None
+            raise_for(code, buf)
+            return dataclasses.replace(read_event(out), metadata=_metadata_of(ptr))
 
     def __iter__(self) -> Iterator[WatchEvent]:
         return self
@@ -120,13 +141,15 @@ class Watch:
                 raise StopIteration
             out = WatchEventStruct()
             buf = ctypes.create_string_buffer(_native.ERRSTR_SIZE)
-            code = lib.krabka_watch_next(self._ptr(), _SLICE_MS, ctypes.byref(out), buf, len(buf))
-            if code == ErrorCode.TIMEOUT:
-                continue
-            if code in (ErrorCode.CLOSED, ErrorCode.INVALID_HANDLE):
-                raise StopIteration
-            raise_for(code, buf)
-            return read_event(out)
+            ptr = self._ptr()
+            with self._take:
+                code = lib.krabka_watch_next(ptr, _SLICE_MS, ctypes.byref(out), buf, len(buf))
+                if code == ErrorCode.TIMEOUT:
+                    continue
+                if code in (ErrorCode.CLOSED, ErrorCode.INVALID_HANDLE):
+                    raise StopIteration
+                raise_for(code, buf)
+                return dataclasses.replace(read_event(out), metadata=_metadata_of(ptr))
 
     def __aiter__(self) -> AsyncIterator[WatchEvent]:
         return self
@@ -135,9 +158,26 @@ class Watch:
         """The next event without a thread: the library waits and completes
         through the event loop's queue fd."""
         q = _events.loop_queue()
-        tag, fut = _events.future_for(q, lambda c: c.watch_event, raise_errors=False)
+        ptr = self._ptr()
+
+        def convert(c: _events.Completion) -> Optional[WatchEvent]:
+            # Run by the loop's drain as soon as the event was taken from the
+            # queue: the watch's metadata is still that of this event (the
+            # next one is asked for only after this await resumes).
+            ev: Optional[WatchEvent] = c.watch_event
+            if ev is None:
+                return None
+            try:
+                meta = _metadata_of(ptr)
+            except KrabkaError:
+                if self._h.get() is not None:
+                    raise
+                meta = None  # closed meanwhile: the event is still delivered
+            return dataclasses.replace(ev, metadata=meta)
+
+        tag, fut = _events.future_for(q, convert, raise_errors=False)
         try:
-            raise_for(lib.krabka_watch_next_async(self._ptr(), 0, q.ptr, tag))
+            raise_for(lib.krabka_watch_next_async(ptr, 0, q.ptr, tag))
         except KrabkaError as exc:
             q.forget(tag)
             if exc.code in (ErrorCode.CLOSED, ErrorCode.INVALID_HANDLE):
