@@ -26,7 +26,34 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** The options of acquire and tryAcquire. */
+export interface AcquireOptions extends CallOptions {
+  /** The term's metadata (krabka.meta on every lease record of the term it
+   *  wins), at most MAX_METADATA_BYTES; null/absent/empty = none. Over the
+   *  limit rejects with KrabkaError INVALID_ARG before anything is written. */
+  metadata?: Buffer | Uint8Array | null;
+  /** The member's metadata, on its registration (RosterEntry.metadata). */
+  memberMetadata?: Buffer | Uint8Array | null;
+}
+
+export interface ResignOptions extends CallOptions {
+  /** Hand over to this member (krabka.successor): if it is registered it
+   *  challenges at once and every other standby one stagger later. */
+  successor?: Name | null;
+}
+
+/** Headers of a guarded write: an object (or Map) of name -> value, or
+ *  [name, value] pairs (a name may repeat). Names starting with `krabka.`
+ *  are reserved (KrabkaError INVALID_ARG). */
+export type Headers =
+  | Record<string, Buffer | Uint8Array | string>
+  | ReadonlyMap<string, Buffer | Uint8Array | string>
+  | ReadonlyArray<readonly [string, Buffer | Uint8Array | string]>;
+
 export interface ProduceOptions extends CallOptions {
+  /** Record headers; krabka.token is added by the library
+   *  (krabka.produce.token.header, default true). */
+  headers?: Headers | null;
   /** Record key (null/absent = null key). */
   key?: Buffer | Uint8Array | string | null;
   /** Target partition; -1 or absent lets Kafka's key hashing choose. */
@@ -38,6 +65,7 @@ export interface Message {
   value: Buffer | Uint8Array | string | null;
   key?: Buffer | Uint8Array | string | null;
   partition?: number;
+  headers?: Headers | null;
 }
 
 export interface ProduceResult {
@@ -84,6 +112,12 @@ export interface RosterEntry {
   readonly rank: number;
 }
 
+/** A roster entry of Client.describe: also the member's metadata. */
+export interface StatusRosterEntry extends RosterEntry {
+  /** The metadata of its registration (memberMetadata), or null. */
+  readonly metadata: Buffer | null;
+}
+
 /** Result of Client.describe (the third-party check). */
 export interface Status {
   readonly role: string;
@@ -95,7 +129,9 @@ export interface Status {
   /** The member the last lease names, or null. */
   readonly holder: string | null;
   readonly lease: Lease | null;
-  readonly roster: readonly RosterEntry[];
+  /** The term's metadata (krabka.meta of the current lease record), or null. */
+  readonly metadata: Buffer | null;
+  readonly roster: readonly StatusRosterEntry[];
   /** Undecodable records skipped while reading the partition. */
   readonly skipped: number;
   /** Registrations removed by a tombstone (members that resigned, were
@@ -141,6 +177,9 @@ export interface WatchEvent {
   prevHolder: string | null;
   prevToken: FencingToken;
   lease: Lease | null;
+  /** The term's metadata of the lease record that caused it (null: none). A
+   *  change of metadata is a LEASE_RENEWED, delivered even without renewals. */
+  metadata: Buffer | null;
   roster: ReadonlyArray<RosterEntry>;
   /** Offset of the record that caused it (-1n: ROLE_FREE by the clock). */
   offset: bigint;
@@ -217,8 +256,8 @@ export class Client extends EventEmitter {
   watch(role: Name, options?: CallOptions & { renewals?: boolean }): Promise<Watch>;
   /** Waits on the library's threads (no libuv pool thread); keeps the
    *  process alive while pending, until options.signal aborts. */
-  acquire(role: Name, member: Name, options?: CallOptions): Promise<Leadership>;
-  tryAcquire(role: Name, member: Name, options?: CallOptions): Promise<TryAcquireResult>;
+  acquire(role: Name, member: Name, options?: AcquireOptions): Promise<Leadership>;
+  tryAcquire(role: Name, member: Name, options?: AcquireOptions): Promise<TryAcquireResult>;
   /** Removes member's registration of role; a later acquire registers it
    *  again at the tail. Does not end a leadership. */
   leave(role: Name, member: Name, options?: CallOptions): Promise<void>;
@@ -236,6 +275,8 @@ export class Leadership {
    *  leadership under (the next lease carries it); a timeout never changes it. */
   readonly token: FencingToken;
   readonly lease: Lease;
+  /** The term's metadata as last written, or null. Never blocks. */
+  readonly metadata: Buffer | null;
   readonly state: LeadershipState;
   /** state === 'active' */
   readonly active: boolean;
@@ -247,14 +288,43 @@ export class Leadership {
   renewDue(): boolean;
   /** Rejects with FencedError or LeaseExpiredError when the leadership ended. */
   renew(options?: CallOptions): Promise<void>;
+  /** Changes the term's metadata (null: none): a renewal carrying it.
+   *  Rejects as renew; over MAX_METADATA_BYTES with INVALID_ARG. */
+  setMetadata(data: Buffer | Uint8Array | null, options?: CallOptions): Promise<void>;
   /** The guarded write; rejects with FencedError once superseded. */
   produce(topic: string, value: Buffer | Uint8Array | string | null, options?: ProduceOptions): Promise<ProduceResult>;
   produceBatch(messages: Message[], options?: CallOptions): Promise<ProduceResult[]>;
-  resign(options?: CallOptions): Promise<void>;
+  resign(options?: ResignOptions): Promise<void>;
   /** Releases it without resigning. Idempotent. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
+
+/** Verifier.judge's verdicts. */
+export type Verdict = 'ok' | 'stale' | 'mismatch' | 'unstamped';
+
+/** Judges consumed guarded writes (COORDINATION.md 11.5): the highest token
+ *  seen per scope, and the krabka.token header against the batch's token. */
+export class Verifier {
+  constructor();
+  /** header: the krabka.token value (null/undefined: none); batchToken: the
+   *  record batch's producer id and epoch. Throws KrabkaError
+   *  INVALID_HANDLE once closed. */
+  judge(
+    scope: Name,
+    header: Buffer | Uint8Array | string | null | undefined,
+    batchToken: FencingToken | { producerId: bigint | number; producerEpoch: number },
+  ): Verdict;
+  /** The highest token seen for scope, or null. */
+  highest(scope: Name): FencingToken | null;
+  readonly closed: boolean;
+  /** Idempotent; never blocks. */
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+/** Most bytes of metadata of a term or a member (4096). */
+export const MAX_METADATA_BYTES: number;
 
 export const ErrorCode: {
   readonly OK: 0;

@@ -22,6 +22,7 @@ const RESULT_OFFSET = koffi.offsetof(T.produceResult, 'offset');
 const { check, makeError, ErrorCode } = require('./errors');
 const { nameBytes, bytesArg, ptr, intArg, timeoutArg, signalArg, abortError, abortable, big, describe } = require('./args');
 const { FencingToken, leaseFromC, nameFrom } = require('./pure');
+const { metadataArg, metadataTooLong, metadataFrom, sameBytes, headersArg } = require('./headers');
 
 const EventEmitter = require('node:events');
 const events = require('./events');
@@ -99,6 +100,21 @@ function startAbortable(signal, what, start, onLate) {
   return abortable(signal, what, start(), onLate);
 }
 
+// The metadata options of acquire and tryAcquire: { term, member } (Buffers
+// or null). Type errors throw; over the limit is returned as `error`, the
+// library's INVALID_ARG, with which the call rejects before anything is
+// written.
+function acquireMeta(options, what) {
+  const o = options || {};
+  const term = metadataArg(o.metadata, `${what}: options.metadata`);
+  const member = metadataArg(o.memberMetadata, `${what}: options.memberMetadata`);
+  const error = metadataTooLong(term, `${what}: options.metadata`) || metadataTooLong(member, `${what}: options.memberMetadata`);
+  return { term, member, error };
+}
+
+const NO_META = Object.freeze({ term: null, member: null });
+const sameMeta = (a, b) => sameBytes(a.term, b.term) && sameBytes(a.member, b.member);
+
 function configValue(key, value) {
   if (typeof value === 'string') return value;
   if (typeof value === 'boolean') return value ? 'true' : 'false';
@@ -125,6 +141,13 @@ class Client extends EventEmitter {
   #handle;
   #closed = null; // the close() promise once closing
   #logTag;
+  // The metadata of acquires, per (role, member): the library keeps what
+  // krabka_client_set_metadata stored for a pair and an acquire reads it
+  // when it starts, on another thread (for acquire, whenever its goroutine
+  // runs). So the acquires of one pair in flight at once all want the same
+  // metadata: one that wants other metadata waits until they completed.
+  // key -> { current, running, queue }.
+  #gates = new Map();
 
   constructor(config = {}) {
     if (config === null || typeof config !== 'object' || Array.isArray(config)) {
@@ -175,6 +198,63 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Runs entry.start(release) once the library holds entry.want for the
+   * pair (r, m) and no acquire of the pair with other metadata is in flight;
+   * release() ends the entry's turn (after the C call completed). Returns a
+   * function that withdraws the entry if it has not started yet (true) or
+   * returns false.
+   */
+  #enterGate(r, m, entry) {
+    const key = `${r.toString('hex')}:${m.toString('hex')}`;
+    let g = this.#gates.get(key);
+    if (!g) {
+      g = { current: NO_META, running: 0, queue: [] };
+      this.#gates.set(key, g);
+    }
+    g.queue.push(entry);
+    this.#pumpGate(key, g, r, m);
+    return () => {
+      const i = g.queue.indexOf(entry);
+      if (i < 0) return false;
+      g.queue.splice(i, 1);
+      this.#pumpGate(key, g, r, m);
+      return true;
+    };
+  }
+
+  #pumpGate(key, g, r, m) {
+    while (g.queue.length > 0) {
+      const e = g.queue[0];
+      if (g.running > 0 && !sameMeta(e.want, g.current)) break;
+      g.queue.shift();
+      try {
+        if (!sameMeta(e.want, g.current)) {
+          const t = e.want.term;
+          const mm = e.want.member;
+          syncErr[0] = 0;
+          check(
+            fns().krabka_client_set_metadata(this.#live(), ptr(r), r.length, ptr(m), m.length, t, t ? t.length : 0, mm, mm ? mm.length : 0, syncErr, syncErr.length),
+            syncErr,
+          );
+          g.current = e.want;
+        }
+      } catch (err) {
+        e.fail(err);
+        continue;
+      }
+      g.running++;
+      let released = false;
+      e.start(() => {
+        if (released) return;
+        released = true;
+        g.running--;
+        this.#pumpGate(key, g, r, m);
+      });
+    }
+    if (g.running === 0 && g.queue.length === 0 && g.current === NO_META) this.#gates.delete(key);
+  }
+
+  /**
    * Takes `role` for `member`, waiting as long as the succession rules say.
    * Resolves to a Leadership. timeoutMs 0 (the default) waits without limit;
    * otherwise rejects with KrabkaError TIMEOUT. The library waits on its own
@@ -189,48 +269,92 @@ class Client extends EventEmitter {
    * unbounded acquire can exit. The library's wait cannot be cancelled: it
    * goes on while the process and the client live, and a role it wins after
    * the abort is resigned and released at once, never held.
+   *
+   * options.metadata (Buffer or Uint8Array, at most 4096 bytes): the term's
+   * metadata, on every lease record of the term this acquire wins (an
+   * address clients should use, say); options.memberMetadata: the member's
+   * own, on its registration (roster entries report it). Over 4096 bytes
+   * rejects with KrabkaError INVALID_ARG before anything is written. The
+   * library keeps the metadata per (role, member) of the client, so
+   * concurrent acquires of one pair with different metadata run one after
+   * another (each waits until the ones in flight completed).
    */
   acquire(role, member, options) {
     const r = copyBytes(nameBytes(role, 'role'));
     const m = copyBytes(nameBytes(member, 'member'));
     const t = timeoutArg(options, 'acquire');
     const signal = signalArg(options, 'acquire');
+    const meta = acquireMeta(options, 'acquire');
+    if (meta.error) return Promise.reject(meta.error);
     if (signal && signal.aborted) return Promise.reject(abortError(signal, 'acquire'));
     return new Promise((resolve, reject) => {
-      const h = this.#live();
+      this.#live();
       let aborted = false;
       let tag = 0;
+      let withdraw = null;
+      // While it waits for its turn at the pair's metadata, nothing of the
+      // library holds the event loop for it: a timer does.
+      let hold = null;
       const onAbort = () => {
         aborted = true;
+        if (withdraw && withdraw()) {
+          clearInterval(hold);
+          reject(abortError(signal, 'acquire'));
+          return;
+        }
         events.release(tag);
         reject(abortError(signal, 'acquire'));
       };
-      tag = events.expect((e) => {
-        if (signal) signal.removeEventListener('abort', onAbort);
-        if (aborted) {
-          if (!e.err && e.leadership) giveUp(new Leadership(this, e.leadership, r, m));
+      const start = (release) => {
+        clearInterval(hold);
+        let h;
+        try {
+          h = this.#live();
+        } catch (e) {
+          release();
+          if (signal) signal.removeEventListener('abort', onAbort);
+          reject(e);
           return;
         }
-        if (e.err) reject(events.eventError(e));
-        else resolve(new Leadership(this, e.leadership, r, m));
-      }, true);
-      const eb = Buffer.alloc(ERRSTR_SIZE);
-      try {
-        check(fns().krabka_client_acquire_async(h, ptr(r), r.length, ptr(m), m.length, t, events.queueHandle(), tag, eb, eb.length), eb);
-      } catch (e) {
-        events.forget(tag);
-        throw e;
-      }
+        tag = events.expect((e) => {
+          release();
+          if (signal) signal.removeEventListener('abort', onAbort);
+          if (aborted) {
+            if (!e.err && e.leadership) giveUp(new Leadership(this, e.leadership, r, m));
+            return;
+          }
+          if (e.err) reject(events.eventError(e));
+          else resolve(new Leadership(this, e.leadership, r, m));
+        }, !aborted);
+        const eb = Buffer.alloc(ERRSTR_SIZE);
+        try {
+          check(fns().krabka_client_acquire_async(h, ptr(r), r.length, ptr(m), m.length, t, events.queueHandle(), tag, eb, eb.length), eb);
+        } catch (e) {
+          events.forget(tag);
+          release();
+          if (signal) signal.removeEventListener('abort', onAbort);
+          reject(e);
+        }
+      };
+      const fail = (e) => {
+        clearInterval(hold);
+        if (signal) signal.removeEventListener('abort', onAbort);
+        reject(e);
+      };
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      const want = meta.term || meta.member ? { term: meta.term, member: meta.member } : NO_META;
+      hold = setInterval(() => {}, 1 << 30);
+      withdraw = this.#enterGate(r, m, { want, start, fail });
     });
   }
 
   /**
    * Watches `role` without taking part (no epoch, no registration).
    * Resolves to a Watch, an async iterator of events ({ kind, role, holder,
-   * token, prevHolder, prevToken, lease, roster, offset, atMs }); the first
-   * events describe the current state. options.renewals: also
-   * LEASE_RENEWED. Resolves once the view caught up (bounded by timeoutMs,
+   * token, prevHolder, prevToken, lease, metadata, roster, offset, atMs });
+   * the first events describe the current state. options.renewals: also
+   * LEASE_RENEWED (a change of the term's metadata is delivered as
+   * LEASE_RENEWED without it). Resolves once the view caught up (bounded by timeoutMs,
    * default request.timeout.ms).
    */
   watch(role, options) {
@@ -274,21 +398,32 @@ class Client extends EventEmitter {
    * Resolves to { leadership, retryAt }: leadership is a Leadership when the
    * role was won (retryAt null), or null when it was not, and then retryAt
    * (bigint epoch milliseconds) says when trying again can change the answer.
+   * options.metadata and options.memberMetadata as for acquire.
    */
   tryAcquire(role, member, options) {
     const r = copyBytes(nameBytes(role, 'role'));
     const m = copyBytes(nameBytes(member, 'member'));
     const t = timeoutArg(options, 'tryAcquire');
     const signal = signalArg(options, 'tryAcquire');
+    const meta = acquireMeta(options, 'tryAcquire');
+    if (meta.error) return Promise.reject(meta.error);
+    const want = meta.term || meta.member ? { term: meta.term, member: meta.member } : NO_META;
     return startAbortable(
       signal,
       'tryAcquire',
       async () => {
-        const h = this.#live();
+        this.#live();
+        // Its turn at the pair's metadata (see #gates), then the call.
+        const release = await new Promise((resolve, reject) => this.#enterGate(r, m, { want, start: resolve, fail: reject }));
+        let code;
         const out = [null];
         const retry = [0];
         const eb = Buffer.alloc(ERRSTR_SIZE);
-        const code = await callAsync(fns().krabka_client_try_acquire, [h, ptr(r), r.length, ptr(m), m.length, t, out, retry, eb, eb.length]);
+        try {
+          code = await callAsync(fns().krabka_client_try_acquire, [this.#live(), ptr(r), r.length, ptr(m), m.length, t, out, retry, eb, eb.length]);
+        } finally {
+          release();
+        }
         check(code, eb);
         if (out[0]) return { leadership: new Leadership(this, out[0], r, m), retryAt: null };
         return { leadership: null, retryAt: big(retry[0]) };
@@ -397,9 +532,11 @@ function readStatus(handle, roleName) {
           offset: big(e.offset),
           registeredAt: big(e.registered_at),
           rank: e.rank,
+          metadata: metadataFrom((buf, size, len) => n.krabka_status_roster_metadata(handle, i, buf, size, len)),
         }),
       );
     }
+    const metadata = metadataFrom((buf, size, len) => n.krabka_status_metadata(handle, buf, size, len));
     return Object.freeze({
       role: roleName,
       partition: part[0],
@@ -407,6 +544,7 @@ function readStatus(handle, roleName) {
       current: cur[0] === 1,
       holder,
       lease: hasLease[0] ? leaseFromC(l) : null,
+      metadata,
       roster: Object.freeze(roster),
       skipped: Number(skipped[0]),
       removed: Number(removed[0]),
@@ -435,7 +573,8 @@ function messageArg(msg, what) {
   const key = msg.key === null || msg.key === undefined ? null : copyBytes(bytesArg(msg.key, `${what}.key`));
   const partition = msg.partition === undefined || msg.partition === null ? -1 : intArg(msg.partition, `${what}.partition`, 32);
   if (partition < -1) throw new RangeError(`${what}.partition must be >= 0, or -1 for Kafka's key hashing, got ${partition}`);
-  return { topic: msg.topic, partition, key, value };
+  const headers = headersArg(msg.headers, `${what}.headers`);
+  return { topic: msg.topic, partition, key, value, headers };
 }
 
 /**
@@ -524,6 +663,35 @@ class Leadership {
     return leaseFromC(out);
   }
 
+  /**
+   * The term's metadata as last written (krabka.meta on its lease records):
+   * a Buffer of its own, or null for none. Set by acquire's
+   * options.metadata, changed by setMetadata. Never blocks.
+   */
+  get metadata() {
+    const h = this.#live();
+    return metadataFrom((buf, size, len) => fns().krabka_leadership_metadata(h, buf, size, len));
+  }
+
+  /**
+   * Changes the term's metadata (a Buffer or Uint8Array; null: none from
+   * now on): a renewal whose lease record carries it, so the lease and its
+   * metadata change in one record and no reader sees it with another
+   * term's lease. Rejects as renew does; over 4096 bytes with KrabkaError
+   * INVALID_ARG before anything is written.
+   */
+  setMetadata(data, options) {
+    if (data === undefined) throw new TypeError('setMetadata: data must be a Buffer or a Uint8Array, or null for none, got undefined');
+    const b = metadataArg(data, 'setMetadata: data');
+    const t = timeoutArg(options, 'setMetadata');
+    const signal = signalArg(options, 'setMetadata');
+    return startAbortable(signal, 'setMetadata', async () => {
+      const h = this.#live();
+      const eb = Buffer.alloc(ERRSTR_SIZE);
+      check(await this.#call(fns().krabka_leadership_set_metadata, [h, b, b ? b.length : 0, t, eb, eb.length]), eb);
+    });
+  }
+
   /** 'active', 'fenced', 'expired', 'resigned' or 'closed' (its client was
    *  closed). Never blocks. */
   get state() {
@@ -598,13 +766,19 @@ class Leadership {
    * { key, partition, timeoutMs })` resolves to { partition, offset } (offset
    * a bigint). value and key are Buffers or strings (UTF-8), or null.
    * partition -1 (the default) lets Kafka's key hashing choose.
+   * headers: the record's headers, an object of name -> value or an array
+   * of [name, value] pairs (values Buffers or strings); names starting with
+   * `krabka.` are reserved (KrabkaError INVALID_ARG). With
+   * krabka.produce.token.header (default true) every guarded write also
+   * carries krabka.token = "<producer id>:<epoch>" of this leadership's
+   * token, which a consumer checks with a Verifier.
    */
   produce(topic, value, options) {
     if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
       throw new TypeError(`produce: options must be an object such as { key, partition, timeoutMs }, got ${describe(options)}`);
     }
     const o = options || {};
-    const msg = messageArg({ topic, value, key: o.key, partition: o.partition }, 'message');
+    const msg = messageArg({ topic, value, key: o.key, partition: o.partition, headers: o.headers }, 'message');
     const t = timeoutArg(o, 'produce');
     const signal = signalArg(o, 'produce');
     return startAbortable(signal, 'produce', () => this.#produce([msg], t)).then((r) => r[0]);
@@ -612,8 +786,8 @@ class Leadership {
 
   /**
    * Several guarded writes in one transaction: messages is an array of
-   * { topic, value, key?, partition? }. Resolves to one { partition, offset }
-   * per message, in order.
+   * { topic, value, key?, partition?, headers? } (headers as in produce).
+   * Resolves to one { partition, offset } per message, in order.
    */
   produceBatch(messages, options) {
     if (!Array.isArray(messages)) throw new TypeError(`messages must be an array, got ${describe(messages)}`);
@@ -635,7 +809,22 @@ class Leadership {
       });
       const results = Buffer.alloc(RESULT_SIZE * msgs.length);
       const eb = Buffer.alloc(ERRSTR_SIZE);
-      const code = await this.#call(fns().krabka_leadership_produce, [h, structs, structs.length, t, results, eb, eb.length]);
+      let code;
+      if (msgs.some((m) => m.headers.length > 0)) {
+        // krabka_leadership_produce_with_headers: message i carries
+        // counts[i] headers, taken in order from one array.
+        const hs = [];
+        for (const m of msgs) {
+          for (const hd of m.headers) {
+            const [p, n] = nativeCopy(hd.value, allocs);
+            hs.push({ key: hd.key, value: p, value_len: n });
+          }
+        }
+        const counts = msgs.map((m) => m.headers.length);
+        code = await this.#call(fns().krabka_leadership_produce_with_headers, [h, structs, structs.length, hs, counts, t, results, eb, eb.length]);
+      } else {
+        code = await this.#call(fns().krabka_leadership_produce, [h, structs, structs.length, t, results, eb, eb.length]);
+      }
       check(code, eb);
       const out = [];
       for (let i = 0; i < msgs.length; i++) {
@@ -656,14 +845,24 @@ class Leadership {
    * The state is 'resigned' afterwards even if the write failed, except
    * when the broker refused it (FencedError: the leadership was already
    * superseded): then it is 'fenced'.
+   *
+   * options.successor (a member id): hand over to that member (header
+   * krabka.successor on the expired lease, krabka_leadership_resign_to): if
+   * it is registered it challenges at once and every other standby one
+   * stagger later than its rank alone; a member that is not registered is
+   * ignored (the first standby takes over as after a plain resign). The
+   * winner by name prunes nobody ranked ahead of it.
    */
   resign(options) {
     const t = timeoutArg(options, 'resign');
     const signal = signalArg(options, 'resign');
+    const o = options || {};
+    const successor = o.successor === undefined || o.successor === null ? null : copyBytes(nameBytes(o.successor, 'resign: options.successor'));
     return startAbortable(signal, 'resign', async () => {
       const h = this.#live();
       const eb = Buffer.alloc(ERRSTR_SIZE);
-      check(await this.#call(fns().krabka_leadership_resign, [h, t, eb, eb.length]), eb);
+      if (successor) check(await this.#call(fns().krabka_leadership_resign_to, [h, ptr(successor), successor.length, t, eb, eb.length]), eb);
+      else check(await this.#call(fns().krabka_leadership_resign, [h, t, eb, eb.length]), eb);
     });
   }
 

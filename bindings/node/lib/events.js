@@ -187,6 +187,15 @@ function release(tag) {
   refresh();
 }
 
+/** Undoes release(tag): the pending call keeps the process alive again. */
+function retain(tag) {
+  const w = waiting.get(tag);
+  if (!w || w.keepAlive) return;
+  w.keepAlive = true;
+  keepAlive++;
+  refresh();
+}
+
 /** A tag for a client's log lines; sink(level, line) receives them. */
 function logTag(sink) {
   queueHandle();
@@ -215,6 +224,7 @@ module.exports = {
   holdEndedIfOver,
   forget,
   release,
+  retain,
   logTag,
   dropLogTag,
   eventError,

@@ -7,11 +7,13 @@ const errors = require('./errors');
 const pure = require('./pure');
 const { Client, Leadership, pendingCalls } = require('./client');
 const { Watch } = require('./watch');
+const { Verifier, MAX_METADATA_BYTES } = require('./headers');
 
 module.exports = {
   Client,
   Leadership,
   Watch,
+  Verifier,
   FencingToken: pure.FencingToken,
   Kind: pure.Kind,
   // errors
@@ -41,5 +43,6 @@ module.exports = {
   version: pure.version,
   libraryPath,
   ABI_VERSION,
+  MAX_METADATA_BYTES,
   pendingCalls,
 };

@@ -14,6 +14,7 @@ const NAME_BUF = 256; // KRABKA_NAME_BUF
 const NAME_MAX = 249; // KRABKA_NAME_MAX
 const TOKEN_TEXT_MAX = 32; // KRABKA_TOKEN_TEXT_MAX
 const ERRSTR_SIZE = 512;
+const MAX_METADATA_BYTES = 4096; // KRABKA_MAX_METADATA_BYTES
 
 // Value types. Fixed name arrays come back as Uint8Array: names may hold any
 // byte (NUL included) and their length is the *_len field, not a terminator.
@@ -50,6 +51,11 @@ T.message = koffi.struct('krabka_message_t', {
   value: 'void *',
   value_len: 'size_t',
 });
+T.header = koffi.struct('krabka_header_t', {
+  key: 'const char *',
+  value: 'void *',
+  value_len: 'size_t',
+});
 T.produceResult = koffi.struct('krabka_produce_result_t', {
   partition: 'int32_t',
   offset: 'int64_t',
@@ -67,6 +73,7 @@ koffi.pointer('krabka_leadership_t', koffi.opaque('krabka_leadership'));
 koffi.pointer('krabka_status_t', koffi.opaque('krabka_status'));
 koffi.pointer('krabka_queue_t', koffi.opaque('krabka_queue'));
 koffi.pointer('krabka_watch_t', koffi.opaque('krabka_watch'));
+koffi.pointer('krabka_verifier_t', koffi.opaque('krabka_verifier'));
 T.watchEvent = koffi.struct('krabka_watch_event_t', {
   kind: 'int',
   role_len: 'uint32_t',
@@ -176,6 +183,20 @@ const DECLS = [
   'int krabka_watch_event_fd(krabka_watch_t watch, _Out_ int *fd)',
   'int krabka_watch_next_async(krabka_watch_t watch, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag)',
   'int krabka_watch_destroy(krabka_watch_t watch)',
+
+  // Record headers (ABI 1.1): metadata, named successor, headers, verifier.
+  'int krabka_client_set_metadata(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, const uint8_t *term_meta, size_t term_meta_len, const uint8_t *member_meta, size_t member_meta_len, uint8_t *errstr, size_t errstr_size)',
+  'int krabka_leadership_set_metadata(krabka_leadership_t leadership, const uint8_t *data, size_t len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)',
+  'int krabka_leadership_metadata(krabka_leadership_t leadership, uint8_t *buf, size_t buf_size, _Out_ size_t *len)',
+  'int krabka_leadership_resign_to(krabka_leadership_t leadership, const uint8_t *successor, size_t successor_len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)',
+  'int krabka_leadership_produce_with_headers(krabka_leadership_t leadership, const krabka_message_t *messages, size_t count, const krabka_header_t *headers, const size_t *header_counts, int64_t timeout_ms, uint8_t *results, uint8_t *errstr, size_t errstr_size)',
+  'int krabka_status_metadata(krabka_status_t status, uint8_t *buf, size_t buf_size, _Out_ size_t *len)',
+  'int krabka_status_roster_metadata(krabka_status_t status, size_t index, uint8_t *buf, size_t buf_size, _Out_ size_t *len)',
+  'int krabka_watch_metadata(krabka_watch_t watch, uint8_t *buf, size_t buf_size, _Out_ size_t *len)',
+  'int krabka_verifier_new(_Out_ krabka_verifier_t *out)',
+  'int krabka_verifier_judge(krabka_verifier_t verifier, const uint8_t *scope, size_t scope_len, const uint8_t *header, size_t header_len, krabka_token_t batch, _Out_ int *out)',
+  'int krabka_verifier_highest(krabka_verifier_t verifier, const uint8_t *scope, size_t scope_len, _Out_ int *has, _Out_ krabka_token_t *out)',
+  'int krabka_verifier_destroy(krabka_verifier_t verifier)',
 ];
 
 // ---- Finding the library -------------------------------------------------
@@ -336,4 +357,4 @@ function libraryPath() {
   return native().file;
 }
 
-module.exports = { koffi, native, libraryPath, platformPackage, candidatePaths, T, ABI_VERSION, NAME_BUF, NAME_MAX, TOKEN_TEXT_MAX, ERRSTR_SIZE };
+module.exports = { koffi, native, libraryPath, platformPackage, candidatePaths, T, ABI_VERSION, NAME_BUF, NAME_MAX, TOKEN_TEXT_MAX, ERRSTR_SIZE, MAX_METADATA_BYTES };

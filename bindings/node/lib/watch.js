@@ -8,6 +8,7 @@ const { check, makeError, ErrorCode } = require('./errors');
 const events = require('./events');
 const { FencingToken, leaseFromC, nameFrom } = require('./pure');
 const { big, signalArg, abortError } = require('./args');
+const { metadataFrom } = require('./headers');
 
 const KINDS = ['HOLDER_CHANGED', 'LEASE_RENEWED', 'ROSTER_CHANGED', 'ROLE_FREE'];
 
@@ -41,16 +42,26 @@ const finalizer = new FinalizationRegistry((handle) => {
   }
 });
 
+const DONE = Object.freeze({ done: true, value: undefined });
+
 /**
  * A subscription to the changes of one role (client.watch). Holds no epoch
  * and registers nothing. `for await (const ev of watch)`; the iteration
  * ends when the watch or its client is closed. A pending next() keeps the
  * process alive.
+ *
+ * One krabka_watch_next_async call at a time: the library keeps the
+ * metadata of the event it last posted on the watch (krabka_watch_metadata),
+ * which is the metadata of the event being delivered only while no other
+ * call of the watch is in flight. next() calls made while one is in flight
+ * wait for it, in order.
  */
 class Watch {
   #handle;
   #closed = null;
-  #late = []; // events that arrived for an aborted next()
+  #late = []; // events that arrived when no next() was waiting (aborted)
+  #inflight = 0; // tag of the library call in flight (0: none)
+  #waiters = []; // next() calls waiting for it: { resolve, reject, done }
 
   /** @internal */
   constructor(handle, role) {
@@ -70,34 +81,83 @@ class Watch {
     const signal = signalArg(options, 'next');
     if (signal && signal.aborted) return Promise.reject(abortError(signal, 'next'));
     if (this.#late.length > 0) return Promise.resolve(this.#late.shift());
+    if (this.#closed) return Promise.resolve(DONE);
     return new Promise((resolve, reject) => {
-      if (this.#closed) return resolve({ done: true, value: undefined });
-      let aborted = false;
-      let tag = 0;
-      const onAbort = () => {
-        aborted = true;
-        events.release(tag);
-        reject(abortError(signal, 'next'));
-      };
-      tag = events.expect((e) => {
-        if (signal) signal.removeEventListener('abort', onAbort);
-        let r;
-        if (e.err === 0 && e.watchEvent) r = { done: false, value: e.watchEvent };
-        else if (e.err === ErrorCode.CLOSED || e.err === ErrorCode.INVALID_HANDLE || e.err === 0) r = { done: true, value: undefined };
-        if (aborted) {
-          if (r && !r.done) this.#late.push(r);
-        } else if (r) resolve(r);
-        else reject(events.eventError(e));
-      }, true);
-      const code = native().fns.krabka_watch_next_async(this.#handle, 0, events.queueHandle(), tag);
-      if (code !== 0) {
-        events.forget(tag);
-        if (code === ErrorCode.INVALID_HANDLE) resolve({ done: true, value: undefined });
-        else reject(makeError(code, 'krabka_watch_next_async'));
-        return;
+      const w = { resolve, reject, done: () => {} };
+      if (signal) {
+        const onAbort = () => {
+          const i = this.#waiters.indexOf(w);
+          if (i < 0) return;
+          this.#waiters.splice(i, 1);
+          this.#keep();
+          reject(abortError(signal, 'next'));
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        w.done = () => signal.removeEventListener('abort', onAbort);
       }
-      if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      this.#waiters.push(w);
+      if (this.#inflight) this.#keep();
+      else this.#start();
     });
+  }
+
+  // The call in flight keeps the process alive while a next() waits for it.
+  #keep() {
+    if (!this.#inflight) return;
+    if (this.#waiters.length > 0) events.retain(this.#inflight);
+    else events.release(this.#inflight);
+  }
+
+  #start() {
+    const tag = events.expect((e) => this.#completed(e), true);
+    this.#inflight = tag;
+    const code = native().fns.krabka_watch_next_async(this.#handle, 0, events.queueHandle(), tag);
+    if (code !== 0) {
+      events.forget(tag);
+      this.#inflight = 0;
+      const err = code === ErrorCode.INVALID_HANDLE ? null : makeError(code, 'krabka_watch_next_async');
+      for (const w of this.#waiters.splice(0)) {
+        w.done();
+        if (err) w.reject(err);
+        else w.resolve(DONE);
+      }
+    }
+  }
+
+  // Runs in the drain of the event queue, before any other call of this
+  // watch can start: the library's metadata is this event's.
+  #completed(e) {
+    this.#inflight = 0;
+    let r = null;
+    if (e.err === 0 && e.watchEvent) r = { done: false, value: this.#withMetadata(e.watchEvent) };
+    else if (e.err === ErrorCode.CLOSED || e.err === ErrorCode.INVALID_HANDLE || e.err === 0) r = DONE;
+    const w = this.#waiters.shift();
+    if (w) {
+      w.done();
+      if (r) w.resolve(r);
+      else w.reject(events.eventError(e));
+    } else if (r && !r.done) {
+      this.#late.push(r);
+    }
+    if (this.#waiters.length === 0) return;
+    if (this.#closed || (r && r.done)) {
+      for (const x of this.#waiters.splice(0)) {
+        x.done();
+        x.resolve(DONE);
+      }
+    } else {
+      this.#start();
+    }
+  }
+
+  #withMetadata(ev) {
+    let metadata = null;
+    try {
+      metadata = metadataFrom((buf, size, len) => native().fns.krabka_watch_metadata(this.#handle, buf, size, len));
+    } catch {
+      // the watch was destroyed meanwhile (close()): its event goes without
+    }
+    return Object.freeze({ ...ev, metadata });
   }
 
   /** Ends the watch (idempotent); pending next() calls resolve done. */

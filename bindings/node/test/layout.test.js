@@ -21,6 +21,7 @@ const FIELDS = {
   message: ['krabka_message_t', ['topic', 'partition', 'key', 'key_len', 'value', 'value_len']],
   produceResult: ['krabka_produce_result_t', ['partition', 'offset']],
   rosterEntry: ['krabka_roster_entry_t', ['member_len', 'member', 'offset', 'registered_at', 'rank']],
+  header: ['krabka_header_t', ['key', 'value', 'value_len']],
 };
 
 // The C compiler to use: $CC when set (its first word is the program; a

@@ -13,6 +13,9 @@ import {
   decodeLease,
   isTombstone,
   validateRole,
+  Verifier,
+  MAX_METADATA_BYTES,
+  type Verdict,
   type Leadership,
   type Status,
 } from 'krabka-coord';
@@ -46,6 +49,35 @@ async function main(): Promise<void> {
   if (maybe === null && retryAt !== null) console.log(Number(retryAt) - Date.now());
   const s: Status = await client.describe('controller');
   console.log(s.holder, s.current, s.roster.map((e) => e.rank), s.lease?.deadline);
+  // Record headers: metadata, named successor, headers, the verifier.
+  const meta: Leadership = await client.acquire('router', 'node-1', {
+    metadata: Buffer.from('10.0.0.1:8080'),
+    memberMetadata: new Uint8Array([1, 2]),
+    timeoutMs: 5000,
+  });
+  const m: Buffer | null = meta.metadata;
+  await meta.setMetadata(Buffer.from('10.0.0.2:8080'), { timeoutMs: 1000 });
+  await meta.setMetadata(null);
+  await meta.produce('commands', 'go', { headers: { trace: 'abc', raw: Buffer.from([0]) } });
+  await meta.produce('commands', 'go', { headers: [['trace', 'a'], ['trace', 'b']] });
+  await meta.produceBatch([{ topic: 'commands', value: 'x', headers: new Map([['k', 'v']]) }]);
+  const s2: Status = await client.describe('router');
+  const sm: Buffer | null = s2.metadata;
+  const rm: (Buffer | null)[] = s2.roster.map((e) => e.metadata);
+  console.log(m, sm, rm, MAX_METADATA_BYTES);
+  await meta.resign({ successor: 'node-2', timeoutMs: 1000 });
+  const v = new Verifier();
+  const verdict: Verdict = v.judge('router', Buffer.from('1:2'), new FencingToken(1n, 2));
+  const again: Verdict = v.judge('router', null, { producerId: 1, producerEpoch: 2 });
+  const hi: FencingToken | null = v.highest('router');
+  console.log(verdict === 'ok', again, hi?.toString(), v.closed);
+  v.close();
+  for await (const ev of await client.watch('router')) {
+    const em: Buffer | null = ev.metadata;
+    console.log(em);
+    break;
+  }
+
   await leadership.resign();
   console.log(leadership.state === 'resigned');
   await client.close();
