@@ -191,10 +191,11 @@ func kc_go_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
+	opts := c.acquireOptions(ro, me) // as set when the call was made, not when the goroutine runs
 	go func() {
 		defer cancel()
 		ev := &qEvent{typ: C.KRABKA_EVENT_ACQUIRE, tag: uint64(tag)}
-		l, err := c.c.Acquire(ctx, ro, me, c.acquireOptions(ro, me)...)
+		l, err := c.c.Acquire(ctx, ro, me, opts...)
 		if err != nil {
 			ev.err, ev.errstr = codeOf(err), err.Error()
 		} else {

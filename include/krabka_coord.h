@@ -843,7 +843,9 @@ krabka_err_t krabka_watch_destroy(krabka_watch_t *watch);
  *  lease record of the term it wins (an address clients should use, say),
  *  member_meta on its registration (what a candidate advertises before it
  *  leads). NULL with length 0: none. Over KRABKA_MAX_METADATA_BYTES:
- *  INVALID_ARG, nothing stored. Never blocks; writes nothing itself. */
+ *  INVALID_ARG, nothing stored. An acquire uses the metadata set when it
+ *  was called (krabka_client_acquire_async included). Never blocks; writes
+ *  nothing itself. */
 krabka_err_t krabka_client_set_metadata(krabka_client_t *client,
                                         const char *role, size_t role_len,
                                         const char *member, size_t member_len,
@@ -910,7 +912,11 @@ krabka_err_t krabka_status_roster_metadata(const krabka_status_t *status,
                                            size_t index, uint8_t *buf,
                                            size_t buf_size, size_t *len);
 /** The term's metadata of the event krabka_watch_next last returned on
- *  this watch (as krabka_status_metadata; *len 0: none). */
+ *  this watch, or of the event krabka_watch_next_async last posted (keep
+ *  one asynchronous next in flight per watch and read this when its event
+ *  is taken from the queue); as krabka_status_metadata (*len 0: none).
+ *  Roster entries of a watch event carry no metadata here: describe
+ *  reports them (krabka_status_roster_metadata). */
 krabka_err_t krabka_watch_metadata(krabka_watch_t *watch, uint8_t *buf,
                                    size_t buf_size, size_t *len);
 
