@@ -180,6 +180,9 @@ int main(void) {
     snprintf(role2, sizeof role2, "capi-events-2-%" PRId64, now_ms());
 
     krabka_conf_t *confa = new_conf("events-a");
+    /* info, so that the win (an info line) is logged too: the default level
+     * is warn (a test of that default is in core/coord/stats_test.go). */
+    OK(krabka_conf_set(confa, "krabka.log.level", "info", ES));
     OK(krabka_conf_set_log_cb(confa, on_log, &log_calls));
     krabka_client_t *ca = client_from(confa), *cb = client_from(new_conf("events-b"));
     krabka_queue_t *q = NULL;
