@@ -394,8 +394,11 @@ func TestRunNeverTwoChildrenAcrossKillStopAndCut(t *testing.T) {
 	b.signal(t, syscall.SIGSTOP)
 	a2.next(t, reWon)
 	b.signal(t, syscall.SIGCONT)
-	if m := b.next(t, reLost); m[1] != "FENCED" {
-		t.Errorf("b after its pause: lost %s, want FENCED", m[1])
+	// FENCED (its view shows a's lease, or the broker refuses it), or
+	// EXPIRED when a renewal was in flight as it was stopped (it fails at
+	// the deadline it was bounded by). Not AT_RISK: a took over.
+	if m := b.next(t, reLost); m[1] != "FENCED" && m[1] != "EXPIRED" {
+		t.Errorf("b after its pause: lost %s, want FENCED or EXPIRED", m[1])
 	}
 	b.next(t, reCampaign("b"))
 	waitRegistered(t, c.Bootstrap, role, "b")
@@ -683,8 +686,9 @@ func TestRunWriteChannelOfAPausedRun(t *testing.T) {
 	// b's child writes a little under the new token.
 	time.Sleep(500 * time.Millisecond)
 	a.signal(t, syscall.SIGCONT)
-	if code := a.exit(t); code != exitLostFenced {
-		t.Errorf("a exit %d after its pause, want %d (fenced)", code, exitLostFenced)
+	// Fenced, or expired when a renewal was in flight as it was stopped.
+	if code := a.exit(t); code != exitLostFenced && code != exitLostExpired {
+		t.Errorf("a exit %d after its pause, want %d (fenced) or %d (expired)", code, exitLostFenced, exitLostExpired)
 	}
 	b.signal(t, syscall.SIGKILL)
 	b.exit(t)
@@ -804,7 +808,14 @@ func TestRunExitCodesEnvironmentAndCleanup(t *testing.T) {
 		p.signal(t, syscall.SIGSTOP)
 		m := p.next(t, reEnded)
 		p.signal(t, syscall.SIGCONT)
-		if code := p.exit(t); code != exitLostAtRisk {
+		// At risk, nobody took over: run resigned after the child's death.
+		// Expired instead when the pause caught a renewal in flight (it
+		// fails at the deadline it was bounded by).
+		switch code := p.exit(t); code {
+		case exitLostAtRisk:
+		case exitLostExpired:
+			t.Logf("exit %d: the pause caught a renewal in flight", code)
+		default:
 			t.Errorf("exit %d, want %d (at risk, nobody took over)", code, exitLostAtRisk)
 		}
 		at, _ := strconv.ParseInt(m[2], 10, 64)
