@@ -5,7 +5,13 @@
 #                   describe/roles/watch/leave against C device hosts, check on
 #                   the test cluster, on a topic without the compaction
 #                   settings, with a wrong SASL password and on an unreachable
-#                   bootstrap, and the exporter's /metrics through a failover.
+#                   bootstrap, and the exporter's /metrics through a failover;
+#                   run (run_live_test.go): two run processes on one role
+#                   across a SIGKILL, a SIGSTOP past the lease and a cut link
+#                   (a cluster of its own whose brokers advertise fault
+#                   proxies, started through kafkatest), never two children
+#                   alive at once; the write channel of a deposed child; exit
+#                   codes. About 35 s of the target's time.
 #                   Uses the clusters named by KRABKA_BOOTSTRAP and
 #                   KRABKA_SASL_BOOTSTRAP (make test exports them); when unset,
 #                   kafkatest starts and stops its own.
@@ -23,7 +29,7 @@ cli: lib
 # The broker-free tests only.
 cli-unit:
 	$(GO) vet ./cmd/...
-	$(GO) test -count=1 -run 'Config|Later|BadProp|Properties|Help|Version|BadCommand|FlagsAfter|ACLJudgement|Unreachable' ./cmd/krabka-coord/
+	$(GO) test -count=1 -run 'Config|LaterSettings|BadProp|Properties|Help|Version|BadCommand|FlagsAfter|ACLJudgement|Unreachable|RunBad|Schedule|Watchdog|LineReader' ./cmd/krabka-coord/
 
 cli-test: lib examples
 	$(GO) vet ./cmd/...

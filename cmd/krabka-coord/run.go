@@ -108,7 +108,8 @@ refuses it once the token is superseded.
 Exit codes of run: CMD's own when it exits by itself (128+N when a signal
 N ended it); 126 CMD cannot be started, 127 CMD not found (nothing was
 campaigned for); 200 lost: FENCED (another holder took over), 201 lost:
-EXPIRED (renewals failed until the deadline), 202 lost: CMD stopped at risk
+EXPIRED (no renewal had succeeded by the deadline: cut off, or paused with
+a renewal in flight), 202 lost: CMD stopped at risk
 (the deadline came near without a renewal; nobody took over); 0 stopped by
 a signal while waiting for the role; 1 the campaign failed (the cluster
 refused or could not be reached for good); 2 bad command line.`,
