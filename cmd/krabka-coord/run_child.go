@@ -74,9 +74,19 @@ type wdEvent struct {
 // watchdog is run's end of the watchdog process: its stdin is the feed
 // (plans, the child's pid, done), its stdout the reports.
 type watchdog struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	in     io.WriteCloser
+	cmd *exec.Cmd
+	in  io.WriteCloser
+
+	// The feed is written by one goroutine (writeFeed), so that run's event
+	// loop never blocks on the pipe: control lines (pid, done) in order, and
+	// only the newest plan (each plan replaces the one before).
+	mu      sync.Mutex
+	ctl     []string
+	plan    string
+	closing bool
+	kick    chan struct{}
+	flushed chan struct{} // closed when writeFeed returns
+
 	events chan wdEvent
 	armed  chan error
 	bye    chan struct{}
@@ -110,7 +120,9 @@ func startWatchdog(stderr io.Writer) (*watchdog, error) {
 		return nil, err
 	}
 	w := &watchdog{cmd: cmd, in: in, events: make(chan wdEvent, 16), armed: make(chan error, 1),
-		bye: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{})}
+		bye: make(chan struct{}), dead: make(chan struct{}), exited: make(chan struct{}),
+		kick: make(chan struct{}, 1), flushed: make(chan struct{})}
+	go w.writeFeed()
 	go func() {
 		defer close(w.dead)
 		sc := bufio.NewScanner(out)
@@ -145,13 +157,53 @@ func startWatchdog(stderr io.Writer) (*watchdog, error) {
 	return w, nil
 }
 
-// send writes one feed line (errors show as the watchdog's death).
-func (w *watchdog) send(p plan) { w.sendLine(p.line()) }
+// send hands the watchdog a new plan; never blocks.
+func (w *watchdog) send(p plan) {
+	w.mu.Lock()
+	w.plan = p.line()
+	w.mu.Unlock()
+	w.nudge()
+}
 
+// sendLine queues a control line; never blocks.
 func (w *watchdog) sendLine(s string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	io.WriteString(w.in, s+"\n")
+	w.ctl = append(w.ctl, s)
+	w.mu.Unlock()
+	w.nudge()
+}
+
+func (w *watchdog) nudge() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writeFeed writes what send and sendLine queued: the newest plan first
+// (the first plan is queued before the pid), then the control lines. Write
+// errors show as the watchdog's death on the report pipe.
+func (w *watchdog) writeFeed() {
+	defer close(w.flushed)
+	for range w.kick {
+		w.mu.Lock()
+		plan, ctl, closing := w.plan, w.ctl, w.closing
+		w.plan, w.ctl = "", nil
+		w.mu.Unlock()
+		var b strings.Builder
+		if plan != "" {
+			b.WriteString(plan + "\n")
+		}
+		for _, l := range ctl {
+			b.WriteString(l + "\n")
+		}
+		if b.Len() > 0 {
+			io.WriteString(w.in, b.String())
+		}
+		if closing {
+			return
+		}
+	}
 }
 
 // arm hands the child's pid to the watchdog and waits until it watches it.
@@ -184,11 +236,18 @@ func (w *watchdog) finish() {
 	}
 }
 
-// close ends the feed and waits for the watchdog to exit.
+// close ends the feed (after what is queued, unless the pipe is stuck) and
+// waits for the watchdog to exit.
 func (w *watchdog) close() {
 	w.mu.Lock()
-	w.in.Close()
+	w.closing = true
 	w.mu.Unlock()
+	w.nudge()
+	select {
+	case <-w.flushed:
+	case <-time.After(time.Second):
+	}
+	w.in.Close()
 	select {
 	case <-w.exited:
 	case <-time.After(10 * time.Second):

@@ -325,6 +325,23 @@ func waitRegistered(t *testing.T, bs, role, member string) {
 var runLease = []string{"-X", "krabka.lease.ms=4000", "-X", "krabka.renew.interval.ms=1000",
 	"-X", "krabka.challenge.stagger.ms=500", "-X", "request.timeout.ms=1500"}
 
+// The tests that assert the child's death before the deadline give the
+// watchdog a wider lead, so that a loaded machine (make test on 2 shared
+// cores) does not eat it: a 6 s lease, SIGTERM 2 s before the deadline,
+// SIGKILL 500 ms later, 1.5 s before it. CMD is stopped at risk only after
+// 3 s without a successful renewal.
+var (
+	safeLease = []string{"-X", "krabka.lease.ms=6000", "-X", "krabka.renew.interval.ms=1000",
+		"-X", "krabka.challenge.stagger.ms=500", "-X", "request.timeout.ms=1500"}
+	safeStop = []string{"--margin", "2s", "--grace", "500ms"}
+)
+
+// runArgs is -b BS, the lease settings, then run with flags.
+func runArgs(bs string, lease []string, flags ...string) []string {
+	args := append([]string{"-b", bs}, lease...)
+	return append(append(args, "run"), flags...)
+}
+
 func selfExe(t *testing.T) string {
 	t.Helper()
 	exe, err := os.Executable()
@@ -369,8 +386,8 @@ func TestRunNeverTwoChildrenAcrossKillStopAndCut(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "children.log")
 	env := []string{"KRABKA_RUN_TEST_CHILD=lines", "KRABKA_RUN_TEST_FILE=" + file}
 	start := func(name, member, bs string) *runProc {
-		args := append([]string{"-b", bs}, runLease...)
-		return startRun(t, name, env, append(args, "run", "--requeue", role, member, "--", selfExe(t))...)
+		args := runArgs(bs, safeLease, append(safeStop, "--requeue")...)
+		return startRun(t, name, env, append(args, role, member, "--", selfExe(t))...)
 	}
 
 	a := start("a1", "a", g.Bootstrap())
@@ -673,8 +690,8 @@ func TestRunWriteChannelOfAPausedRun(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "children.log")
 	env := []string{"KRABKA_RUN_TEST_CHILD=writer", "KRABKA_RUN_TEST_FILE=" + file}
 	start := func(name, member string) *runProc {
-		args := append([]string{"-b", bs}, runLease...)
-		return startRun(t, name, env, append(args, "run", "--topic", topic, role, member, "--", selfExe(t))...)
+		args := runArgs(bs, safeLease, append(safeStop, "--topic", topic)...)
+		return startRun(t, name, env, append(args, role, member, "--", selfExe(t))...)
 	}
 	a := start("a", "wa")
 	tokA := a.next(t, reWon)[2]
@@ -802,7 +819,7 @@ func TestRunExitCodesEnvironmentAndCleanup(t *testing.T) {
 	t.Run("paused alone past the lease", func(t *testing.T) {
 		file := filepath.Join(dir, "paused.log")
 		p := startRun(t, "paused", []string{"KRABKA_RUN_TEST_CHILD=lines", "KRABKA_RUN_TEST_FILE=" + file},
-			append(base, "run", role, "m4", "--", selfExe(t))...)
+			append(runArgs(bs, safeLease, safeStop...), role, "m4", "--", selfExe(t))...)
 		dl, _ := strconv.ParseInt(p.next(t, reWon)[3], 10, 64)
 		time.Sleep(200 * time.Millisecond)
 		p.signal(t, syscall.SIGSTOP)

@@ -258,8 +258,8 @@ func (s *wdState) signal(sig syscall.Signal) {
 		return
 	}
 	syscall.Kill(-s.pid, sig)
-	if s.pidfd >= 0 {
-		unix.PidfdSendSignal(s.pidfd, sig, nil, 0)
+	if pg, err := unix.Getpgid(s.pid); s.pidfd >= 0 && err == nil && pg != s.pid {
+		unix.PidfdSendSignal(s.pidfd, sig, nil, 0) // it left its group: signal it once more, directly
 	}
 }
 
