@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -125,11 +126,17 @@ type childAck struct {
 func readLives(t *testing.T, file string) []*childLife {
 	t.Helper()
 	b, err := os.ReadFile(file)
-	if err != nil {
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
+	// A line being appended while the file is read may show in part: read
+	// up to the last complete line.
+	b = b[:bytes.LastIndexByte(b, '\n')+1]
 	by := map[int]*childLife{}
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
 		f := strings.Fields(l)
 		if len(f) < 3 {
 			t.Fatalf("bad child line %q", l)
@@ -493,6 +500,27 @@ func TestRunNeverTwoChildrenAcrossKillStopAndCut(t *testing.T) {
 	}
 }
 
+// waitAcked waits until the child holding token has a write acknowledged.
+func waitAcked(t *testing.T, file, token string) {
+	t.Helper()
+	for deadline := time.Now().Add(bound); ; {
+		for _, l := range readLives(t, file) {
+			if l.token != token {
+				continue
+			}
+			for _, a := range l.acks {
+				if a.answer[0] == "OK" {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child with token %s had no write acknowledged", token)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // readTopic reads the committed data records of a one-partition topic
 // (read_committed, up to the stable offset). Control records are kept so
 // that every offset below the stable offset is seen (a transactional
@@ -640,7 +668,7 @@ func TestRunWriteChannelRefusesADeposedChild(t *testing.T) {
 		t.Errorf("a exit %d, want %d (fenced)", code, exitLostFenced)
 	}
 	// b's child writes too; then stop it.
-	time.Sleep(500 * time.Millisecond)
+	waitAcked(t, file, tokB)
 	b.signal(t, syscall.SIGKILL)
 	b.exit(t)
 
@@ -700,8 +728,8 @@ func TestRunWriteChannelOfAPausedRun(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	a.signal(t, syscall.SIGSTOP)
 	tokB := b.next(t, reWon)[2]
-	// b's child writes a little under the new token.
-	time.Sleep(500 * time.Millisecond)
+	// b's child writes under the new token.
+	waitAcked(t, file, tokB)
 	a.signal(t, syscall.SIGCONT)
 	// Fenced, or expired when a renewal was in flight as it was stopped.
 	if code := a.exit(t); code != exitLostFenced && code != exitLostExpired {
