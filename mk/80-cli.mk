@@ -11,7 +11,8 @@
 #                   (a cluster of its own whose brokers advertise fault
 #                   proxies, started through kafkatest), never two children
 #                   alive at once; the write channel of a deposed child; exit
-#                   codes. About 35 s of the target's time.
+#                   codes. About 45 s of the target's time (10 s of it the start
+#                   of that cluster).
 #                   Uses the clusters named by KRABKA_BOOTSTRAP and
 #                   KRABKA_SASL_BOOTSTRAP (make test exports them); when unset,
 #                   kafkatest starts and stops its own.
