@@ -506,8 +506,8 @@ func TestRunNeverTwoChildrenAcrossKillStopAndCut(t *testing.T) {
 	// before the deadline, then SIGKILL (the child ignores SIGTERM).
 	for i, l := range lives[1:3] {
 		p := []*runProc{b, a2}[i]
-		if !p.saw(regexp.MustCompile(`watchdog: SIGTERM to process group ` + strconv.Itoa(l.pid) + ` `)) ||
-			!p.saw(regexp.MustCompile(`watchdog: SIGKILL to process group ` + strconv.Itoa(l.pid) + ` `)) {
+		if !p.saw(regexp.MustCompile(`watchdog: SIGTERM to process group `+strconv.Itoa(l.pid)+` `)) ||
+			!p.saw(regexp.MustCompile(`watchdog: SIGKILL to process group `+strconv.Itoa(l.pid)+` `)) {
 			t.Errorf("child %d: no SIGTERM then SIGKILL from the watchdog", l.pid)
 		}
 	}
