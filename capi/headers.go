@@ -60,20 +60,15 @@ func kc_go_client_set_metadata(client *C.krabka_client_t, r *C.kc_cchar_t, role_
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	for _, x := range []struct {
-		what string
-		b    []byte
-	}{{"term_meta", tm}, {"member_meta", mm}} {
-		if len(x.b) > core.MaxMetadataBytes {
-			return fail(invalidArg("krabka: %s of %d bytes: at most %d allowed (krabka.meta)", x.what, len(x.b), core.MaxMetadataBytes), errstr, errstr_size)
-		}
-	}
 	var opts []coord.AcquireOption
 	if tm != nil {
 		opts = append(opts, coord.WithMetadata(tm))
 	}
 	if mm != nil {
 		opts = append(opts, coord.WithMemberMetadata(mm))
+	}
+	if err := coord.CheckAcquireOptions(opts...); err != nil {
+		return fail(err, errstr, errstr_size)
 	}
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()

@@ -29,6 +29,15 @@ func WithMemberMetadata(b []byte) AcquireOption {
 	return func(o *acquireOptions) { o.memberMeta = append([]byte(nil), b...) }
 }
 
+// CheckAcquireOptions reports the error an Acquire with opts would give
+// before writing anything (metadata over core.MaxMetadataBytes is
+// ErrInvalidArgument), so that a caller storing options for later (the C
+// API's krabka_client_set_metadata) refuses them at once.
+func CheckAcquireOptions(opts ...AcquireOption) error {
+	_, err := acquireOpts(opts)
+	return err
+}
+
 func acquireOpts(opts []AcquireOption) (acquireOptions, error) {
 	var o acquireOptions
 	for _, f := range opts {

@@ -16,7 +16,7 @@ library instead of the packaged one.
 
 from __future__ import annotations
 
-from ._native import ABI_VERSION, ForkedProcessError, LibraryLoadError, lib as _lib, library_path
+from ._native import ABI_VERSION, MAX_METADATA_BYTES as _MAX_METADATA_BYTES, ForkedProcessError, LibraryLoadError, lib as _lib, library_path
 from ._errors import (
     AuthorizationError,
     AuthenticationError,
@@ -82,7 +82,7 @@ def library_version() -> str:
 NAME_MAX = 249
 """Longest role or member id in bytes."""
 
-MAX_METADATA_BYTES = 4096
+MAX_METADATA_BYTES = _MAX_METADATA_BYTES
 """Most bytes of metadata of a term or of a member (KRABKA_MAX_METADATA_BYTES)."""
 
 __all__ = [
