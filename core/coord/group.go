@@ -222,7 +222,7 @@ func (l *Leadership) commitOne() bool {
 	if empty {
 		return false
 	}
-	cctx, release, _, err := l.begin(context.Background(), false)
+	_, release, _, err := l.begin(context.Background(), false)
 	if err != nil {
 		// The leadership ended or the client closed (nothing else ends a
 		// background context).
@@ -239,7 +239,16 @@ func (l *Leadership) commitOne() bool {
 		release()
 		return false
 	}
-	tctx, cancel := l.txnContext(cctx, batch)
+	// The transaction's wait must not end with the leadership: when the
+	// live view ends it (a successor's lease arrived) while this
+	// transaction's commit is in flight, the commit may already have
+	// landed before the successor's mint. Telling its callers FENCED then
+	// would deny a committed write. So the wait ends with the client, the
+	// callers' deadlines or all callers giving up, and the answer is the
+	// broker's (the worker bounds each transaction by request.timeout.ms).
+	base, stopBase := l.c.callCtx(context.Background())
+	defer stopBase()
+	tctx, cancel := l.txnContext(base, batch)
 	var msgs []Message
 	if len(batch) == 1 {
 		msgs = batch[0].msgs

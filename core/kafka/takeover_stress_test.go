@@ -39,24 +39,31 @@ func takeoverRounds(t *testing.T) int {
 //     token: DescribeTransactions names the successor's token, the
 //     successor is ACTIVE and the deposed holder FENCED.
 //
-// The successor's lease clock runs 10 s ahead, so it takes over at once.
+// The successor's lease clock runs a minute ahead of the 30 s lease, so it
+// takes over at once.
 func TestTakeoverUnderGroupCommit(t *testing.T) {
 	rounds := takeoverRounds(t)
 	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
 		const writers = 64
 		topic, read := dataTopic(t, c.Bootstrap)
 		spyA, spyB := &reqSpy{}, &reqSpy{}
-		cfgA := testConfig(t, c.Bootstrap, "request.timeout.ms", "20000")
+		// A 30 s lease: under a loaded machine a 2 s lease could expire (a
+		// renewal slow to answer) and end a writer EXPIRED instead of by
+		// the mint this test is about; the successor's clock runs a minute
+		// ahead, so it takes over at once all the same.
+		long := []string{"krabka.lease.ms", "30000", "krabka.renew.interval.ms", "10000"}
+		cfgA := testConfig(t, c.Bootstrap, append(long, "request.timeout.ms", "20000")...)
 		ca, err := kafka.NewClient(cfgA, kafka.WithDialer(spyA.Dial))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ca.Close() })
-		trB, err := kafka.New(testConfig(t, c.Bootstrap), kafka.WithDialer(spyB.Dial))
+		cfgB := testConfig(t, c.Bootstrap, long...)
+		trB, err := kafka.New(cfgB, kafka.WithDialer(spyB.Dial))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cb, err := coord.NewClient(testConfig(t, c.Bootstrap), trB, skewedClock{10 * time.Second})
+		cb, err := coord.NewClient(cfgB, trB, skewedClock{time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
