@@ -6,6 +6,8 @@
 #                    coordinator can report a spurious "context deadline exceeded" failure when
 #                    the time runs out under CPU load (golang/go#75804, fixed in Go 1.27).
 #   make core-bench  codec, fold and rule benchmarks
+#   make generate    `go generate ./...`: internal/gen rewrites every file derived from
+#                    include/krabka_coord.h and core/coord's tables (core-test fails when one is stale)
 GO ?= go
 CORE_FUZZTIME ?= 300000x
 CORE_FUZZ_TARGETS := FuzzDecodeKey FuzzDecodeRegistration FuzzDecodeLease FuzzParseFencingToken
@@ -15,11 +17,14 @@ CONFORMANCE_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go
 TEST_TARGETS += core-test
 BENCH_TARGETS += core-bench
 
-.PHONY: core-test core-fuzz core-bench core-conformance
+.PHONY: core-test core-fuzz core-bench core-conformance generate
 core-test:
-	$(GO) vet ./core ./tests/conformance/...
-	$(GO) test ./core ./tests/conformance/...
+	$(GO) vet ./core ./tests/conformance/... ./internal/...
+	$(GO) test ./core ./tests/conformance/... ./internal/...
 	$(CONFORMANCE_GO)
+
+generate:
+	$(GO) generate ./...
 
 core-conformance:
 	$(CONFORMANCE_GO)
