@@ -601,13 +601,23 @@ func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error
 		}
 		return err
 	}
-	now := l.c.clock.NowMs()
-	expired := core.Lease{Member: l.member, Token: l.Token(), GrantedAt: now, Deadline: now}
-	leaseMsg := l.c.leaseMessage(l.role, l.partition, core.EncodeLease(expired), nil) // an expired lease carries no metadata
-	if successor != nil {
-		leaseMsg.Headers = []Header{{Key: core.HeaderSuccessor, Value: []byte(successor.String())}}
+	tok := l.Token()
+	var werr error
+	if r, ok := l.prod.(TokenRecoverer); ok {
+		// As in a renewal, the lease must carry the token its records are
+		// written with: complete a recovery an earlier failure left
+		// pending first (COORDINATION.md 10.5).
+		tok, werr = r.Recover(cctx)
 	}
-	_, werr := l.prod.Transact(cctx, []Message{leaseMsg, l.c.registrationTombstone(l.role, l.partition, l.member)})
+	if werr == nil {
+		now := l.c.clock.NowMs()
+		expired := core.Lease{Member: l.member, Token: tok, GrantedAt: now, Deadline: now}
+		leaseMsg := l.c.leaseMessage(l.role, l.partition, core.EncodeLease(expired), nil) // an expired lease carries no metadata
+		if successor != nil {
+			leaseMsg.Headers = []Header{{Key: core.HeaderSuccessor, Value: []byte(successor.String())}}
+		}
+		_, werr = l.prod.Transact(cctx, []Message{leaseMsg, l.c.registrationTombstone(l.role, l.partition, l.member)})
+	}
 	release()
 	if errors.Is(werr, ErrFenced) {
 		// The broker refused the resignation: the leadership was already
