@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Golden bytes of the frozen format (spec section 3): role controller,
+// Golden bytes of the frozen format (docs/PROTOCOL.md section 3): role controller,
 // member node-1, registered/granted 1700000000000, deadline 1700000030000,
 // token 4242:7.
 const (

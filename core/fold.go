@@ -6,7 +6,7 @@ import (
 
 // RawRecord is one record of the role's partition as read from Kafka. Key may
 // be nil; a nil or empty Value is a tombstone. Headers are the record's Kafka
-// headers: the one extension point of the frozen format (COORDINATION.md
+// headers: the one extension point of the frozen format (docs/PROTOCOL.md
 // section 11). A reader ignores every header it does not know, and no header
 // changes what the key or the value means.
 type RawRecord struct {
@@ -23,7 +23,7 @@ type RecordHeader struct {
 }
 
 // The headers of the coordination topic this implementation reads
-// (COORDINATION.md 11.3, 11.4). Names starting with "krabka." are reserved.
+// (docs/PROTOCOL.md 11.3, 11.4). Names starting with "krabka." are reserved.
 const (
 	// HeaderSuccessor on the expired lease of a resign or an administrative
 	// fence names the member handed over to.
@@ -46,7 +46,7 @@ const (
 	HeaderToken = "krabka.token"
 )
 
-// MaxMetadataBytes bounds krabka.meta (COORDINATION.md 11.1).
+// MaxMetadataBytes bounds krabka.meta (docs/PROTOCOL.md 11.1).
 const MaxMetadataBytes = 4096
 
 // DecodedRecord is a record whose key and value are already decoded. Exactly
@@ -80,7 +80,7 @@ type State struct {
 	Lease   *Lease
 	Skipped int
 	// Removed counts the members whose latest registration record is a
-	// tombstone: they resigned, were pruned by a winner or left (spec 10).
+	// tombstone: they resigned, were pruned by a winner or left (docs/PROTOCOL.md 10).
 	Removed int
 	// Successor is the member the current lease record names in its
 	// krabka.successor header (zero: none, or not a valid member id).
@@ -102,7 +102,7 @@ type memberSlot struct {
 	rejoins      bool
 }
 
-// Folder folds records of one role incrementally (spec section 5). Records
+// Folder folds records of one role incrementally (docs/PROTOCOL.md section 5). Records
 // may be added in any order: each slot keeps the record with the greatest
 // offset. Use NewFolder; the zero value is unusable.
 type Folder struct {
@@ -274,7 +274,7 @@ func (f *Folder) State() State {
 }
 
 // NamedSuccessor returns the member the current lease hands over to
-// (COORDINATION.md 11.3): its krabka.successor header names a member that is
+// (docs/PROTOCOL.md 11.3): its krabka.successor header names a member that is
 // registered and is not the lease's own member, on a lease that is written
 // expired (granted_at = deadline: a resign or an administrative fence).
 // Otherwise the header is ignored and ok is false.
@@ -314,7 +314,7 @@ func (s State) Holder() (MemberID, bool) {
 	return s.Lease.Member, true
 }
 
-// Rank returns m's place in the succession order (spec 5.7): none when m is
+// Rank returns m's place in the succession order (docs/PROTOCOL.md 5.7): none when m is
 // not in the roster; 0 when the lease names m (live or expired); otherwise
 // m's index in the roster with the lease's member left out. The first standby
 // and an expired holder therefore both rank 0.

@@ -103,7 +103,7 @@ func (c LeaseConfig) ChallengeAt(l Lease, rank int32) int64 {
 // DecisionKind is the outcome of Evaluate.
 type DecisionKind int
 
-// The four decisions of the succession rule (spec section 6).
+// The four decisions of the succession rule (docs/PROTOCOL.md section 6).
 const (
 	// NotRegistered: the member is not in the roster; it must register.
 	NotRegistered DecisionKind = iota
@@ -137,7 +137,7 @@ type Decision struct {
 	WaitUntil int64
 }
 
-// Evaluate applies the succession rule (spec section 6) for member me at now.
+// Evaluate applies the succession rule (docs/PROTOCOL.md section 6) for member me at now.
 // The first matching row wins: not in the roster -> NotRegistered; a lease
 // naming me that is live -> Hold; otherwise the anchor is the lease deadline
 // (or, with no lease, my own registered_at) plus rank x stagger, and the
@@ -157,7 +157,7 @@ func Evaluate(s State, me MemberID, now int64, c LeaseConfig) Decision {
 		base = s.Lease.Deadline
 	}
 	if succ, ok := s.NamedSuccessor(); ok {
-		// A hand-over to a named member (COORDINATION.md 11.3): it
+		// A hand-over to a named member (docs/PROTOCOL.md 11.3): it
 		// challenges at once, every other member one stagger later than
 		// its rank alone would say.
 		if succ == me {

@@ -3,7 +3,7 @@ package core
 import "slices"
 
 // PartitionFolder folds every role of one partition at once: a reader that
-// follows a partition (spec 10.1) keeps one and answers any role that hashes
+// follows a partition (docs/PROTOCOL.md 10.1) keeps one and answers any role that hashes
 // to it without reading the partition again. Records are routed by the role
 // in their key; a record whose key is null or does not decode belongs to no
 // role and counts as skipped for every role (as Folder.AddRaw counts it).

@@ -2,7 +2,7 @@ package core
 
 import "testing"
 
-// The krabka.successor header of an expired lease (COORDINATION.md 11.3):
+// The krabka.successor header of an expired lease (docs/PROTOCOL.md 11.3):
 // the named member challenges at once, every other member one stagger
 // later than its rank alone; the header is ignored when the named member is
 // not registered, on a live lease, or when unknown headers come with it.

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Verdict is what a Verifier says of one consumed record (COORDINATION.md
+// Verdict is what a Verifier says of one consumed record (docs/PROTOCOL.md
 // 11.5).
 type Verdict int
 

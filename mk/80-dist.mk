@@ -2,7 +2,7 @@
 # stays the default for development; these targets build release libraries.
 #   make dist          every target (x86_64, aarch64, armv7 hard-float on glibc >= 2.28):
 #                      library tarballs with the static archive,
-#                      header and pkg-config file, one wheel per target, the sdist, the npm
+#                      header, pkg-config file, docs/PROTOCOL.md and docs/ABI.md, one wheel per target, the sdist, the npm
 #                      package and one npm package per target, into dist/ with SHA256SUMS.
 #                      DIST_TARGETS="x86_64-linux-gnu ..." limits the targets.
 #   make dist-test     installs each x86_64 artifact into a fresh prefix, venv and npm

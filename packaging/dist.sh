@@ -2,7 +2,7 @@
 # packaging/dist.sh: `make dist`. Release-builds libkrabka_coord for every
 # target and writes every artifact to dist/ (see docs/PLATFORMS.md):
 #   krabka-coord-VERSION-TARGET.tar.gz      lib/ (.so, .so.1, .so.1.0.0, .a), lib/pkgconfig,
-#                                           include/, LICENSE, README
+#                                           include/, docs/ (PROTOCOL.md, ABI.md), LICENSE, README
 #   krabka_coord-VERSION-py3-none-PLAT.whl  one per target (manylinux_2_28)
 #   krabka_coord-VERSION.tar.gz             the Python sdist (builds from source with Go)
 #   krabka-coord-VERSION.tgz                the npm package
@@ -10,7 +10,10 @@
 #   SHA256SUMS
 # Each artifact is checked as it is made: glibc floor (build.sh), auditwheel
 # show, no setuptools warning, nothing left in the source tree, the library in
-# each wheel and npm package is the one built for its target.
+# each wheel and npm package is the one built for its target, each tarball
+# carries docs/PROTOCOL.md and docs/ABI.md, and no text file of any artifact
+# points at the decision record beside a checkout (../shared,
+# COORDINATION.md), which a user of an artifact does not have.
 #
 # DIST_TARGETS="x86_64-linux-gnu ..." limits the targets (default: all three).
 set -euo pipefail
@@ -76,6 +79,8 @@ for t in $TARGETS; do
     mkdir -p "$dir"
     cp -a "build/release/$t/." "$dir/"
     cp LICENSE "$dir/LICENSE"
+    mkdir -p "$dir/docs"
+    cp docs/PROTOCOL.md docs/ABI.md "$dir/docs/"
     cat >"$dir/README" <<EOF
 libkrabka_coord $VERSION for $t (krabka-coord: leader election, leases and
 fencing tokens on Apache Kafka). Unpack anywhere; the pkg-config file is
@@ -84,7 +89,10 @@ relocatable:
   PKG_CONFIG_PATH=\$PWD/lib/pkgconfig cc app.c \$(pkg-config --cflags --libs krabka_coord)
   cc app.c -Iinclude lib/libkrabka_coord.a -lpthread -ldl -lresolv     # static
 
-See docs/PLATFORMS.md in the repository for the supported systems.
+include/krabka_coord.h is the C contract. docs/PROTOCOL.md is the protocol
+it speaks on Kafka (the header's section references point there), and
+docs/ABI.md the rule by which the ABI changes. See docs/PLATFORMS.md in the
+repository for the supported systems.
 EOF
     tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
         --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
@@ -204,6 +212,53 @@ if [[ "$before_tree" != "$after_tree" ]]; then
     diff <(echo "$before_tree") <(echo "$after_tree") >&2 || true
     die "the build left files in the source tree (above)"
 fi
+
+# ---- what the artifacts say ------------------------------------------------
+# Each library tarball carries the protocol and the ABI rule, and no text file
+# of any artifact (tarballs, wheels, the sdist, npm packages) mentions
+# ../shared or COORDINATION.md: that record lives beside a checkout, not in a
+# release. docs/PROTOCOL.md, which names it as its source, is the exception.
+# A file with a NUL byte counts as binary and is not read.
+"$PY" - "$DIST" "$VERSION" $TARGETS <<'EOF' || die "the artifacts' contents (above)"
+import os, sys, tarfile, zipfile
+dist, version, targets = sys.argv[1], sys.argv[2], sys.argv[3:]
+NEEDLES = (b"../shared", b"COORDINATION.md")
+problems = []
+
+def members(path):
+    if path.endswith(".whl"):
+        with zipfile.ZipFile(path) as z:
+            for n in z.namelist():
+                if not n.endswith("/"):
+                    yield n, z.read(n)
+    else:
+        with tarfile.open(path, "r:gz") as t:
+            for m in t.getmembers():
+                if m.isfile():
+                    yield m.name, t.extractfile(m).read()
+
+for name in sorted(os.listdir(dist)):
+    if not name.endswith((".tar.gz", ".tgz", ".whl")):
+        continue
+    seen = set()
+    for member, data in members(os.path.join(dist, name)):
+        seen.add(member)
+        if b"\0" in data or member.endswith("/docs/PROTOCOL.md"):
+            continue
+        for i, line in enumerate(data.splitlines(), 1):
+            for needle in NEEDLES:
+                if needle in line:
+                    problems.append(f"{name}: {member}:{i}: mentions {needle.decode()}")
+    for t in targets:
+        if name == f"krabka-coord-{version}-{t}.tar.gz":
+            for doc in ("docs/PROTOCOL.md", "docs/ABI.md"):
+                if f"krabka-coord-{version}-{t}/{doc}" not in seen:
+                    problems.append(f"{name}: no {doc}")
+for p in problems:
+    print(p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+EOF
+log "contents: every tarball has docs/PROTOCOL.md and docs/ABI.md; no shipped text mentions ../shared or COORDINATION.md"
 
 (cd "$DIST" && sha256sum -- * >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
 log "all artifacts in dist/ (sha256 in dist/SHA256SUMS):"

@@ -28,7 +28,7 @@ under every WARN and FAIL:
   describe         DescribeTransactions allowed on the role prefix
   topic            the coordination topic: partitions, replication, min.insync.replicas,
                    cleanup.policy=compact, segment.ms (about an hour) and
-                   min.cleanable.dirty.ratio (about 0.1), as COORDINATION.md section 8 asks;
+                   min.cleanable.dirty.ratio (about 0.1), as docs/PROTOCOL.md section 8 asks;
                    WARN where the library itself warns (kafka.TopicProblems)
   acl              the ACLs this principal has on the role prefix (TransactionalId
                    WRITE and DESCRIBE) and on the coordination topic

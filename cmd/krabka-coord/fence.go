@@ -19,7 +19,7 @@ var fenceFlags struct {
 
 var fenceCommand = &command{
 	name: "fence", args: "ROLE", summary: "depose the holder through the broker (admin)",
-	help: `Deposes ROLE's holder without its cooperation (COORDINATION.md 11.4):
+	help: `Deposes ROLE's holder without its cooperation (docs/PROTOCOL.md 11.4):
 InitProducerId on the role's
 transactional.id mints a new epoch, so the broker refuses every later write
 of the holder's token at once; then, in one transaction under the new token,

@@ -11,7 +11,7 @@ import (
 var leaveCommand = &command{
 	name: "leave", args: "ROLE MEMBER", summary: "remove a member's registration (admin)",
 	help: `Removes MEMBER from ROLE's roster by writing a tombstone of its registration
-(COORDINATION.md section 10.4), for example for a device that was replaced
+(docs/PROTOCOL.md section 10.4), for example for a device that was replaced
 and will not come back under that id. Everyone behind it moves up one rank.
 
 A member that is still running sees itself unregistered and registers again

@@ -15,7 +15,7 @@ var verifyRole string
 var verifyCommand = &command{
 	name: "verify", args: "TOPIC", summary: "check the tokens of a command topic",
 	help: `Reads TOPIC (isolation read_committed, every partition to its last stable
-offset) and judges each record as a consumer would (COORDINATION.md 11.5):
+offset) and judges each record as a consumer would (docs/PROTOCOL.md 11.5):
 its krabka.token header against the producer id and epoch of its batch (the
 token the broker accepted), and the batch's token against the highest seen.
 Per partition it prints the records, how many carry krabka.token, the range

@@ -12,7 +12,7 @@ type acquireOptions struct {
 	memberMeta []byte // the member's metadata (krabka.meta on its registration)
 }
 
-// WithMetadata attaches metadata to the term this acquire wins (COORDINATION.md
+// WithMetadata attaches metadata to the term this acquire wins (docs/PROTOCOL.md
 // 11.1): opaque bytes, at most core.MaxMetadataBytes, for example the address
 // clients should use. Every lease record of the term carries it; a holder
 // changes it with Leadership.SetMetadata. Describe, Watch and the roster
@@ -22,7 +22,7 @@ func WithMetadata(b []byte) AcquireOption {
 }
 
 // WithMemberMetadata attaches metadata to the member's registration
-// (COORDINATION.md 11.2): what a candidate advertises before it leads. It is
+// (docs/PROTOCOL.md 11.2): what a candidate advertises before it leads. It is
 // written when the call registers the member (a member already registered
 // keeps the registration it has).
 func WithMemberMetadata(b []byte) AcquireOption {

@@ -176,7 +176,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Acquire takes role for member, waiting as long as the succession rules
-// say (COORDINATION.md sections 6 and 10): it registers the member, waits
+// say (docs/PROTOCOL.md sections 6 and 10): it registers the member, waits
 // for its turn, then mints a new epoch and writes a lease. A member that
 // finds itself holding a live lease (an earlier incarnation) mints too,
 // fencing that incarnation.
@@ -392,7 +392,7 @@ func (c *Client) joinedRole(role wireRole, member core.MemberID) {
 }
 
 // leaseMessage is the lease record of role (value nil: a tombstone),
-// carrying the term's metadata when there is some (COORDINATION.md 11.1:
+// carrying the term's metadata when there is some (docs/PROTOCOL.md 11.1:
 // every lease record of a term carries it; the metadata commits with the
 // lease, in the same record).
 func (c *Client) leaseMessage(role wireRole, p int32, value []byte, meta []byte) Message {
@@ -409,7 +409,7 @@ func (c *Client) registrationTombstone(role wireRole, p int32, member core.Membe
 }
 
 // pruneList returns the members a winner removes in its first lease
-// transaction (COORDINATION.md 10.3): the member of the previous lease when
+// transaction (docs/PROTOCOL.md 10.3): the member of the previous lease when
 // that lease had expired and the member is still registered, and every
 // member ranked ahead of the winner. A winner that was handed the role by
 // name (11.3) took it out of turn: the members ranked ahead of it did not
@@ -499,7 +499,7 @@ func (c *Client) challenge(ctx context.Context, role wireRole, member core.Membe
 }
 
 // Leave removes member's registration of role (a tombstone of it, written
-// outside any transaction: COORDINATION.md 10.4). A member that leaves is no
+// outside any transaction: docs/PROTOCOL.md 10.4). A member that leaves is no
 // longer in the succession order; an acquire registers it again at the
 // tail. Leaving does not end a leadership: a holder that leaves keeps its
 // lease until it resigns, closes or its lease runs out. Blocks for one

@@ -142,7 +142,7 @@ func TestStandbyWaitsUntilDeadlineThenChallenges(t *testing.T) {
 		t.Fatal("new token does not supersede")
 	}
 	// The old holder wrote nothing, yet its view of the log shows the
-	// newer token: it ends FENCED at once (COORDINATION.md 10), and the
+	// newer token: it ends FENCED at once (docs/PROTOCOL.md 10), and the
 	// cluster refuses its writes as well.
 	select {
 	case <-a.Done():
@@ -377,7 +377,7 @@ func TestResignStepsAsideSoTheFirstStandbyChallengesAtOnce(t *testing.T) {
 }
 
 // The winner prunes the members that let their turn pass: the expired
-// holder and every member ranked ahead of it (COORDINATION.md 10.3).
+// holder and every member ranked ahead of it (docs/PROTOCOL.md 10.3).
 func TestWinnerPrunesDeadMembersAheadOfIt(t *testing.T) {
 	e := newEnv(t)
 	ca, _ := e.client("krabka.leave.on.close", "false")

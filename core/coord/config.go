@@ -95,7 +95,7 @@ type Config struct {
 	// registrations the client made for roles it does not hold.
 	LeaveOnClose bool
 	// ProduceTokenHeader: krabka.produce.token.header, stamp krabka.token on
-	// every guarded write (COORDINATION.md 11.5; default true).
+	// every guarded write (docs/PROTOCOL.md 11.5; default true).
 	ProduceTokenHeader bool
 }
 

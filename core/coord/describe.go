@@ -34,7 +34,7 @@ type Status struct {
 	Removed int
 }
 
-// RosterRank is one registered member with its rank (spec 5.7).
+// RosterRank is one registered member with its rank (docs/PROTOCOL.md 5.7).
 type RosterRank struct {
 	Member       core.MemberID
 	Offset       int64

@@ -33,7 +33,7 @@ type FenceResult struct {
 const MaxFencedByBytes = 256
 
 // Fence deposes role's holder without its cooperation, through the broker
-// (COORDINATION.md 11.4): it calls InitProducerId for the role's
+// (docs/PROTOCOL.md 11.4): it calls InitProducerId for the role's
 // transactional.id, so the broker refuses every later write of the deposed
 // holder's token, and in one transaction of the producer it just initialised
 // writes an expired lease (the deposed member, the new token, granted_at =

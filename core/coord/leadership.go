@@ -185,7 +185,7 @@ func (l *Leadership) watchDeadline() {
 
 // watchView ends the leadership as Fenced as soon as the client's view of
 // the log shows a lease whose token supersedes this leadership's
-// (COORDINATION.md 10, section 11.4 of the issue): another member (or
+// (docs/PROTOCOL.md 10, section 11.4 of the issue): another member (or
 // another incarnation of this one) minted and wrote its lease, so the
 // broker already rejects this token. No write is needed to learn it.
 func (l *Leadership) watchView() {
@@ -285,7 +285,7 @@ func (l *Leadership) Member() core.MemberID { return l.member }
 func (l *Leadership) Partition() int32 { return l.partition }
 
 // Token returns the fencing token this leadership holds: the one minted,
-// or the one an own epoch recovery continued it under (COORDINATION.md
+// or the one an own epoch recovery continued it under (docs/PROTOCOL.md
 // 10.5: the producer re-initialised itself after a failed transaction and
 // the coordinator granted it because nobody else minted in between; the
 // next lease carries it).
@@ -420,7 +420,7 @@ func (l *Leadership) Renew(ctx context.Context) error {
 	return l.renew(ctx, nil, false)
 }
 
-// SetMetadata changes the term's metadata (COORDINATION.md 11.1): a renewal
+// SetMetadata changes the term's metadata (docs/PROTOCOL.md 11.1): a renewal
 // whose lease record carries meta (nil: no metadata from now on). The lease
 // and its metadata change in one record, atomically: no reader ever sees
 // the metadata with another term's lease. Over core.MaxMetadataBytes is
@@ -517,7 +517,7 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 		}
 		for _, h := range m.Headers {
 			if strings.HasPrefix(h.Key, "krabka.") {
-				return nil, WrapError(ErrInvalidArgument, nil, "message %d: header %q: names starting with \"krabka.\" are reserved (COORDINATION.md 11)", i, h.Key)
+				return nil, WrapError(ErrInvalidArgument, nil, "message %d: header %q: names starting with \"krabka.\" are reserved (docs/PROTOCOL.md 11)", i, h.Key)
 			}
 			if !utf8.ValidString(h.Key) {
 				return nil, WrapError(ErrInvalidArgument, nil, "message %d: a header name is not valid UTF-8", i)
@@ -565,7 +565,7 @@ func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]Prod
 	}
 }
 
-// Resign gives the role up and steps aside (COORDINATION.md sections 8 and
+// Resign gives the role up and steps aside (docs/PROTOCOL.md sections 8 and
 // 10.2): one transaction under this token holding an expired lease
 // (granted_at = deadline = now, same member and token) and a tombstone of
 // this member's registration. The first standby then ranks 0 and challenges
@@ -576,7 +576,7 @@ func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]Prod
 // member again, at the tail.
 func (l *Leadership) Resign(ctx context.Context) error { return l.resign(ctx, nil) }
 
-// ResignTo is Resign naming the member to hand over to (COORDINATION.md
+// ResignTo is Resign naming the member to hand over to (docs/PROTOCOL.md
 // 11.3): the expired lease carries krabka.successor. If that member is in
 // the roster it challenges at once and every other standby one stagger
 // later than its rank alone; a member that is not registered is ignored by

@@ -69,7 +69,7 @@ type Transport interface {
 // serialises its calls).
 type TxnProducer interface {
 	// Token is the (producer id, epoch) this producer was minted with, or
-	// the one an own epoch recovery continued it under (COORDINATION.md
+	// the one an own epoch recovery continued it under (docs/PROTOCOL.md
 	// 10.5).
 	Token() core.FencingToken
 	// Transact writes msgs in one transaction and commits it, returning
@@ -87,7 +87,7 @@ type TxnProducer interface {
 }
 
 // TokenRecoverer is implemented by producers that may continue under a new
-// token after an own epoch recovery (COORDINATION.md 10.5). Recover
+// token after an own epoch recovery (docs/PROTOCOL.md 10.5). Recover
 // completes a recovery an earlier failure left pending and returns the
 // current token; a renewal calls it before it builds its lease.
 type TokenRecoverer interface {

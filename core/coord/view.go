@@ -9,7 +9,7 @@ import (
 	"github.com/krabka/krabka-coord/core"
 )
 
-// The live view (COORDINATION.md section 10.1). A client follows each
+// The live view (docs/PROTOCOL.md section 10.1). A client follows each
 // partition of the coordination topic it cares about (a role it acquires,
 // holds, watches or describes) with one follower goroutine that fetches
 // read_committed from the next offset with long polls, folds every record

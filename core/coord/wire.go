@@ -10,7 +10,7 @@ import (
 
 // wireRole is a role as it is used on the wire: krabka.role.prefix followed
 // by the caller's role name. It is the only form that builds record keys,
-// the partition hash and the transactional.id (COORDINATION.md section 9,
+// the partition hash and the transactional.id (docs/PROTOCOL.md section 9,
 // decision of 2026-12-01), so environments with different prefixes never
 // share a roster or a lease. Only Client.wire (from a caller's role) and
 // Client.logRole (from a role read off the log) make one: a function that

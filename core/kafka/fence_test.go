@@ -76,7 +76,7 @@ func waitRegistered(t *testing.T, c *coord.Client, role core.Role, member string
 	}
 }
 
-// An administrative fence (COORDINATION.md 11.4, krabka-coord fence): the
+// An administrative fence (docs/PROTOCOL.md 11.4, krabka-coord fence): the
 // holder, whose view is held back so that it cannot learn of the fence from
 // the log, has its next produce refused by the broker; the waiting standby
 // takes over at once; nothing the deposed holder wrote after the fence is in
@@ -156,7 +156,7 @@ func TestFenceDeposesTheHolderThroughTheBroker(t *testing.T) {
 
 // fence --to: the named standby takes over at once although another one
 // ranks ahead of it; that one is not pruned and would have waited one more
-// stagger (COORDINATION.md 11.3).
+// stagger (docs/PROTOCOL.md 11.3).
 func TestFenceToANamedSuccessor(t *testing.T) {
 	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
 		// A 30 s stagger: the rank-0 standby cannot win within this test.

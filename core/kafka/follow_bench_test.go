@@ -2,7 +2,7 @@
 
 package kafka_test
 
-// Benchmarks of the live view (COORDINATION.md section 10), printed by
+// Benchmarks of the live view (docs/PROTOCOL.md section 10), printed by
 // `make client-bench` (go test -tags bench). Knobs:
 //   KRABKA_CLIENT_BENCH_HANDOFFS      planned handoffs (default 100)
 //   KRABKA_CLIENT_BENCH_BIG_RECORDS   records in the big partition (default 1000000)

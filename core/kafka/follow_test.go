@@ -1,6 +1,6 @@
 package kafka_test
 
-// Real-broker tests of COORDINATION.md section 10: members follow the log,
+// Real-broker tests of docs/PROTOCOL.md section 10: members follow the log,
 // resign steps aside, the winner prunes, members leave.
 
 import (

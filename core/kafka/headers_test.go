@@ -30,7 +30,7 @@ func rosterOf(t *testing.T, c *coord.Client, role core.Role) (*coord.Status, []s
 	return st, names
 }
 
-// Pruning that does not strand the reference members (COORDINATION.md
+// Pruning that does not strand the reference members (docs/PROTOCOL.md
 // 11.6): a registration written as a reference member writes it (the raw
 // codec, no krabka.rejoin; here with an unknown header too, which a reader
 // ignores) ranked ahead of our standby and letting its turn pass is not
@@ -93,7 +93,7 @@ func TestWinnerPrunesOnlyMembersThatRejoin(t *testing.T) {
 	})
 }
 
-// Metadata of a term and of a member (COORDINATION.md 11.1, 11.2): acquire
+// Metadata of a term and of a member (docs/PROTOCOL.md 11.1, 11.2): acquire
 // attaches both; Describe and the roster report them; SetMetadata changes
 // the term's metadata with a renewal, which a watch delivers even without
 // WatchRenewals; over 4096 bytes is INVALID_ARG before anything is written;
@@ -261,7 +261,7 @@ func TestGuardedWritesAreStampedAndVerified(t *testing.T) {
 	}
 }
 
-// Metadata survives compaction (COORDINATION.md 11: compaction keeps the
+// Metadata survives compaction (docs/PROTOCOL.md 11: compaction keeps the
 // last record of a key with its headers): on a topic that rolls segments
 // every 100 ms and cleans at once, a term's metadata and a member's, written
 // before many superseding lease records, are still there after the cleaner

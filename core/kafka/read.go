@@ -2,7 +2,7 @@ package kafka
 
 // The reading side of the transport: one-shot reads of a partition (Read),
 // and the long-polling fetches of a partition follower (Fetch, StableOffset)
-// that core/coord's live view is built on (COORDINATION.md section 10.1).
+// that core/coord's live view is built on (docs/PROTOCOL.md section 10.1).
 //
 // Every read is a raw read_committed Fetch request to the partition leader,
 // decoded with kgo.ProcessFetchPartition, so aborted data is dropped and an

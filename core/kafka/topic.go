@@ -11,7 +11,7 @@ import (
 )
 
 // TopicConfigs are the settings the coordination topic is created with
-// (COORDINATION.md section 8, "Topic"; docs/OPERATIONS.md explains the
+// (docs/PROTOCOL.md section 8, "Topic"; docs/OPERATIONS.md explains the
 // values):
 //
 //   - cleanup.policy=compact: a role's state is the latest record of each

@@ -1,7 +1,7 @@
 // Package kafka is the Kafka Transport of krabka-coord, built on franz-go
 // (kgo, kadm). It is the only package of the project that imports franz-go.
 //
-// What goes on the wire (COORDINATION.md section 8):
+// What goes on the wire (docs/PROTOCOL.md section 8):
 //
 //   - registrations: a plain idempotent producer, acks=all, linger 0, the
 //     role's partition pinned explicitly;

@@ -43,7 +43,7 @@ type txnProducer struct {
 }
 
 // Token implements coord.TxnProducer: the token minted, or the one an own
-// epoch recovery (COORDINATION.md 10.5) continued it under.
+// epoch recovery (docs/PROTOCOL.md 10.5) continued it under.
 func (p *txnProducer) Token() core.FencingToken {
 	p.tokMu.Lock()
 	defer p.tokMu.Unlock()
