@@ -6,6 +6,10 @@
 #                    coordinator can report a spurious "context deadline exceeded" failure when
 #                    the time runs out under CPU load (golang/go#75804, fixed in Go 1.27).
 #   make core-bench  codec, fold and rule benchmarks
+#   make sim-test    the simulation tier (core/sim, part of core-test): seeded whole failovers
+#                    against a model of Kafka with injected faults, no broker, until at least
+#                    SIM_FAILOVERS (100,000; -short changes nothing) under the checker; a failing
+#                    seed prints itself and its replay command (docs/RELIABILITY.md)
 #   make generate    `go generate ./...`: internal/gen rewrites every file derived from
 #                    include/krabka_coord.h and core/coord's tables (core-test fails when one is stale)
 GO ?= go
@@ -13,15 +17,21 @@ CORE_FUZZTIME ?= 300000x
 CORE_FUZZ_TARGETS := FuzzDecodeKey FuzzDecodeRegistration FuzzDecodeLease FuzzParseFencingToken
 # The Go conformance runner; `-json` prints per-group counts.
 CONFORMANCE_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go
+SIM_FAILOVERS ?= 100000
 
 TEST_TARGETS += core-test
 BENCH_TARGETS += core-bench
 
-.PHONY: core-test core-fuzz core-bench core-conformance generate
+.PHONY: core-test core-fuzz core-bench core-conformance generate sim-test
 core-test:
 	$(GO) vet ./core ./tests/conformance/... ./internal/...
 	$(GO) test ./core ./tests/conformance/... ./internal/...
 	$(CONFORMANCE_GO)
+	$(MAKE) --no-print-directory sim-test
+
+sim-test:
+	$(GO) vet ./core/sim
+	$(GO) test -count=1 -v -timeout 10m ./core/sim -sim.failovers=$(SIM_FAILOVERS)
 
 generate:
 	$(GO) generate ./...

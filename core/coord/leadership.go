@@ -606,7 +606,7 @@ func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error
 	if r, ok := l.prod.(TokenRecoverer); ok {
 		// As in a renewal, the lease must carry the token its records are
 		// written with: complete a recovery an earlier failure left
-		// pending first (COORDINATION.md 10.5).
+		// pending first (docs/PROTOCOL.md 10.5).
 		tok, werr = r.Recover(cctx)
 	}
 	if werr == nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // recoveringTransport hands out producers that can be left with an own
-// epoch recovery pending (COORDINATION.md 10.5), as core/kafka's are after
+// epoch recovery pending (docs/PROTOCOL.md 10.5), as core/kafka's are after
 // a failed transaction whose settlement did not complete: the next
 // transaction (or Recover) re-initialises the producer under the next
 // epoch of the role before it writes.

@@ -11,7 +11,7 @@ import (
 )
 
 // The checker watches the run as it happens and judges it against the
-// contract, with its own code: its own fold of the partition (COORDINATION.md
+// contract, with its own code: its own fold of the partition (docs/PROTOCOL.md
 // section 5), its own succession rule (section 6 with 11.3) and its own
 // pruning rule (10.3 with 11.6). It uses core's record codec to read keys and
 // values (the codec has its own golden vectors) and nothing else of the code

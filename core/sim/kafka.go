@@ -88,7 +88,7 @@ const (
 	tagWin            // the first lease of a term, with the pruning
 	tagRenew
 	tagResign
-	tagFence // an administrative fence (COORDINATION.md 11.4)
+	tagFence // an administrative fence (docs/PROTOCOL.md 11.4)
 )
 
 func (t txnTag) String() string {

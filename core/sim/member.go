@@ -383,7 +383,7 @@ func (pr *producer) transact(p *proc, msgs []outRecord, tag txnTag) ([]int64, er
 	pr.open = true
 	if tag == tagCommand {
 		// core/kafka stamps every guarded write with the token its
-		// records are written with (krabka.token, COORDINATION.md 11.5).
+		// records are written with (krabka.token, docs/PROTOCOL.md 11.5).
 		stamped := make([]outRecord, len(msgs))
 		for i, m := range msgs {
 			m.headers = append(m.headers[:len(m.headers):len(m.headers)], core.RecordHeader{Key: core.HeaderToken, Value: []byte(tok.String())})

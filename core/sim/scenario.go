@@ -18,8 +18,13 @@ type Result struct {
 	// Recoveries: token changes in the command log by an own epoch
 	// recovery (not failovers).
 	Recoveries int
-	Commands   int // committed commands
-	Acked      int // acknowledged commands
+	// Retokened: commands whose text names the token their host read
+	// before the call, the one before an own epoch recovery that a
+	// renewal ahead of them in the operation slot made (their
+	// krabka.token header and batch carry the new one).
+	Retokened int
+	Commands  int // committed commands
+	Acked     int // acknowledged commands
 	// Judged / Unjudged: quiet handovers whose winner and timing were
 	// checked, and those left unjudged (a fault too close, a tie).
 	Judged, Unjudged int
@@ -85,7 +90,7 @@ func run(cfg Config, trace, verbose bool) Result {
 		s.chk.finish()
 	}
 	res := Result{
-		Config: cfg, Failovers: s.chk.failovers, Handovers: s.chk.handovers, Recoveries: s.chk.recoveries,
+		Config: cfg, Failovers: s.chk.failovers, Handovers: s.chk.handovers, Recoveries: s.chk.recoveries, Retokened: s.chk.retokened,
 		Commands: s.chk.commands, Acked: s.chk.acked, Judged: s.chk.judged, Unjudged: s.chk.unjudged,
 		Decisions: s.chk.decisions, SimTime: s.s.now, Events: events, Faults: s.faults, Violations: s.chk.violations,
 	}
@@ -232,7 +237,7 @@ func (s *Sim) injectFault() {
 	}
 }
 
-// adminFence is Client.Fence (COORDINATION.md 11.4) run by an operator:
+// adminFence is Client.Fence (docs/PROTOCOL.md 11.4) run by an operator:
 // read the role, mint, then one transaction with an expired lease of the
 // deposed holder under the new token (krabka.fenced-by, and
 // krabka.successor half the time) and the tombstone of its registration.

@@ -19,7 +19,7 @@ type Bugs struct {
 	// of another member instead of waiting.
 	FailBack bool
 	// NoPrune: a winner writes its first lease without the registration
-	// tombstones of COORDINATION.md 10.3.
+	// tombstones of docs/PROTOCOL.md 10.3.
 	NoPrune bool
 	// SkipSync: a member acts on its view without first bringing it to the
 	// last stable offset.
@@ -55,7 +55,7 @@ type Config struct {
 	Seed    uint64
 	Members int
 	// Reference is how many of the members behave like the reference
-	// implementations (COORDINATION.md 11.6): no krabka.rejoin, the
+	// implementations (docs/PROTOCOL.md 11.6): no krabka.rejoin, the
 	// krabka.successor header ignored, at most one registration per
 	// acquire call, no pruning.
 	Reference int

@@ -80,6 +80,7 @@ func TestSimulation(t *testing.T) {
 				total.Failovers += r.Failovers
 				total.Handovers += r.Handovers
 				total.Recoveries += r.Recoveries
+				total.Retokened += r.Retokened
 				total.Commands += r.Commands
 				total.Acked += r.Acked
 				total.Judged += r.Judged
@@ -101,8 +102,8 @@ func TestSimulation(t *testing.T) {
 	wall := time.Since(start)
 	fmt.Printf("simulation: %d failovers (%d to another member; %d own epoch recoveries besides) in %d seeds, %.1f s of simulated time\n",
 		total.Failovers, total.Handovers, total.Recoveries, seeds, float64(total.SimTime)/1000)
-	fmt.Printf("simulation: %d commands committed, %d acknowledged; %d succession decisions and %d quiet handovers judged (%d left unjudged); %d events\n",
-		total.Commands, total.Acked, total.Decisions, total.Judged, total.Unjudged, total.Events)
+	fmt.Printf("simulation: %d commands committed, %d acknowledged (%d name the token before an own recovery); %d succession decisions and %d quiet handovers judged (%d left unjudged); %d events\n",
+		total.Commands, total.Acked, total.Retokened, total.Decisions, total.Judged, total.Unjudged, total.Events)
 	fmt.Printf("simulation: faults: %s\n", FaultList(faults))
 	fmt.Printf("simulation: %.1f s wall, %.0f failovers/s (GOMAXPROCS %d)\n", wall.Seconds(), float64(total.Failovers)/wall.Seconds(), workers)
 	for _, r := range failed {
