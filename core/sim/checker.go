@@ -527,6 +527,13 @@ func (c *checker) onDecide(t *txn, commit bool) {
 			}
 		}
 	}
+	if c.sim.tracing() {
+		what := "aborted"
+		if commit {
+			what = "committed"
+		}
+		c.sim.tracef("coordinator: transaction %d (%s of %v under %s, %d records) %s", t.id, t.tag, t.from, t.token, len(t.entries), what)
+	}
 	if commit {
 		c.committed(t)
 	}
@@ -773,6 +780,9 @@ func (c *checker) onFenceAttempt(inc *incarnation, tok core.FencingToken, depose
 
 func (c *checker) onAck(inc *incarnation, tok core.FencingToken, seq, off int64, value []byte) {
 	c.acked++
+	if c.sim.tracing() {
+		c.sim.tracef("%s: acknowledged %q at offset %d", inc, value, off)
+	}
 	h := c.hist[topicCmds]
 	if off < 0 || off >= int64(len(h)) || !bytes.Equal(h[off].value, value) {
 		c.violate("lost", "%s's acknowledged command %q is not at offset %d", inc, value, off)

@@ -115,6 +115,12 @@ func Random(seed uint64, failovers int) Config {
 	c.FaultMin = 300
 	c.FaultMax = 1500 + r.Int64N(2000)
 	if r.IntN(4) == 0 {
+		// A calm scenario: a fault every few seconds and a clean network,
+		// so that many handovers are quiet enough to be judged.
+		c.DropRequest, c.DropResponse, c.Spike = 0, 0, 0
+		c.FaultMin, c.FaultMax = 2000, 2000+2*d
+	}
+	if r.IntN(4) == 0 {
 		c.FirstEpoch = epochExhausted - int16(r.IntN(4))
 	}
 	return c
@@ -281,14 +287,49 @@ func (p *proc) call(rq *request, timeout int64) *response {
 	p.block()
 	if p.why == wakeResponse {
 		if s.verbose {
-			s.tracef("%s/%s: %s -> %s %v lso=%d next=%d recs=%d", p.inc, p.name, rq.kind, p.resp.err, p.resp.offsets, p.resp.lso, p.resp.next, len(p.resp.recs))
+			s.tracef("%s/%s: %s", p.inc, p.name, callString(rq, p.resp))
 		}
 		return p.resp
 	}
 	if s.verbose {
-		s.tracef("%s/%s: %s timed out", p.inc, p.name, rq.kind)
+		s.tracef("%s/%s: %s", p.inc, p.name, callString(rq, timeoutResponse))
 	}
 	return timeoutResponse
+}
+
+// callString describes a call and its answer for the trace.
+func callString(rq *request, r *response) string {
+	what := rq.kind.String()
+	switch rq.kind {
+	case reqFetch:
+		what += fmt.Sprintf("(from %d)", rq.offset)
+	case reqInitPID:
+		if rq.recover {
+			what += fmt.Sprintf("(own %s)", rq.token)
+		}
+	case reqProduce:
+		what += fmt.Sprintf("(%s %s, %d records)", rq.tag, rq.token, len(rq.recs))
+	case reqEndTxn:
+		if rq.commit {
+			what += fmt.Sprintf("(commit %s)", rq.token)
+		} else {
+			what += fmt.Sprintf("(abort %s)", rq.token)
+		}
+	}
+	if r.err != errOK {
+		return what + " -> " + r.err.String()
+	}
+	switch rq.kind {
+	case reqListOffsets:
+		return fmt.Sprintf("%s -> last stable offset %d", what, r.lso)
+	case reqFetch:
+		return fmt.Sprintf("%s -> %d records, next %d", what, len(r.recs), r.next)
+	case reqAppend, reqProduce:
+		return fmt.Sprintf("%s -> offsets %v", what, r.offsets)
+	case reqInitPID, reqDescribe:
+		return fmt.Sprintf("%s -> %s", what, r.token)
+	}
+	return what + " -> OK"
 }
 
 // send puts rq on the network from p's member (a request sent by an

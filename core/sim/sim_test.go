@@ -123,6 +123,9 @@ func replay(t *testing.T, seed uint64) {
 	fmt.Printf("scenario: %s\n%d failovers, %d commands, %d decisions, %d quiet handovers judged; faults: %s\n",
 		cfg, r.Failovers, r.Commands, r.Decisions, r.Judged, FaultList(r.Faults))
 	writeTrace(t, cfg, r.Trace, *flagTrace)
+	if *flagTrace != "-" {
+		fmt.Print(tail(r.Trace, 40))
+	}
 	if len(r.Violations) > 0 {
 		t.Fatalf("%s", r.Report())
 	}
@@ -133,11 +136,16 @@ func replay(t *testing.T, seed uint64) {
 func showTrace(t *testing.T, cfg Config) {
 	r := run(cfg, true, true)
 	path := writeTrace(t, cfg, r.Trace, "")
-	lines := strings.Split(strings.TrimRight(r.Trace, "\n"), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
+	t.Logf("seed %d: the last lines of its trace (all of it in %s):\n%s", cfg.Seed, path, tail(r.Trace, 40))
+}
+
+// tail is the last n lines of a trace.
+func tail(trace string, n int) string {
+	lines := strings.Split(strings.TrimRight(trace, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
-	t.Logf("seed %d: the last lines of its trace (all of it in %s):\n%s", cfg.Seed, path, strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n") + "\n"
 }
 
 func writeTrace(t *testing.T, cfg Config, trace, where string) string {
