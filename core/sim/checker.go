@@ -77,7 +77,8 @@ type checker struct {
 	cmdValues   map[string]int
 	wins        map[core.FencingToken]winRec
 	fences      map[core.FencingToken]core.MemberID
-	regs        map[regKey]int64 // the last acknowledged registration of an acquire call
+	termMeta    map[*incarnation]string // the metadata of the incarnation's current term
+	regs        map[regKey]int64        // the last acknowledged registration of an acquire call
 	regCount    map[regKey]int
 	expect      *handover
 	judged      int
@@ -139,6 +140,7 @@ func newChecker(s *Sim) *checker {
 		cmdValues:   map[string]int{},
 		wins:        map[core.FencingToken]winRec{},
 		fences:      map[core.FencingToken]core.MemberID{},
+		termMeta:    map[*incarnation]string{},
 		recoveredOf: map[core.FencingToken]core.FencingToken{},
 		regs:        map[regKey]int64{},
 		regCount:    map[regKey]int{},
@@ -159,6 +161,7 @@ type specSlot struct {
 	off          int64
 	registeredAt int64
 	rejoin       bool
+	meta         string // krabka.meta (11.2), "" none
 	removed      bool
 }
 
@@ -168,6 +171,8 @@ type specLease struct {
 	granted   int64
 	deadline  int64
 	successor string // a valid member id or ""
+	fencedBy  string
+	meta      string // krabka.meta (11.1), "" none
 }
 
 type specFold struct {
@@ -211,8 +216,11 @@ func (f *specFold) add(role core.Role, e *entry) bool {
 		}
 		s := &specSlot{member: m, off: e.off, registeredAt: r.RegisteredAt}
 		for _, h := range e.headers {
-			if h.Key == core.HeaderRejoin {
+			switch h.Key {
+			case core.HeaderRejoin:
 				s.rejoin = string(h.Value) == "1"
+			case core.HeaderMeta:
+				s.meta = string(h.Value)
 			}
 		}
 		f.slots[m] = s
@@ -227,10 +235,15 @@ func (f *specFold) add(role core.Role, e *entry) bool {
 		}
 		sl := &specLease{member: l.Member.String(), token: l.Token, granted: l.GrantedAt, deadline: l.Deadline}
 		for _, h := range e.headers {
-			if h.Key == core.HeaderSuccessor {
+			switch h.Key {
+			case core.HeaderSuccessor:
 				if _, err := core.NewMemberID(string(h.Value)); err == nil {
 					sl.successor = string(h.Value)
 				}
+			case core.HeaderFencedBy:
+				sl.fencedBy = string(h.Value)
+			case core.HeaderMeta:
+				sl.meta = string(h.Value)
 			}
 		}
 		f.lease = sl
@@ -380,6 +393,9 @@ func (st *specState) String() string {
 		if l.successor != "" {
 			fmt.Fprintf(&b, " successor=%s", l.successor)
 		}
+		if l.meta != "" {
+			fmt.Fprintf(&b, " meta=%q", l.meta)
+		}
 		b.WriteString(")")
 	} else {
 		b.WriteString(" no lease")
@@ -394,7 +410,7 @@ func (st *specState) sameAs(cs core.State) bool {
 	}
 	for i, e := range cs.Roster {
 		x := st.roster[i]
-		if e.Member.String() != x.member || e.Offset != x.off || e.RegisteredAt != x.registeredAt || e.Rejoins != x.rejoin {
+		if e.Member.String() != x.member || e.Offset != x.off || e.RegisteredAt != x.registeredAt || e.Rejoins != x.rejoin || string(e.Metadata) != x.meta {
 			return false
 		}
 	}
@@ -403,7 +419,8 @@ func (st *specState) sameAs(cs core.State) bool {
 	}
 	if l := cs.Lease; l != nil {
 		x := st.lease
-		if l.Member.String() != x.member || l.Token != x.token || l.GrantedAt != x.granted || l.Deadline != x.deadline || cs.Successor.String() != x.successor {
+		if l.Member.String() != x.member || l.Token != x.token || l.GrantedAt != x.granted || l.Deadline != x.deadline ||
+			cs.Successor.String() != x.successor || cs.FencedBy != x.fencedBy || string(cs.Metadata) != x.meta {
 			return false
 		}
 	}
@@ -424,6 +441,9 @@ func coreStateString(cs core.State) string {
 		fmt.Fprintf(&b, " lease(%s %s %d..%d", l.Member, l.Token, l.GrantedAt, l.Deadline)
 		if !cs.Successor.IsZero() {
 			fmt.Fprintf(&b, " successor=%s", cs.Successor)
+		}
+		if cs.Metadata != nil {
+			fmt.Fprintf(&b, " meta=%q", cs.Metadata)
 		}
 		b.WriteString(")")
 	} else {
@@ -584,6 +604,14 @@ func (c *checker) committed(t *txn) {
 			c.violate("lease-record", "%s's %s under %s wrote lease %+v", t.from, t.tag, t.token, l)
 			return
 		}
+		// Every lease record of a term carries the term's metadata (11.1),
+		// across own epoch recoveries too.
+		meta := headerValue(coordRecs[0], core.HeaderMeta)
+		if t.tag == tagWin {
+			c.termMeta[t.from] = meta
+		} else if want := c.termMeta[t.from]; meta != want {
+			c.violate("lease-record", "%s's renewal under %s carries metadata %q, its term's is %q", t.from, t.token, meta, want)
+		}
 		if t.tag == tagRenew {
 			if len(coordRecs) != 1 {
 				c.violate("lease-record", "%s's renewal holds %d records", t.from, len(coordRecs))
@@ -623,8 +651,8 @@ func (c *checker) committed(t *txn) {
 		}
 		l, ok := leaseOf(coordRecs[0])
 		m, tok := tombOf(coordRecs[1])
-		if !ok || l.Member.String() != me || l.Token != t.token || l.GrantedAt != l.Deadline || !tok || m != me {
-			c.violate("lease-record", "%s's resign under %s wrote lease %+v and a tombstone of %q", t.from, t.token, l, m)
+		if !ok || l.Member.String() != me || l.Token != t.token || l.GrantedAt != l.Deadline || !tok || m != me || headerValue(coordRecs[0], core.HeaderMeta) != "" {
+			c.violate("lease-record", "%s's resign under %s wrote lease %+v (metadata %q) and a tombstone of %q", t.from, t.token, l, headerValue(coordRecs[0], core.HeaderMeta), m)
 			return
 		}
 		c.expectHandover("resign", t.from.m)
@@ -706,6 +734,15 @@ func (c *checker) command(t *txn, e *entry) {
 		}
 		c.haveCmd, c.lastCmd, c.lastCmdBy = true, t.token, t.from.m.id
 	}
+}
+
+func headerValue(e *entry, key string) string {
+	for _, h := range e.headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 // recoveredFrom: tok was reached from old by own epoch recoveries of inc.

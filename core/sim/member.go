@@ -218,7 +218,10 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 			s.chk.onRegister(inc, call, next, regOffset)
 			hdrs := []core.RecordHeader(nil)
 			if !inc.m.reference {
-				hdrs = []core.RecordHeader{{Key: core.HeaderRejoin, Value: []byte("1")}}
+				// coord's registration headers: krabka.rejoin, and the
+				// member's metadata (11.2).
+				hdrs = []core.RecordHeader{{Key: core.HeaderRejoin, Value: []byte("1")},
+					{Key: core.HeaderMeta, Value: []byte("member " + inc.name)}}
 			}
 			reg := core.Registration{Member: inc.m.id, RegisteredAt: now}
 			r := p.call(&request{kind: reqAppend, recs: []outRecord{{topic: topicCoord,
@@ -252,7 +255,11 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 				synced = true
 				continue
 			}
-			l, code := inc.challenge(p, st, now, next)
+			var meta []byte
+			if !inc.m.reference {
+				meta = []byte("term of " + inc.name + " call " + strconv.Itoa(call)) // WithMetadata (11.1)
+			}
+			l, code := inc.challenge(p, st, now, next, meta)
 			if code == errOK {
 				return l
 			}
@@ -265,6 +272,15 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 	}
 }
 
+// metaHeader is the krabka.meta header of a term's lease records (none
+// without metadata).
+func metaHeader(meta []byte) []core.RecordHeader {
+	if meta == nil {
+		return nil
+	}
+	return []core.RecordHeader{{Key: core.HeaderMeta, Value: meta}}
+}
+
 func (s *Sim) leaseRecord(l core.Lease, hdrs []core.RecordHeader) outRecord {
 	return outRecord{topic: topicCoord, key: core.EncodeKey(core.LeaseKey(s.role)), value: core.EncodeLease(l), headers: hdrs}
 }
@@ -275,7 +291,7 @@ func (s *Sim) tombstone(m core.MemberID) outRecord {
 
 // challenge is coord.Client.challenge: mint, then one transaction with the
 // lease and the pruning.
-func (inc *incarnation) challenge(p *proc, st core.State, now, viewNext int64) (*leadership, errCode) {
+func (inc *incarnation) challenge(p *proc, st core.State, now, viewNext int64, meta []byte) (*leadership, errCode) {
 	s := inc.sim
 	r := p.call(&request{kind: reqInitPID}, s.cfg.Timeout)
 	if r.err != errOK {
@@ -283,7 +299,7 @@ func (inc *incarnation) challenge(p *proc, st core.State, now, viewNext int64) (
 	}
 	prod := &producer{inc: inc, token: r.token}
 	lease := s.cfg.Lease.Grant(inc.m.id, prod.token, inc.now())
-	msgs := []outRecord{s.leaseRecord(lease, nil)}
+	msgs := []outRecord{s.leaseRecord(lease, metaHeader(meta))}
 	var pruned []core.MemberID
 	if !inc.m.reference && !s.bugs.NoPrune {
 		pruned = coord.PruneList(st, inc.m.id, now)
@@ -296,7 +312,7 @@ func (inc *incarnation) challenge(p *proc, st core.State, now, viewNext int64) (
 		prod.close()
 		return nil, code
 	}
-	l := &leadership{inc: inc, prod: prod, lease: lease}
+	l := &leadership{inc: inc, prod: prod, lease: lease, meta: meta}
 	l.procs = append(l.procs,
 		inc.spawn("renewer", l.renewLoop),
 		inc.spawn("deadline", l.watchDeadline),
@@ -336,7 +352,9 @@ func (inc *incarnation) host(p *proc) {
 		}
 		s.tracef("%s: leadership %s ended %s", inc, l.prod.token, l.state)
 		inc.lead = nil
-		p.sleep(s.cfg.Poll)
+		if l.state != resigned || !s.cfg.EagerRejoin {
+			p.sleep(s.cfg.Poll)
+		}
 	}
 }
 
@@ -527,6 +545,7 @@ type leadership struct {
 	inc          *incarnation
 	prod         *producer
 	lease        core.Lease
+	meta         []byte // the term's metadata, on every lease record of it
 	state        leadState
 	renewFailing bool
 	busy         bool
@@ -608,7 +627,7 @@ func (l *leadership) renew(p *proc) errCode {
 		return l.failure(code, true)
 	}
 	lease := s.cfg.Lease.Grant(l.inc.m.id, l.prod.token, l.inc.now())
-	if _, code := l.prod.transact(p, []outRecord{s.leaseRecord(lease, nil)}, tagRenew); code != errOK {
+	if _, code := l.prod.transact(p, []outRecord{s.leaseRecord(lease, metaHeader(l.meta))}, tagRenew); code != errOK {
 		return l.failure(code, true)
 	}
 	if l.state != active {

@@ -65,6 +65,9 @@ type Config struct {
 	SkewBound int64 // every member's clock is off by at most this (either way)
 	// Dispatch: the leader writes a command every Dispatch ms.
 	Dispatch int64
+	// EagerRejoin: after a resign the host campaigns again at once
+	// (otherwise, as after every loss, after a poll interval).
+	EagerRejoin bool
 	// Network: every message takes LatencyMin..LatencyMax ms; with
 	// DropRequest / DropResponse a request or an answer is lost; with Spike
 	// a message is delayed SpikeMin..SpikeMax ms (so it overtakes or is
@@ -123,6 +126,7 @@ func Random(seed uint64, failovers int) Config {
 	if r.IntN(4) == 0 {
 		c.FirstEpoch = epochExhausted - int16(r.IntN(4))
 	}
+	c.EagerRejoin = r.IntN(3) == 0
 	return c
 }
 
@@ -131,10 +135,10 @@ func (c Config) String() string {
 	if c.Bug != "" {
 		bug = " bug=" + c.Bug
 	}
-	return fmt.Sprintf("seed=%d failovers=%d%s members=%d reference=%d lease=%d/%d/%d poll=%d timeout=%d skew<=%d dispatch=%d latency=%d-%d drop=%.3f/%.3f spike=%.3f faults every %d-%d first_epoch=%d",
+	return fmt.Sprintf("seed=%d failovers=%d%s members=%d reference=%d lease=%d/%d/%d poll=%d timeout=%d skew<=%d dispatch=%d latency=%d-%d drop=%.3f/%.3f spike=%.3f faults every %d-%d first_epoch=%d eager_rejoin=%v",
 		c.Seed, c.Failovers, bug, c.Members, c.Reference, c.Lease.DurationMs, c.Lease.RenewIntervalMs, c.Lease.ChallengeStaggerMs,
 		c.Poll, c.Timeout, c.SkewBound, c.Dispatch, c.LatencyMin, c.LatencyMax, c.DropRequest, c.DropResponse, c.Spike,
-		c.FaultMin, c.FaultMax, c.FirstEpoch)
+		c.FaultMin, c.FaultMax, c.FirstEpoch, c.EagerRejoin)
 }
 
 // Sim is one scenario being run.
