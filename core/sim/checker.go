@@ -21,6 +21,7 @@ import (
 //
 // Properties (Violation.Property):
 //
+//	log            offsets are handed out one after another, from 0
 //	order          in each partition, in log order, committed transactional
 //	               records never carry a lower token than one before them
 //	stale-append   the cluster accepted a produce whose token was superseded
@@ -85,7 +86,6 @@ type checker struct {
 	unjudged    int
 	decisions   int
 	violations  []Violation
-	maxViolated int
 }
 
 // Violation is one broken property.
@@ -457,7 +457,7 @@ func coreStateString(cs core.State) string {
 func (c *checker) onAppend(e *entry) {
 	h := &c.hist[e.topic]
 	if int64(len(*h)) != e.off {
-		c.violate("order", "%s offset %d appended after %d offsets", e.topic, e.off, len(*h))
+		c.violate("log", "%s offset %d appended after %d offsets", e.topic, e.off, len(*h))
 	}
 	*h = append(*h, e)
 	if e.txn != nil && !e.marker {
@@ -465,10 +465,6 @@ func (c *checker) onAppend(e *entry) {
 	}
 	c.advance(e.topic)
 }
-
-// onPlainAppend: a registration or a registration tombstone outside any
-// transaction.
-func (c *checker) onPlainAppend(from *incarnation, e *entry) {}
 
 func (c *checker) onListOffsets(lso int64) {
 	if lso != c.lso[topicCoord] {
@@ -833,8 +829,6 @@ func (c *checker) onAck(inc *incarnation, tok core.FencingToken, seq, off int64,
 		c.ackWatch[e] = ackRec{inc: inc, token: tok, seq: seq, value: value}
 	}
 }
-
-func (c *checker) onLeadershipEnd(inc *incarnation, tok core.FencingToken, st leadState) {}
 
 // finish runs the checks on the whole log.
 func (c *checker) finish() {

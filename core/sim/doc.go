@@ -29,9 +29,11 @@
 // watcher that ends it Expired only while renewals fail, the view watcher
 // that ends it Fenced on a newer lease, late writes that the broker
 // decides, resign with and without a named successor), core/kafka's
-// transactional producer (after a failed step: EndTxn abort,
-// DescribeTransactions, InitProducerId with its own id and epoch, adopting
-// only the next epoch), and a host like the demo's: campaign, write a
+// transactional producer (each step in a worker that outlives a caller's
+// bound, a transaction aborted when its caller gave up before the commit;
+// after a failed step: EndTxn abort, DescribeTransactions, InitProducerId
+// with its own id and epoch, adopting only the next epoch), and a host like
+// the demo's: campaign, write a
 // numbered command every few hundred milliseconds through the guarded write
 // and campaign again after a loss. In one scenario out of three, one member
 // behaves like a reference implementation (no krabka.rejoin, no

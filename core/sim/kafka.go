@@ -291,7 +291,6 @@ func (c *cluster) handle(p *proc, gen uint64, rq *request) {
 	case reqAppend:
 		e := &entry{topic: topicCoord, key: rq.recs[0].key, value: rq.recs[0].value, headers: rq.recs[0].headers, state: stateCommitted}
 		c.appendEntry(e)
-		s.chk.onPlainAppend(p.inc, e)
 		c.stableMoved(topicCoord)
 		s.reply(p, gen, &response{offsets: []int64{e.off}})
 	case reqDescribe:

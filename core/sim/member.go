@@ -19,15 +19,13 @@ import (
 type member struct {
 	sim       *Sim
 	id        core.MemberID
-	idx       int
 	reference bool
 	skew      int64
 	cutUntil  int64        // the link holds every message until then
 	inc       *incarnation // nil while down
 	incs      int
 	seq       int64 // the next command number (a device's counter: kept across restarts)
-	everHeld  bool
-	downSince int64
+	everHeld  bool  // held the role once (the fail-back switch)
 }
 
 // incarnation is one process of a member: its view, its acquire calls and
@@ -74,7 +72,6 @@ func (s *Sim) start(m *member) {
 func (inc *incarnation) crash() {
 	inc.dead = true
 	inc.m.inc = nil
-	inc.m.downSince = inc.sim.s.now
 	for _, p := range inc.procs {
 		p.kill()
 	}
@@ -387,16 +384,77 @@ type producer struct {
 	pending  bool // a failure is not settled yet
 	broken   bool // fenced: never used again
 	closing  bool
-	inFlight bool
+	inFlight bool     // a transaction or a settlement runs (core/kafka's semaphore)
+	idle     waitList // woken when it ends
 }
 
-func (pr *producer) transact(p *proc, msgs []outRecord, tag txnTag) ([]int64, errCode) {
+// bounded runs step (a transaction or a settlement) the way core/kafka runs
+// its kgo calls: in a worker that holds the producer until the step ends,
+// while the caller returns when its own bound (p.cutoff, a renewal's lease
+// deadline) passes, leaving the worker to finish. Without a bound it runs
+// in the caller.
+func (pr *producer) bounded(p *proc, step func(w *proc, gaveUp *bool) errCode) errCode {
 	s := pr.inc.sim
+	for pr.inFlight {
+		if p.cutoff > 0 {
+			rem := p.cutoff - s.s.now
+			if rem <= 0 {
+				return errTimeout
+			}
+			p.waitOn(&pr.idle, rem)
+		} else {
+			p.waitOn(&pr.idle, 0)
+		}
+	}
+	gaveUp := false
+	if p.cutoff == 0 {
+		return step(p, &gaveUp)
+	}
+	done, code := false, errOK
+	var ended waitList
+	pr.inc.spawn("txn-worker", func(w *proc) {
+		code = step(w, &gaveUp)
+		done = true
+		ended.wakeAll(s.s)
+	})
+	for !done {
+		rem := p.cutoff - s.s.now
+		if rem <= 0 {
+			gaveUp = true
+			return errTimeout
+		}
+		p.waitOn(&ended, rem)
+	}
+	return code
+}
+
+// transact writes msgs in one transaction (TxnProducer.Transact).
+func (pr *producer) transact(p *proc, msgs []outRecord, tag txnTag) ([]int64, errCode) {
+	var offs []int64
+	code := pr.bounded(p, func(w *proc, gaveUp *bool) errCode {
+		var c errCode
+		offs, c = pr.transactNow(w, msgs, tag, gaveUp)
+		return c
+	})
+	return offs, code
+}
+
+// recover completes a settlement left pending (TokenRecoverer.Recover).
+func (pr *producer) recover(p *proc) errCode {
+	return pr.bounded(p, func(w *proc, _ *bool) errCode {
+		pr.inFlight = true
+		defer pr.finish()
+		return pr.settle(w)
+	})
+}
+
+func (pr *producer) transactNow(p *proc, msgs []outRecord, tag txnTag, gaveUp *bool) ([]int64, errCode) {
+	s := pr.inc.sim
+	pr.inFlight = true
+	defer pr.finish()
 	if code := pr.settle(p); code != errOK {
 		return nil, code
 	}
-	pr.inFlight = true
-	defer pr.finish()
 	tok := pr.token
 	pr.open = true
 	if tag == tagCommand {
@@ -412,6 +470,17 @@ func (pr *producer) transact(p *proc, msgs []outRecord, tag txnTag) ([]int64, er
 	r := p.call(&request{kind: reqProduce, token: tok, recs: msgs, tag: tag}, s.cfg.Timeout)
 	if r.err != errOK {
 		return nil, pr.failed(p, r.err)
+	}
+	if *gaveUp {
+		// The caller gave up before the commit (it was told TIMEOUT):
+		// abort cleanly instead.
+		if r := p.call(&request{kind: reqEndTxn, token: tok}, s.cfg.Timeout); r.err != errOK {
+			pr.pending = true
+			pr.recoverAfterFailure(p)
+		} else {
+			pr.open = false
+		}
+		return nil, errTimeout
 	}
 	if s.bugs.AckBeforeCommit && tag == tagCommand {
 		s.sendOneWay(pr.inc.m, &request{kind: reqEndTxn, token: tok, commit: true})
@@ -433,6 +502,7 @@ func (pr *producer) finish() {
 	if pr.closing && pr.open {
 		pr.abortOnClose()
 	}
+	pr.idle.wakeAll(pr.inc.sim.s)
 }
 
 func (pr *producer) settle(p *proc) errCode {
@@ -566,7 +636,6 @@ func (l *leadership) end(st leadState) {
 	s := l.inc.sim.s
 	l.slot.wakeAll(s)
 	l.nudge.wakeAll(s)
-	l.inc.sim.chk.onLeadershipEnd(l.inc, l.prod.token, st)
 }
 
 // begin takes the operation slot; a renewal that starts before the
@@ -623,7 +692,7 @@ func (l *leadership) renew(p *proc) errCode {
 		return errFenced
 	}
 	defer l.release(p)
-	if code := l.prod.settle(p); code != errOK {
+	if code := l.prod.recover(p); code != errOK {
 		return l.failure(code, true)
 	}
 	lease := s.cfg.Lease.Grant(l.inc.m.id, l.prod.token, l.inc.now())
@@ -710,7 +779,7 @@ func (l *leadership) resign(p *proc, successor core.MemberID) {
 	}
 	// Like a renewal, settle a failure left pending first, so that the
 	// expired lease carries the token its transaction is written with.
-	if code := l.prod.settle(p); code != errOK {
+	if code := l.prod.recover(p); code != errOK {
 		l.release(p)
 		if code == errFenced {
 			l.end(fenced)

@@ -62,7 +62,7 @@ func run(cfg Config, trace, verbose bool) Result {
 	s.cl = newCluster(s, 4000+int64(cfg.Seed%1000), cfg.FirstEpoch)
 	s.tracef("scenario %s", cfg)
 	for i := range cfg.Members {
-		m := &member{sim: s, id: core.MustMemberID("m" + strconv.Itoa(i+1)), idx: i,
+		m := &member{sim: s, id: core.MustMemberID("m" + strconv.Itoa(i+1)),
 			reference: i >= cfg.Members-cfg.Reference}
 		m.skew = s.drawSkew()
 		s.members = append(s.members, m)

@@ -128,8 +128,8 @@ const (
 	wakeStart             // the first resume
 )
 
-// errKilled unwinds a process whose incarnation crashed or whose owner
-// cancelled it.
+// killed unwinds a process whose incarnation crashed or whose owner
+// cancelled it (a panic recovered at the top of the process).
 type killed struct{}
 
 // proc is one process of an incarnation.
