@@ -862,11 +862,12 @@ type handover struct {
 	at          int64 // when the holder left (the resign committed, the crash)
 	quietBefore int64 // the quiet mark before it
 	ready       bool  // every other running member was campaigning
+	st          specState
 }
 
 func (c *checker) expectHandover(kind string, holder *member) {
 	s := c.sim
-	h := &handover{kind: kind, holder: holder, at: s.s.now, quietBefore: s.quietFrom, ready: true}
+	h := &handover{kind: kind, holder: holder, at: s.s.now, quietBefore: s.quietFrom, ready: true, st: c.stateAt(c.lso[topicCoord])}
 	for _, m := range s.members {
 		if m != holder && m.inc != nil && !m.inc.campaigning() {
 			h.ready = false
@@ -905,6 +906,13 @@ func (c *checker) judgeHandover(t *txn, leaseRec *entry) {
 			continue
 		}
 		a, _ := st.anchor(m.id.String(), s.cfg.Lease.ChallengeStaggerMs, !m.reference)
+		if a0, ok := h.st.anchor(m.id.String(), s.cfg.Lease.ChallengeStaggerMs, !m.reference); ok && a0 != a {
+			// A registration since the holder left moved this member's
+			// turn (a named successor that registered late, say): it may
+			// have acted on either.
+			c.unjudged++
+			return
+		}
 		ready := h.at + lmax
 		if reg := c.hist[topicCoord][st.roster[i].off]; reg.at > h.at {
 			ready = reg.at + 3*lmax // its registration was answered, then it synced
