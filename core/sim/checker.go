@@ -687,7 +687,7 @@ func (c *checker) command(t *txn, e *entry) {
 	var member string
 	var claimed core.FencingToken
 	claimedOK := false
-	for _, f := range strings.Fields(v) {
+	for f := range strings.FieldsSeq(v) {
 		k, val, _ := strings.Cut(f, "=")
 		switch k {
 		case "member":

@@ -242,6 +242,9 @@ func (c *cluster) fetchAnswer(t topicID, offset, lso int64) *response {
 	}
 	r := &response{next: lso, lso: lso}
 	i := searchOffset(p.entries, offset)
+	if n := searchOffset(p.entries, lso) - i; n > 0 {
+		r.recs = make([]core.RawRecord, 0, n)
+	}
 	for ; i < len(p.entries); i++ {
 		e := p.entries[i]
 		if e.off >= lso {

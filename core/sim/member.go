@@ -386,6 +386,27 @@ type producer struct {
 	closing  bool
 	inFlight bool     // a transaction or a settlement runs (core/kafka's semaphore)
 	idle     waitList // woken when it ends
+
+	// The worker that runs bounded steps (one per producer, started on
+	// the first: a process per step would cost a goroutine each).
+	worker *proc
+	job    func(w *proc)
+	jobs   waitList
+}
+
+// runWorker is the producer's worker: it runs the job it is handed.
+func (pr *producer) runWorker(w *proc) {
+	for {
+		for pr.job == nil {
+			if pr.closing {
+				return
+			}
+			w.waitOn(&pr.jobs, 0)
+		}
+		job := pr.job
+		pr.job = nil
+		job(w)
+	}
 }
 
 // bounded runs step (a transaction or a settlement) the way core/kafka runs
@@ -412,11 +433,16 @@ func (pr *producer) bounded(p *proc, step func(w *proc, gaveUp *bool) errCode) e
 	}
 	done, code := false, errOK
 	var ended waitList
-	pr.inc.spawn("txn-worker", func(w *proc) {
+	pr.job = func(w *proc) {
 		code = step(w, &gaveUp)
 		done = true
 		ended.wakeAll(s.s)
-	})
+	}
+	if pr.worker == nil {
+		pr.worker = pr.inc.spawn("txn-worker", pr.runWorker)
+	} else {
+		pr.jobs.wakeAll(s.s)
+	}
 	for !done {
 		rem := p.cutoff - s.s.now
 		if rem <= 0 {
@@ -589,6 +615,7 @@ func (pr *producer) close() {
 	if !pr.inFlight && pr.open {
 		pr.abortOnClose()
 	}
+	pr.jobs.wakeAll(pr.inc.sim.s) // an idle worker returns
 }
 
 func (pr *producer) abortOnClose() {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"iter"
+	"slices"
 )
 
 // The discrete-event scheduler and the processes of the members.
@@ -190,6 +191,9 @@ func (inc *incarnation) spawn(name string, body func(p *proc)) *proc {
 		body(p)
 	}
 	p.next, p.stop = iter.Pull(seq)
+	if len(inc.procs) >= 16 {
+		inc.procs = slices.DeleteFunc(inc.procs, func(q *proc) bool { return q.done })
+	}
 	inc.procs = append(inc.procs, p)
 	p.sim.s.wakeAt(p.sim.s.now, p, p.gen, wakeStart, nil)
 	return p

@@ -103,10 +103,10 @@ func Random(seed uint64, failovers int) Config {
 	d := []int64{2000, 3000, 4000}[r.IntN(3)]
 	c.Lease = core.LeaseConfig{DurationMs: d, RenewIntervalMs: d / 3, ChallengeStaggerMs: 500 + 100*r.Int64N(6)}
 	g := c.Lease.ChallengeStaggerMs
-	c.Poll = g/4 + r.Int64N(g/4+1)
+	c.Poll = g/3 + r.Int64N(2*g/3+1)
 	c.Timeout = 200 + 50*r.Int64N(9)
 	c.SkewBound = r.Int64N(g/5 + 1)
-	c.Dispatch = 150 + 50*r.Int64N(8)
+	c.Dispatch = 250 + 50*r.Int64N(8)
 	c.LatencyMin = 1
 	c.LatencyMax = 2 + r.Int64N(5)
 	if r.IntN(5) != 0 {
