@@ -867,9 +867,12 @@ type handover struct {
 
 func (c *checker) expectHandover(kind string, holder *member) {
 	s := c.sim
-	h := &handover{kind: kind, holder: holder, at: s.s.now, quietBefore: s.quietFrom, ready: true, st: c.stateAt(c.lso[topicCoord])}
+	// Judged only when every other running member is campaigning and none
+	// is already acting on an earlier decision to challenge (a mint on its
+	// way), and no earlier handover is still open.
+	h := &handover{kind: kind, holder: holder, at: s.s.now, quietBefore: s.quietFrom, ready: c.expect == nil, st: c.stateAt(c.lso[topicCoord])}
 	for _, m := range s.members {
-		if m != holder && m.inc != nil && !m.inc.campaigning() {
+		if m != holder && m.inc != nil && (!m.inc.campaigning() || m.inc.acting) {
 			h.ready = false
 		}
 	}

@@ -80,8 +80,10 @@
 // lease, renewal, resign and fence transactions have their shapes, every
 // produce is under a token minted for (or recovered by) its sender, and in
 // a quiet handover (a resign, a fence or a crash of the holder with no
-// fault since well before) the role goes to the next eligible registration
-// in its turn. TestSimulationCatchesBrokenRules turns on one test-only
+// fault since well before, every other running member campaigning and none
+// already acting on an earlier decision, no registration since moving
+// anyone's turn) the role goes to the next eligible registration in its
+// turn. TestSimulationCatchesBrokenRules turns on one test-only
 // switch at a time (Bugs) and shows each is reported with its seed.
 //
 // # What it cannot catch

@@ -44,6 +44,7 @@ type incarnation struct {
 	resignTo    *core.MemberID // a planned resign is asked for (zero MemberID: no named successor)
 	calls       int            // acquire calls so far
 	inAcquire   bool
+	acting      bool // between a decision to challenge and the end of the challenge
 }
 
 // campaigning: the incarnation runs an acquire call and is not paused.
@@ -256,7 +257,9 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 			if !inc.m.reference {
 				meta = []byte("term of " + inc.name + " call " + strconv.Itoa(call)) // WithMetadata (11.1)
 			}
+			inc.acting = true
 			l, code := inc.challenge(p, st, now, next, meta)
+			inc.acting = false
 			if code == errOK {
 				return l
 			}
