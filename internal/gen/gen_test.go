@@ -36,28 +36,3 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		}
 	}
 }
-
-// The parser reads what the guard needs: name, return type and parameters.
-func TestParseHeaderFunctions(t *testing.T) {
-	decls, err := parseHeaderFunctions(`/* krabka_nope(int x); */
-typedef void (*krabka_cb)(void *opaque, const char *line);
-#define KRABKA_X(a) (a)
-typedef struct krabka_t { int a; } krabka_t;
-const char *krabka_version(void);
-krabka_err_t krabka_f(const krabka_conf_t *conf, const char *name,
-                      char *errstr, size_t errstr_size);`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(decls) != 2 {
-		t.Fatalf("got %d declarations, want 2: %+v", len(decls), decls)
-	}
-	if decls[0].name != "krabka_version" || decls[0].ret != "const char *" || len(decls[0].params) != 0 {
-		t.Errorf("first: %+v", decls[0])
-	}
-	f := decls[1]
-	if f.name != "krabka_f" || f.ret != "krabka_err_t" || len(f.params) != 4 || f.params[1].name != "name" ||
-		f.params[1].decl != "const char *name" || !f.hasErrstr() {
-		t.Errorf("second: %+v", f)
-	}
-}

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-
-	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // childSafe are the functions that never enter Go in a forked child: they
@@ -85,7 +83,7 @@ static krabka_err_t kc_forked_err(const char *fn, char *errstr, size_t errstr_si
 struct kc_child_err { int code; const char *name, *text; int retriable, fatal; };
 static const struct kc_child_err kc_child_errs[] = {
 `)
-	for _, e := range coord.ErrorTable {
+	for _, e := range in.errors {
 		fmt.Fprintf(&b, "    {%d, %s, %s, %d, %d},\n", e.Code, cString(e.Name), cString(e.Text), b2i(e.Retriable), b2i(e.Fatal))
 	}
 	b.WriteString(`};
@@ -150,10 +148,23 @@ static int32_t kc_child_murmur2(const uint8_t *data, size_t n) {
     return (int32_t)h;
 }
 
-/* The header's own signatures for the Go exports: a Go export whose types
+`)
+	cOnly := map[string]string{}
+	if f, ok := in.header.funcByName(errDescsFunc); ok {
+		table, body, err := renderErrDescs(in, f)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(table)
+		cOnly[f.name] = body
+	}
+	b.WriteString(`/* The header's own signatures for the Go exports: a Go export whose types
  * drifted from the header conflicts with _cgo_export.h and fails the build. */
 `)
 	for _, f := range decls {
+		if _, ok := cOnly[f.name]; ok {
+			continue
+		}
 		fmt.Fprintf(&b, "extern %s%s(%s);\n", retSpace(f.ret), goName(f.name), paramList(f))
 	}
 	b.WriteString("\n")
@@ -163,6 +174,10 @@ static int32_t kc_child_murmur2(const uint8_t *data, size_t n) {
 			args = append(args, p.name)
 		}
 		fmt.Fprintf(&b, "%s%s(%s) {\n", retSpace(f.ret), f.name, paramList(f))
+		if body, ok := cOnly[f.name]; ok {
+			b.WriteString(body + "}\n")
+			continue
+		}
 		fb, special := childFallback[f.name]
 		check := "kc_forked()"
 		if f.blocking() {
@@ -213,4 +228,59 @@ func paramList(f cFunc) string {
 		ps = append(ps, p.decl)
 	}
 	return strings.Join(ps, ", ")
+}
+
+// errDescsFunc is answered from C in the parent and in a child alike, from
+// the generator's copy of the table (ABI 2).
+const errDescsFunc = "krabka_get_err_descs"
+
+// renderErrDescs writes the static krabka_err_desc_t array and the body of
+// krabka_get_err_descs(const krabka_err_desc_t **descs, size_t *count): the
+// struct's fields are filled by name from coord.ErrorTable.
+func renderErrDescs(in *inputs, f cFunc) (table, body string, err error) {
+	h := in.header
+	const descType = "krabka_err_desc_t"
+	st, ok := h.structByName(descType)
+	if !ok {
+		return "", "", fmt.Errorf("%s is declared but the struct %s is not", f.name, descType)
+	}
+	var arr, cnt string
+	for _, p := range f.params {
+		switch {
+		case p.typ.base == descType && p.typ.ptr == 2 && p.typ.isConst:
+			arr = p.name
+		case p.typ.base == "size_t" && p.typ.ptr == 1 && !p.typ.isConst:
+			cnt = p.name
+		}
+	}
+	if f.ret != "void" || len(f.params) != 2 || arr == "" || cnt == "" {
+		return "", "", fmt.Errorf("%s: expected void %s(const %s **descs, size_t *count), got %s %s(%s)", f.name, f.name, descType, f.ret, f.name, paramList(f))
+	}
+	var t strings.Builder
+	t.WriteString("/* " + f.name + ": the table (coord.ErrorTable) as the header's " + descType + ",\n" +
+		" * answered from C in the parent and in a child alike. */\n")
+	t.WriteString("static const " + descType + " kc_err_descs[] = {\n")
+	for _, e := range in.errors {
+		var vals []string
+		for _, fl := range st.fields {
+			switch fl.name {
+			case "code":
+				vals = append(vals, fmt.Sprintf("(%s)%d", fl.typ.base, e.Code))
+			case "name":
+				vals = append(vals, cString(e.Name))
+			case "desc", "text":
+				vals = append(vals, cString(e.Text))
+			case "retriable":
+				vals = append(vals, fmt.Sprint(b2i(e.Retriable)))
+			case "fatal":
+				vals = append(vals, fmt.Sprint(b2i(e.Fatal)))
+			default:
+				return "", "", fmt.Errorf("%s.%s: the generator knows the fields code, name, desc (or text), retriable and fatal of the error table, not %s", descType, fl.name, fl.name)
+			}
+		}
+		fmt.Fprintf(&t, "    {%s},\n", strings.Join(vals, ", "))
+	}
+	t.WriteString("};\n\n")
+	body = fmt.Sprintf("    if (%[1]s != NULL) *%[1]s = kc_err_descs;\n    if (%[2]s != NULL) *%[2]s = sizeof kc_err_descs / sizeof kc_err_descs[0];\n", arr, cnt)
+	return t.String(), body, nil
 }
