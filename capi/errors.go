@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"unsafe"
 
 	"github.com/krabka/krabka-coord/core"
@@ -77,6 +78,36 @@ func codeOf(err error) C.krabka_err_t {
 		}
 	}
 	return C.KRABKA_ERR_INTERNAL
+}
+
+// errDescs is the table krabka_get_err_descs hands out: C memory made once
+// from coord.ErrorTable (in numeric order), never freed.
+var errDescs *C.krabka_err_desc_t
+var errDescCount int
+
+func init() {
+	rows := append([]coord.ErrorCodeInfo(nil), coord.ErrorTable...)
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Code < rows[j].Code })
+	errDescCount = len(rows)
+	errDescs = (*C.krabka_err_desc_t)(C.calloc(C.size_t(len(rows)), C.sizeof_krabka_err_desc_t))
+	for i, r := range unsafe.Slice(errDescs, len(rows)) {
+		e := errTable[C.krabka_err_t(rows[i].Code)]
+		r.code = C.krabka_err_t(rows[i].Code)
+		r.name, r.desc = e.cname, e.ctext
+		r.retriable, r.fatal = cBool(e.retriable), cBool(e.fatal)
+		unsafe.Slice(errDescs, len(rows))[i] = r
+	}
+}
+
+//export kc_go_get_err_descs
+func kc_go_get_err_descs(descs **C.kc_cerr_desc_t, count *C.size_t) {
+	defer swallow()
+	if descs != nil {
+		*descs = (*C.kc_cerr_desc_t)(unsafe.Pointer(errDescs))
+	}
+	if count != nil {
+		*count = C.size_t(errDescCount)
+	}
 }
 
 //export kc_go_err2str
