@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"unsafe"
 
 	"github.com/krabka/krabka-coord/core"
@@ -81,21 +80,19 @@ func codeOf(err error) C.krabka_err_t {
 }
 
 // errDescs is the table krabka_get_err_descs hands out: C memory made once
-// from coord.ErrorTable (in numeric order), never freed.
+// from coord.ErrorTable (in its numeric order), never freed.
 var errDescs *C.krabka_err_desc_t
 var errDescCount int
 
 func init() {
-	rows := append([]coord.ErrorCodeInfo(nil), coord.ErrorTable...)
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Code < rows[j].Code })
+	rows := coord.ErrorTable // numeric order; the child's copy (kc_guard.c) is in the same order
 	errDescCount = len(rows)
 	errDescs = (*C.krabka_err_desc_t)(C.calloc(C.size_t(len(rows)), C.sizeof_krabka_err_desc_t))
-	for i, r := range unsafe.Slice(errDescs, len(rows)) {
-		e := errTable[C.krabka_err_t(rows[i].Code)]
-		r.code = C.krabka_err_t(rows[i].Code)
-		r.name, r.desc = e.cname, e.ctext
-		r.retriable, r.fatal = cBool(e.retriable), cBool(e.fatal)
-		unsafe.Slice(errDescs, len(rows))[i] = r
+	dst := unsafe.Slice(errDescs, len(rows))
+	for i, r := range rows {
+		e := errTable[C.krabka_err_t(r.Code)]
+		dst[i] = C.krabka_err_desc_t{code: C.krabka_err_t(r.Code), name: e.cname, desc: e.ctext,
+			retriable: cBool(e.retriable), fatal: cBool(e.fatal)}
 	}
 }
 

@@ -71,12 +71,12 @@ type eventObj struct {
 	results  []coord.ProduceResult       // PRODUCE
 
 	mu         sync.Mutex
-	leadership *leadershipObj  // ACQUIRE, TRY_ACQUIRE: until taken
-	watch      *watchObj       // WATCH_OPEN: until taken
-	status     *coord.Status   // DESCRIBE: until taken
-	watchEvent *watchEventObj  // WATCH: until taken
-	cLine      *C.char         // LOG: the line as C text, made on first use
-	disposed   bool            // destroyed: nothing may be taken any more
+	leadership *leadershipObj // ACQUIRE, TRY_ACQUIRE: until taken
+	watch      *watchObj      // WATCH_OPEN: until taken
+	status     *coord.Status  // DESCRIBE: until taken
+	watchEvent *watchEventObj // WATCH: until taken
+	cLine      *C.char        // LOG: the line as C text, made on first use
+	disposed   bool           // destroyed: nothing may be taken any more
 }
 
 // fail records why the call failed.

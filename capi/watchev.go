@@ -198,4 +198,3 @@ func cRosterEntry(out *C.krabka_roster_entry_t, r coord.RosterRank) {
 func dropLine(n int) string {
 	return fmt.Sprintf("krabka: %d log lines dropped (the consumer did not keep up)", n)
 }
-

@@ -1,5 +1,5 @@
 # C ABI (capi/, build.sh, tests/c, examples/c).
-#   make lib           build/libkrabka_coord.so.1.0.0 (+ symlinks, build/include, build/krabka_coord.pc)
+#   make lib           build/libkrabka_coord.so.2.0.0 (+ symlinks, build/include, build/krabka_coord.pc)
 #   make capi-test     header checks (C99, C++11), symbol test, conformance vectors and
 #                      misuse through the C API, both under valgrind, and the live test
 #                      and the fork guard test on $KRABKA_BOOTSTRAP (fails, never skips, when

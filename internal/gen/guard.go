@@ -25,6 +25,7 @@ var childFallback = map[string]string{
 	"krabka_value_is_tombstone": "return value == NULL || len == 0;",
 	"krabka_conf_new":           "return NULL;",
 	"krabka_free":               "free(ptr); return;",
+	"krabka_get_err_descs":      "kc_child_get_err_descs(descs, count); return;",
 }
 
 func cString(s string) string {
@@ -82,30 +83,33 @@ static krabka_err_t kc_forked_err(const char *fn, char *errstr, size_t errstr_si
 }
 
 /* The error table (coord.ErrorTable) for the child. */
-struct kc_child_err { int code; const char *name, *text; int retriable, fatal; };
-static const struct kc_child_err kc_child_errs[] = {
+static const krabka_err_desc_t kc_child_errs[] = {
 `)
 	for _, e := range coord.ErrorTable {
-		fmt.Fprintf(&b, "    {%d, %s, %s, %d, %d},\n", e.Code, cString(e.Name), cString(e.Text), b2i(e.Retriable), b2i(e.Fatal))
+		fmt.Fprintf(&b, "    {(krabka_err_t)%d, %s, %s, %d, %d},\n", e.Code, cString(e.Name), cString(e.Text), b2i(e.Retriable), b2i(e.Fatal))
 	}
 	b.WriteString(`};
 
-static const struct kc_child_err *kc_child_find(krabka_err_t err) {
+static const krabka_err_desc_t *kc_child_find(krabka_err_t err) {
     size_t i;
     for (i = 0; i < sizeof kc_child_errs / sizeof kc_child_errs[0]; i++)
-        if (kc_child_errs[i].code == (int)err) return &kc_child_errs[i];
+        if (kc_child_errs[i].code == err) return &kc_child_errs[i];
     return NULL;
 }
+static void kc_child_get_err_descs(const krabka_err_desc_t **descs, size_t *count) {
+    if (descs != NULL) *descs = kc_child_errs;
+    if (count != NULL) *count = sizeof kc_child_errs / sizeof kc_child_errs[0];
+}
 static const char *kc_child_err2str(krabka_err_t err) {
-    const struct kc_child_err *e = kc_child_find(err);
-    return e != NULL ? e->text : "unknown error";
+    const krabka_err_desc_t *e = kc_child_find(err);
+    return e != NULL ? e->desc : "unknown error";
 }
 static const char *kc_child_err2name(krabka_err_t err) {
-    const struct kc_child_err *e = kc_child_find(err);
+    const krabka_err_desc_t *e = kc_child_find(err);
     return e != NULL ? e->name : "UNKNOWN";
 }
 static int kc_child_err_flag(krabka_err_t err, int fatal) {
-    const struct kc_child_err *e = kc_child_find(err);
+    const krabka_err_desc_t *e = kc_child_find(err);
     return e != NULL && (fatal ? e->fatal : e->retriable);
 }
 static krabka_token_t kc_child_token_no_epoch(void) {
