@@ -198,11 +198,11 @@ func msgBytes(p *C.kc_cuint8_t, n C.size_t, i int, what string) ([]byte, error) 
 //export kc_go_leadership_produce
 func kc_go_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc_cmessage_t, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	msgs, err := goMessages(messages, count)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	l, err := leadershipOf(unsafe.Pointer(leadership))
+	msgs, err := goMessages(messages, count)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

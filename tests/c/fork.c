@@ -60,8 +60,8 @@ static int64_t now_ms(void) {
 }
 
 static krabka_err_t write_one(krabka_leadership_t *l, const char *value) {
-    krabka_message_t m = {topic, KRABKA_PARTITION_ANY, (const uint8_t *)role, strlen(role),
-                          (const uint8_t *)value, strlen(value)};
+    krabka_message_t m = {sizeof(krabka_message_t), topic, KRABKA_PARTITION_ANY, (const uint8_t *)role, strlen(role),
+                          (const uint8_t *)value, strlen(value), NULL, 0};
     krabka_produce_result_t res;
     errstr[0] = '\0';
     return krabka_leadership_produce(l, &m, 1, 15000, &res, ES);
