@@ -114,14 +114,30 @@ export type EventTypeName =
   | 'ACQUIRE'
   | 'ENDED'
   | 'LOG'
-  | 'WATCH';
-export type EventTypeNumber = 0 | 1 | 2 | 3 | 4;
+  | 'WATCH'
+  | 'PRODUCE'
+  | 'RENEW'
+  | 'RESIGN'
+  | 'DESCRIBE'
+  | 'TRY_ACQUIRE'
+  | 'LEAVE'
+  | 'WATCH_OPEN'
+  | 'SET_METADATA';
+export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12;
 export interface EventTypeMap {
   readonly NONE: 0;
   readonly ACQUIRE: 1;
   readonly ENDED: 2;
   readonly LOG: 3;
   readonly WATCH: 4;
+  readonly PRODUCE: 5;
+  readonly RENEW: 6;
+  readonly RESIGN: 7;
+  readonly DESCRIBE: 8;
+  readonly TRY_ACQUIRE: 9;
+  readonly LEAVE: 10;
+  readonly WATCH_OPEN: 11;
+  readonly SET_METADATA: 12;
 }
 
 // krabka_log_level_t

@@ -71,8 +71,8 @@ func buildErrorTable() []ErrorCodeInfo {
 // bindings' package versions) and ABI version; the drift test checks every
 // copy against these.
 const (
-	VersionMajor = 1
+	VersionMajor = 2
 	VersionMinor = 0
 	VersionPatch = 0
-	ABIVersion   = 1
+	ABIVersion   = 2
 )

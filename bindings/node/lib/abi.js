@@ -29,12 +29,12 @@
 //   with krabka_free).
 
 const CONSTANTS = Object.freeze({
-  VERSION_MAJOR: 1,
+  VERSION_MAJOR: 2,
   VERSION_MINOR: 0,
   VERSION_PATCH: 0,
-  VERSION_STRING: '1.0.0',
-  VERSION_NUMBER: 10000,
-  ABI_VERSION: 1,
+  VERSION_STRING: '2.0.0',
+  VERSION_NUMBER: 20000,
+  ABI_VERSION: 2,
   NAME_MAX: 249,
   NAME_BUF: 256,
   TOKEN_TEXT_MAX: 32,
@@ -158,6 +158,14 @@ const EventType = Object.freeze({
   ENDED: 2,
   LOG: 3,
   WATCH: 4,
+  PRODUCE: 5,
+  RENEW: 6,
+  RESIGN: 7,
+  DESCRIBE: 8,
+  TRY_ACQUIRE: 9,
+  LEAVE: 10,
+  WATCH_OPEN: 11,
+  SET_METADATA: 12,
 });
 const EventTypeName = Object.freeze({
   0: 'NONE',
@@ -165,6 +173,14 @@ const EventTypeName = Object.freeze({
   2: 'ENDED',
   3: 'LOG',
   4: 'WATCH',
+  5: 'PRODUCE',
+  6: 'RENEW',
+  7: 'RESIGN',
+  8: 'DESCRIBE',
+  9: 'TRY_ACQUIRE',
+  10: 'LEAVE',
+  11: 'WATCH_OPEN',
+  12: 'SET_METADATA',
 });
 
 // krabka_log_level_t
@@ -257,10 +273,19 @@ function defineTypes(koffi) {
   T.krabka_client_t = koffi.pointer('krabka_client_t', koffi.opaque('krabka_client'));
   T.krabka_leadership_t = koffi.pointer('krabka_leadership_t', koffi.opaque('krabka_leadership'));
   T.krabka_status_t = koffi.pointer('krabka_status_t', koffi.opaque('krabka_status'));
-  T.krabka_queue_t = koffi.pointer('krabka_queue_t', koffi.opaque('krabka_queue'));
   T.krabka_watch_t = koffi.pointer('krabka_watch_t', koffi.opaque('krabka_watch'));
+  T.krabka_watch_event_t = koffi.pointer('krabka_watch_event_t', koffi.opaque('krabka_watch_event'));
+  T.krabka_queue_t = koffi.pointer('krabka_queue_t', koffi.opaque('krabka_queue'));
+  T.krabka_event_t = koffi.pointer('krabka_event_t', koffi.opaque('krabka_event'));
   T.krabka_verifier_t = koffi.pointer('krabka_verifier_t', koffi.opaque('krabka_verifier'));
   T.krabka_log_cb = koffi.proto('void krabka_log_cb(void *opaque, int level, const char *line)');
+  T.krabka_err_desc_t = koffi.struct('krabka_err_desc_t', {
+    code: 'int',
+    name: 'const char *',
+    desc: 'const char *',
+    retriable: 'int',
+    fatal: 'int',
+  });
   T.krabka_token_t = koffi.struct('krabka_token_t', {
     producer_id: 'int64_t',
     producer_epoch: 'int16_t',
@@ -284,28 +309,25 @@ function defineTypes(koffi) {
     granted_at: 'int64_t',
     deadline: 'int64_t',
   });
+  T.krabka_header_t = koffi.struct('krabka_header_t', {
+    key: 'const char *',
+    value: 'void *',
+    value_len: 'size_t',
+  });
   T.krabka_message_t = koffi.struct('krabka_message_t', {
+    size: 'size_t',
     topic: 'const char *',
     partition: 'int32_t',
     key: 'void *',
     key_len: 'size_t',
     value: 'void *',
     value_len: 'size_t',
+    headers: 'void *',
+    header_count: 'size_t',
   });
   T.krabka_produce_result_t = koffi.struct('krabka_produce_result_t', {
     partition: 'int32_t',
     offset: 'int64_t',
-  });
-  T.krabka_event_t = koffi.struct('krabka_event_t', {
-    type: 'int',
-    tag: 'uint64_t',
-    err: 'int',
-    errstr: 'const char *',
-    leadership: 'krabka_leadership_t',
-    state: 'int',
-    log_level: 'int',
-    log_line: 'const char *',
-    watch_event: 'void *',
   });
   T.krabka_roster_entry_t = koffi.struct('krabka_roster_entry_t', {
     member_len: 'uint32_t',
@@ -313,30 +335,6 @@ function defineTypes(koffi) {
     offset: 'int64_t',
     registered_at: 'int64_t',
     rank: 'int32_t',
-  });
-  T.krabka_watch_event_t = koffi.struct('krabka_watch_event_t', {
-    kind: 'int',
-    role_len: 'uint32_t',
-    role: koffi.array('uint8_t', CONSTANTS.NAME_BUF, 'Typed'),
-    has_holder: 'int',
-    holder_len: 'uint32_t',
-    holder: koffi.array('uint8_t', CONSTANTS.NAME_BUF, 'Typed'),
-    token: 'krabka_token_t',
-    has_prev_holder: 'int',
-    prev_holder_len: 'uint32_t',
-    prev_holder: koffi.array('uint8_t', CONSTANTS.NAME_BUF, 'Typed'),
-    prev_token: 'krabka_token_t',
-    has_lease: 'int',
-    lease: 'krabka_lease_t',
-    roster_count: 'size_t',
-    roster: 'void *',
-    offset: 'int64_t',
-    at_ms: 'int64_t',
-  });
-  T.krabka_header_t = koffi.struct('krabka_header_t', {
-    key: 'const char *',
-    value: 'void *',
-    value_len: 'size_t',
   });
   return Object.freeze(T);
 }
@@ -350,6 +348,7 @@ const DECLS = Object.freeze([
   ['krabka_err2name', 'const char *krabka_err2name(int err)'],
   ['krabka_err_is_retriable', 'int krabka_err_is_retriable(int err)'],
   ['krabka_err_is_fatal', 'int krabka_err_is_fatal(int err)'],
+  ['krabka_get_err_descs', 'void krabka_get_err_descs(_Out_ void **descs, _Out_ size_t *count)'],
   ['krabka_token_no_epoch', 'krabka_token_t krabka_token_no_epoch(void)'],
   ['krabka_token_validate', 'int krabka_token_validate(krabka_token_t token, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_token_compare', 'int krabka_token_compare(krabka_token_t a, krabka_token_t b)'],
@@ -392,7 +391,27 @@ const DECLS = Object.freeze([
   ['krabka_queue_fd', 'int krabka_queue_fd(krabka_queue_t queue, _Out_ int *fd)'],
   ['krabka_queue_poll', 'int krabka_queue_poll(krabka_queue_t queue, _Out_ krabka_event_t *out)'],
   ['krabka_queue_destroy', 'int krabka_queue_destroy(krabka_queue_t queue)'],
+  ['krabka_event_destroy', 'int krabka_event_destroy(krabka_event_t ev)'],
+  ['krabka_event_type', 'int krabka_event_type(krabka_event_t ev, _Out_ int *out)'],
+  ['krabka_event_tag', 'int krabka_event_tag(krabka_event_t ev, _Out_ uint64_t *out)'],
+  ['krabka_event_error', 'int krabka_event_error(krabka_event_t ev, _Out_ int *code, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_take_leadership', 'int krabka_event_take_leadership(krabka_event_t ev, _Out_ krabka_leadership_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_retry_at', 'int krabka_event_retry_at(krabka_event_t ev, _Out_ int64_t *retry_at_ms, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_state', 'int krabka_event_state(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_log', 'int krabka_event_log(krabka_event_t ev, _Out_ int *level, _Out_ const char **line, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_take_watch_event', 'int krabka_event_take_watch_event(krabka_event_t ev, _Out_ krabka_watch_event_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_take_watch', 'int krabka_event_take_watch(krabka_event_t ev, _Out_ krabka_watch_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_take_status', 'int krabka_event_take_status(krabka_event_t ev, _Out_ krabka_status_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_results', 'int krabka_event_results(krabka_event_t ev, uint8_t *out, size_t cap, _Out_ size_t *count, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_client_acquire_async', 'int krabka_client_acquire_async(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_try_acquire_async', 'int krabka_client_try_acquire_async(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_describe_async', 'int krabka_client_describe_async(krabka_client_t client, const uint8_t *role, size_t role_len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_leave_async', 'int krabka_client_leave_async(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_watch_async', 'int krabka_client_watch_async(krabka_client_t client, const uint8_t *role, size_t role_len, int flags, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_produce_async', 'int krabka_leadership_produce_async(krabka_leadership_t leadership, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_renew_async', 'int krabka_leadership_renew_async(krabka_leadership_t leadership, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_set_metadata_async', 'int krabka_leadership_set_metadata_async(krabka_leadership_t leadership, const uint8_t *data, size_t len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_resign_async', 'int krabka_leadership_resign_async(krabka_leadership_t leadership, const uint8_t *successor, size_t successor_len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_ended_async', 'int krabka_leadership_ended_async(krabka_leadership_t leadership, krabka_queue_t queue, uint64_t tag)'],
   ['krabka_conf_set_log_cb', 'int krabka_conf_set_log_cb(krabka_conf_t conf, krabka_log_cb *cb, void *opaque)'],
   ['krabka_conf_set_log_queue', 'int krabka_conf_set_log_queue(krabka_conf_t conf, krabka_queue_t queue, uint64_t tag)'],
@@ -408,6 +427,19 @@ const DECLS = Object.freeze([
   ['krabka_status_roster_count', 'int krabka_status_roster_count(krabka_status_t status, _Out_ size_t *count)'],
   ['krabka_status_roster_entry', 'int krabka_status_roster_entry(krabka_status_t status, size_t index, _Out_ krabka_roster_entry_t *out)'],
   ['krabka_status_destroy', 'int krabka_status_destroy(krabka_status_t status)'],
+  ['krabka_watch_event_destroy', 'int krabka_watch_event_destroy(krabka_watch_event_t ev)'],
+  ['krabka_watch_event_kind', 'int krabka_watch_event_kind(krabka_watch_event_t ev, _Out_ int *out)'],
+  ['krabka_watch_event_role', 'int krabka_watch_event_role(krabka_watch_event_t ev, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
+  ['krabka_watch_event_holder', 'int krabka_watch_event_holder(krabka_watch_event_t ev, _Out_ int *has, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
+  ['krabka_watch_event_token', 'int krabka_watch_event_token(krabka_watch_event_t ev, _Out_ krabka_token_t *out)'],
+  ['krabka_watch_event_prev_holder', 'int krabka_watch_event_prev_holder(krabka_watch_event_t ev, _Out_ int *has, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
+  ['krabka_watch_event_prev_token', 'int krabka_watch_event_prev_token(krabka_watch_event_t ev, _Out_ krabka_token_t *out)'],
+  ['krabka_watch_event_lease', 'int krabka_watch_event_lease(krabka_watch_event_t ev, _Out_ int *has, _Out_ krabka_lease_t *out)'],
+  ['krabka_watch_event_roster_count', 'int krabka_watch_event_roster_count(krabka_watch_event_t ev, _Out_ size_t *count)'],
+  ['krabka_watch_event_roster_entry', 'int krabka_watch_event_roster_entry(krabka_watch_event_t ev, size_t index, _Out_ krabka_roster_entry_t *out)'],
+  ['krabka_watch_event_metadata', 'int krabka_watch_event_metadata(krabka_watch_event_t ev, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
+  ['krabka_watch_event_offset', 'int krabka_watch_event_offset(krabka_watch_event_t ev, _Out_ int64_t *out)'],
+  ['krabka_watch_event_at', 'int krabka_watch_event_at(krabka_watch_event_t ev, _Out_ int64_t *at_ms)'],
   ['krabka_client_watch', 'int krabka_client_watch(krabka_client_t client, const uint8_t *role, size_t role_len, int flags, int64_t timeout_ms, _Out_ krabka_watch_t *out, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_watch_next', 'int krabka_watch_next(krabka_watch_t watch, int64_t timeout_ms, _Out_ krabka_watch_event_t *out, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_watch_event_fd', 'int krabka_watch_event_fd(krabka_watch_t watch, _Out_ int *fd)'],
@@ -417,10 +449,8 @@ const DECLS = Object.freeze([
   ['krabka_leadership_set_metadata', 'int krabka_leadership_set_metadata(krabka_leadership_t leadership, const uint8_t *data, size_t len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_metadata', 'int krabka_leadership_metadata(krabka_leadership_t leadership, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
   ['krabka_leadership_resign_to', 'int krabka_leadership_resign_to(krabka_leadership_t leadership, const uint8_t *successor, size_t successor_len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
-  ['krabka_leadership_produce_with_headers', 'int krabka_leadership_produce_with_headers(krabka_leadership_t leadership, const krabka_message_t *messages, size_t count, const krabka_header_t *headers, const size_t *header_counts, int64_t timeout_ms, uint8_t *results, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_status_metadata', 'int krabka_status_metadata(krabka_status_t status, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
   ['krabka_status_roster_metadata', 'int krabka_status_roster_metadata(krabka_status_t status, size_t index, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
-  ['krabka_watch_metadata', 'int krabka_watch_metadata(krabka_watch_t watch, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
   ['krabka_verifier_new', 'int krabka_verifier_new(_Out_ krabka_verifier_t *out)'],
   ['krabka_verifier_judge', 'int krabka_verifier_judge(krabka_verifier_t verifier, const uint8_t *scope, size_t scope_len, const uint8_t *header, size_t header_len, krabka_token_t batch, _Out_ int *out)'],
   ['krabka_verifier_highest', 'int krabka_verifier_highest(krabka_verifier_t verifier, const uint8_t *scope, size_t scope_len, _Out_ int *has, _Out_ krabka_token_t *out)'],

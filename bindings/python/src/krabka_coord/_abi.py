@@ -45,12 +45,12 @@ from ctypes import (
 from typing import Any, Dict, List, Tuple
 
 # Constants: #define KRABKA_*.
-VERSION_MAJOR = 1
+VERSION_MAJOR = 2
 VERSION_MINOR = 0
 VERSION_PATCH = 0
-VERSION_STRING = "1.0.0"
-VERSION_NUMBER = 10000
-ABI_VERSION = 1
+VERSION_STRING = "2.0.0"
+VERSION_NUMBER = 20000
+ABI_VERSION = 2
 NTS = c_size_t(-1).value  # (size_t)-1
 NAME_MAX = 249
 NAME_BUF = 256
@@ -126,6 +126,14 @@ class EventType(enum.IntEnum):
     ENDED = 2
     LOG = 3
     WATCH = 4
+    PRODUCE = 5
+    RENEW = 6
+    RESIGN = 7
+    DESCRIBE = 8
+    TRY_ACQUIRE = 9
+    LEAVE = 10
+    WATCH_OPEN = 11
+    SET_METADATA = 12
 
 
 class LogLevel(enum.IntEnum):
@@ -195,6 +203,10 @@ ERROR_DESCS: Tuple[Tuple[int, str, str, bool, bool], ...] = (
 )
 
 
+class ErrDesc(Structure):
+    """krabka_err_desc_t."""
+
+
 class Token(Structure):
     """krabka_token_t."""
 
@@ -211,6 +223,10 @@ class Lease(Structure):
     """krabka_lease_t."""
 
 
+class Header(Structure):
+    """krabka_header_t."""
+
+
 class Message(Structure):
     """krabka_message_t."""
 
@@ -219,22 +235,18 @@ class ProduceResult(Structure):
     """krabka_produce_result_t."""
 
 
-class Event(Structure):
-    """krabka_event_t."""
-
-
 class RosterEntry(Structure):
     """krabka_roster_entry_t."""
 
 
-class WatchEvent(Structure):
-    """krabka_watch_event_t."""
 
-
-class Header(Structure):
-    """krabka_header_t."""
-
-
+ErrDesc._fields_ = [
+    ("code", c_int),
+    ("name", c_char_p),
+    ("desc", c_char_p),
+    ("retriable", c_int),
+    ("fatal", c_int),
+]
 
 Token._fields_ = [
     ("producer_id", c_int64),
@@ -263,30 +275,27 @@ Lease._fields_ = [
     ("deadline", c_int64),
 ]
 
+Header._fields_ = [
+    ("key", c_char_p),
+    ("value", c_char_p),
+    ("value_len", c_size_t),
+]
+
 Message._fields_ = [
+    ("size", c_size_t),
     ("topic", c_char_p),
     ("partition", c_int32),
     ("key", c_char_p),
     ("key_len", c_size_t),
     ("value", c_char_p),
     ("value_len", c_size_t),
+    ("headers", POINTER(Header)),
+    ("header_count", c_size_t),
 ]
 
 ProduceResult._fields_ = [
     ("partition", c_int32),
     ("offset", c_int64),
-]
-
-Event._fields_ = [
-    ("type", c_int),
-    ("tag", c_uint64),
-    ("err", c_int),
-    ("errstr", c_char_p),
-    ("leadership", c_void_p),
-    ("state", c_int),
-    ("log_level", c_int),
-    ("log_line", c_char_p),
-    ("watch_event", POINTER(WatchEvent)),
 ]
 
 RosterEntry._fields_ = [
@@ -295,32 +304,6 @@ RosterEntry._fields_ = [
     ("offset", c_int64),
     ("registered_at", c_int64),
     ("rank", c_int32),
-]
-
-WatchEvent._fields_ = [
-    ("kind", c_int),
-    ("role_len", c_uint32),
-    ("role", c_char * NAME_BUF),
-    ("has_holder", c_int),
-    ("holder_len", c_uint32),
-    ("holder", c_char * NAME_BUF),
-    ("token", Token),
-    ("has_prev_holder", c_int),
-    ("prev_holder_len", c_uint32),
-    ("prev_holder", c_char * NAME_BUF),
-    ("prev_token", Token),
-    ("has_lease", c_int),
-    ("lease", Lease),
-    ("roster_count", c_size_t),
-    ("roster", POINTER(RosterEntry)),
-    ("offset", c_int64),
-    ("at_ms", c_int64),
-]
-
-Header._fields_ = [
-    ("key", c_char_p),
-    ("value", c_char_p),
-    ("value_len", c_size_t),
 ]
 
 
@@ -336,6 +319,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_err2name": (c_char_p, [c_int]),
     "krabka_err_is_retriable": (c_int, [c_int]),
     "krabka_err_is_fatal": (c_int, [c_int]),
+    "krabka_get_err_descs": (None, [POINTER(POINTER(ErrDesc)), POINTER(c_size_t)]),
     "krabka_token_no_epoch": (Token, []),
     "krabka_token_validate": (c_int, [Token, c_char_p, c_size_t]),
     "krabka_token_compare": (c_int, [Token, Token]),
@@ -376,9 +360,29 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_leadership_end_error": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
     "krabka_queue_new": (c_int, [POINTER(c_void_p)]),
     "krabka_queue_fd": (c_int, [c_void_p, POINTER(c_int)]),
-    "krabka_queue_poll": (c_int, [c_void_p, POINTER(Event)]),
+    "krabka_queue_poll": (c_int, [c_void_p, POINTER(c_void_p)]),
     "krabka_queue_destroy": (c_int, [c_void_p]),
+    "krabka_event_destroy": (c_int, [c_void_p]),
+    "krabka_event_type": (c_int, [c_void_p, POINTER(c_int)]),
+    "krabka_event_tag": (c_int, [c_void_p, POINTER(c_uint64)]),
+    "krabka_event_error": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_event_take_leadership": (c_int, [c_void_p, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_event_retry_at": (c_int, [c_void_p, POINTER(c_int64), c_char_p, c_size_t]),
+    "krabka_event_state": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_event_log": (c_int, [c_void_p, POINTER(c_int), POINTER(c_char_p), c_char_p, c_size_t]),
+    "krabka_event_take_watch_event": (c_int, [c_void_p, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_event_take_watch": (c_int, [c_void_p, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_event_take_status": (c_int, [c_void_p, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_event_results": (c_int, [c_void_p, POINTER(ProduceResult), c_size_t, POINTER(c_size_t), c_char_p, c_size_t]),
     "krabka_client_acquire_async": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_client_try_acquire_async": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_client_describe_async": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_client_leave_async": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_client_watch_async": (c_int, [c_void_p, c_char_p, c_size_t, c_int, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_leadership_produce_async": (c_int, [c_void_p, POINTER(Message), c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_leadership_renew_async": (c_int, [c_void_p, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_leadership_set_metadata_async": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_leadership_resign_async": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
     "krabka_leadership_ended_async": (c_int, [c_void_p, c_void_p, c_uint64]),
     "krabka_conf_set_log_cb": (c_int, [c_void_p, LogCb, c_void_p]),
     "krabka_conf_set_log_queue": (c_int, [c_void_p, c_void_p, c_uint64]),
@@ -394,8 +398,21 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_status_roster_count": (c_int, [c_void_p, POINTER(c_size_t)]),
     "krabka_status_roster_entry": (c_int, [c_void_p, c_size_t, POINTER(RosterEntry)]),
     "krabka_status_destroy": (c_int, [c_void_p]),
+    "krabka_watch_event_destroy": (c_int, [c_void_p]),
+    "krabka_watch_event_kind": (c_int, [c_void_p, POINTER(c_int)]),
+    "krabka_watch_event_role": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "krabka_watch_event_holder": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t, POINTER(c_size_t)]),
+    "krabka_watch_event_token": (c_int, [c_void_p, POINTER(Token)]),
+    "krabka_watch_event_prev_holder": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t, POINTER(c_size_t)]),
+    "krabka_watch_event_prev_token": (c_int, [c_void_p, POINTER(Token)]),
+    "krabka_watch_event_lease": (c_int, [c_void_p, POINTER(c_int), POINTER(Lease)]),
+    "krabka_watch_event_roster_count": (c_int, [c_void_p, POINTER(c_size_t)]),
+    "krabka_watch_event_roster_entry": (c_int, [c_void_p, c_size_t, POINTER(RosterEntry)]),
+    "krabka_watch_event_metadata": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "krabka_watch_event_offset": (c_int, [c_void_p, POINTER(c_int64)]),
+    "krabka_watch_event_at": (c_int, [c_void_p, POINTER(c_int64)]),
     "krabka_client_watch": (c_int, [c_void_p, c_char_p, c_size_t, c_int, c_int64, POINTER(c_void_p), c_char_p, c_size_t]),
-    "krabka_watch_next": (c_int, [c_void_p, c_int64, POINTER(WatchEvent), c_char_p, c_size_t]),
+    "krabka_watch_next": (c_int, [c_void_p, c_int64, POINTER(c_void_p), c_char_p, c_size_t]),
     "krabka_watch_event_fd": (c_int, [c_void_p, POINTER(c_int)]),
     "krabka_watch_next_async": (c_int, [c_void_p, c_int64, c_void_p, c_uint64]),
     "krabka_watch_destroy": (c_int, [c_void_p]),
@@ -403,10 +420,8 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_leadership_set_metadata": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
     "krabka_leadership_metadata": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
     "krabka_leadership_resign_to": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
-    "krabka_leadership_produce_with_headers": (c_int, [c_void_p, POINTER(Message), c_size_t, POINTER(Header), POINTER(c_size_t), c_int64, POINTER(ProduceResult), c_char_p, c_size_t]),
     "krabka_status_metadata": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
     "krabka_status_roster_metadata": (c_int, [c_void_p, c_size_t, c_char_p, c_size_t, POINTER(c_size_t)]),
-    "krabka_watch_metadata": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
     "krabka_verifier_new": (c_int, [POINTER(c_void_p)]),
     "krabka_verifier_judge": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, Token, POINTER(c_int)]),
     "krabka_verifier_highest": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_int), POINTER(Token)]),
