@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the C ABI library:
-#   build/libkrabka_coord.so.1.0.0  (SONAME libkrabka_coord.so.1, only krabka_* exported)
-#   build/libkrabka_coord.so.1, build/libkrabka_coord.so  (symlinks)
+#   build/libkrabka_coord.so.2.0.0  (SONAME libkrabka_coord.so.2, only krabka_* exported)
+#   build/libkrabka_coord.so.2, build/libkrabka_coord.so  (symlinks)
 #   build/include/krabka_coord.h    (the hand-written contract)
 #   build/krabka_coord.pc           (pkg-config, pointing at build/)
 #   build/internal/krabka_coord_cgo.h  (cgo's generated header: internal, never installed)
@@ -17,7 +17,7 @@
 # or "host" (the host's own C compiler,
 # no cross toolchain: what an sdist build from source uses). It writes
 # DIR (default build/release/TARGET):
-#   lib/libkrabka_coord.so.1.0.0 (+ .so.1, .so)  stripped (-s -w), -trimpath, SONAME .so.1
+#   lib/libkrabka_coord.so.2.0.0 (+ .so.2, .so)  stripped (-s -w), -trimpath, SONAME .so.2
 #   lib/libkrabka_coord.a                        -buildmode=c-archive, same exports
 #   lib/pkgconfig/krabka_coord.pc                relocatable (${pcfiledir}), static flags too
 #   include/krabka_coord.h

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -149,5 +152,38 @@ func TestDestroyedHandlesStayQuarantined(t *testing.T) {
 	release(newHandle(kindStatus, 0), kindStatus) // evicts first
 	if _, err := lookup(first, kindStatus); err == nil || !strings.Contains(err.Error(), "unknown") {
 		t.Fatalf("evicted handle: %v", err)
+	}
+}
+
+// The event types capi names (eventTypeNames, used in the accessors'
+// errors) are exactly the header's krabka_event_type_t.
+func TestEventTypeNamesAreTheHeadersEnum(t *testing.T) {
+	hdr, err := os.ReadFile("../include/krabka_coord.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(hdr)
+	i := strings.Index(s, "typedef enum krabka_event_type {")
+	if i < 0 {
+		t.Fatal("no krabka_event_type_t in the header")
+	}
+	s = s[i:]
+	s = s[:strings.Index(s, "}")]
+	header := map[int]string{}
+	for _, m := range regexp.MustCompile(`\b(KRABKA_EVENT_[A-Z_]+)\s*=\s*(\d+)`).FindAllStringSubmatch(s, -1) {
+		n, _ := strconv.Atoi(m[2])
+		if prev, dup := header[n]; dup {
+			t.Errorf("%s and %s share %d", prev, m[1], n)
+		}
+		header[n] = m[1]
+	}
+	got := eventTypeTable()
+	if len(header) < 13 || len(got) != len(header) {
+		t.Fatalf("header has %d event types, capi names %d", len(header), len(got))
+	}
+	for n, name := range header {
+		if got[n] != name {
+			t.Errorf("event type %d: header %s, capi %q", n, name, got[n])
+		}
 	}
 }

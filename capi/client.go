@@ -108,8 +108,26 @@ func kc_go_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
 	})
 }
 
+func newLeadershipObj(c *clientObj, l *coord.Leadership) *leadershipObj {
+	return &leadershipObj{l: l, requestTimeout: c.requestTimeout}
+}
+
 func newLeadershipHandle(c *clientObj, l *coord.Leadership) *C.krabka_leadership_t {
-	return (*C.krabka_leadership_t)(newHandle(kindLeadership, &leadershipObj{l: l, requestTimeout: c.requestTimeout}))
+	return (*C.krabka_leadership_t)(newHandle(kindLeadership, newLeadershipObj(c, l)))
+}
+
+// describeArgs checks the arguments describe and its async form share:
+// the client, then the role.
+func describeArgs(client *C.krabka_client_t, r *C.kc_cchar_t, roleLen C.size_t) (*clientObj, core.Role, error) {
+	c, err := clientOf(unsafe.Pointer(client))
+	if err != nil {
+		return nil, core.Role{}, err
+	}
+	ro, err := role(r, roleLen)
+	if err != nil {
+		return nil, core.Role{}, err
+	}
+	return c, ro, nil
 }
 
 // acquireArgs checks the arguments acquire and try_acquire share, in this
@@ -199,11 +217,7 @@ func kc_go_client_leave(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.s
 //export kc_go_client_describe
 func kc_go_client_describe(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, timeout_ms C.int64_t, out **C.krabka_status_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	c, err := clientOf(unsafe.Pointer(client))
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	ro, err := role(r, role_len)
+	c, ro, err := describeArgs(client, r, role_len)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

@@ -79,6 +79,34 @@ func codeOf(err error) C.krabka_err_t {
 	return C.KRABKA_ERR_INTERNAL
 }
 
+// errDescs is the table krabka_get_err_descs hands out: C memory made once
+// from coord.ErrorTable (in its numeric order), never freed.
+var errDescs *C.krabka_err_desc_t
+var errDescCount int
+
+func init() {
+	rows := coord.ErrorTable // numeric order; the child's copy (kc_guard.c) is in the same order
+	errDescCount = len(rows)
+	errDescs = (*C.krabka_err_desc_t)(C.calloc(C.size_t(len(rows)), C.sizeof_krabka_err_desc_t))
+	dst := unsafe.Slice(errDescs, len(rows))
+	for i, r := range rows {
+		e := errTable[C.krabka_err_t(r.Code)]
+		dst[i] = C.krabka_err_desc_t{code: C.krabka_err_t(r.Code), name: e.cname, desc: e.ctext,
+			retriable: cBool(e.retriable), fatal: cBool(e.fatal)}
+	}
+}
+
+//export kc_go_get_err_descs
+func kc_go_get_err_descs(descs **C.kc_cerr_desc_t, count *C.size_t) {
+	defer swallow()
+	if descs != nil {
+		*descs = (*C.kc_cerr_desc_t)(unsafe.Pointer(errDescs))
+	}
+	if count != nil {
+		*count = C.size_t(errDescCount)
+	}
+}
+
 //export kc_go_err2str
 func kc_go_err2str(err C.krabka_err_t) (s *C.kc_cchar_t) {
 	s = (*C.kc_cchar_t)(unsafe.Pointer(cUnknownText))

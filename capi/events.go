@@ -154,58 +154,6 @@ func kc_go_leadership_end_error(leadership *C.kc_cleadership_t, code *C.krabka_e
 	return C.KRABKA_OK
 }
 
-//export kc_go_leadership_ended_async
-func kc_go_leadership_ended_async(leadership *C.krabka_leadership_t, queue *C.krabka_queue_t, tag C.uint64_t) (rc C.krabka_err_t) {
-	defer guardNoErrstr(&rc)
-	l, err := leadershipOf(unsafe.Pointer(leadership))
-	if err != nil {
-		return err.(*cError).code
-	}
-	q, err := queueOf(unsafe.Pointer(queue))
-	if err != nil {
-		return err.(*cError).code
-	}
-	go func() {
-		<-l.l.Done()
-		st, code, text := endOf(l.l)
-		post(q, &qEvent{typ: C.KRABKA_EVENT_ENDED, tag: uint64(tag), state: st, err: code, errstr: text})
-	}()
-	return C.KRABKA_OK
-}
-
-// ---- acquire_async ----
-
-//export kc_go_client_acquire_async
-func kc_go_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
-	defer guard(&rc, errstr, errstr_size)
-	var dummy *C.krabka_leadership_t
-	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &dummy)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	q, err := queueOf(unsafe.Pointer(queue))
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	ctx, cancel, err := callContext(timeout_ms, 0) // default: no limit
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	opts := c.acquireOptions(ro, me) // as set when the call was made, not when the goroutine runs
-	go func() {
-		defer cancel()
-		ev := &qEvent{typ: C.KRABKA_EVENT_ACQUIRE, tag: uint64(tag)}
-		l, err := c.c.Acquire(ctx, ro, me, opts...)
-		if err != nil {
-			ev.err, ev.errstr = codeOf(err), err.Error()
-		} else {
-			ev.leadership = unsafe.Pointer(newLeadershipHandle(c, l))
-		}
-		post(q, ev)
-	}()
-	return C.KRABKA_OK
-}
-
 // ---- statistics ----
 
 //export kc_go_client_stats_json

@@ -15,7 +15,8 @@ import (
 // Handles.
 //
 // Every object handed to C (a configuration, a client, a leadership, a
-// describe result) is a *handle registered with go-pointer, which mints a
+// describe result, a queue, a watch, a queue event, a watch event, a
+// verifier) is a *handle registered with go-pointer, which mints a
 // 1-byte C allocation as the handle's address and maps it to the Go value. No
 // Go pointer ever crosses the boundary. Every export looks the address up,
 // checks the kind, and answers KRABKA_ERR_INVALID_HANDLE for NULL, an unknown
@@ -44,6 +45,8 @@ const (
 	kindQueue
 	kindWatch
 	kindVerifier
+	kindEvent
+	kindWatchEvent
 )
 
 func (k handleKind) String() string {
@@ -62,6 +65,10 @@ func (k handleKind) String() string {
 		return "krabka_watch_t"
 	case kindVerifier:
 		return "krabka_verifier_t"
+	case kindEvent:
+		return "krabka_event_t"
+	case kindWatchEvent:
+		return "krabka_watch_event_t"
 	}
 	return "handle"
 }

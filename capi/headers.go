@@ -13,9 +13,10 @@ import (
 	"github.com/krabka/krabka-coord/core/coord"
 )
 
-// Record headers (COORDINATION.md 11): metadata, named successor, headers
-// on guarded writes, the verifier. Thin translation only: the rules are in
-// core and core/coord.
+// Record headers (docs/PROTOCOL.md 11): metadata, named successor, the
+// verifier (the headers of guarded writes are read by goMessages,
+// leadership.go). Thin translation only: the rules are in core and
+// core/coord.
 
 // optBytes copies ptr[0:n) (NULL with 0: nil).
 func optBytes(ptr *C.kc_cuint8_t, n C.size_t, what string) ([]byte, error) {
@@ -118,48 +119,6 @@ func kc_go_leadership_resign_to(leadership *C.krabka_leadership_t, s *C.kc_cchar
 	}), errstr, errstr_size)
 }
 
-//export kc_go_leadership_produce_with_headers
-func kc_go_leadership_produce_with_headers(leadership *C.krabka_leadership_t, messages *C.kc_cmessage_t, count C.size_t, headers *C.kc_cheader_t, header_counts *C.kc_csize_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
-	defer guard(&rc, errstr, errstr_size)
-	msgs, err := goMessages(messages, count)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	if header_counts != nil && count > 0 {
-		counts := unsafe.Slice(header_counts, int(count))
-		total := uint64(0)
-		for _, k := range counts {
-			total += uint64(k)
-		}
-		if total > 0 && headers == nil {
-			return fail(invalidArg("krabka: headers is NULL with %d headers counted", total), errstr, errstr_size)
-		}
-		if total > 1<<20 {
-			return fail(invalidArg("krabka: %d headers is out of range", total), errstr, errstr_size)
-		}
-		var hs []C.krabka_header_t
-		if total > 0 {
-			hs = unsafe.Slice((*C.krabka_header_t)(unsafe.Pointer(headers)), int(total))
-		}
-		next := 0
-		for i, k := range counts {
-			for j := 0; j < int(k); j++ {
-				h := hs[next]
-				next++
-				if h.key == nil {
-					return fail(invalidArg("krabka: message %d header %d: key is NULL", i, j), errstr, errstr_size)
-				}
-				v, err := optBytes((*C.kc_cuint8_t)(unsafe.Pointer(h.value)), h.value_len, "header value")
-				if err != nil {
-					return fail(err, errstr, errstr_size)
-				}
-				msgs[i].Headers = append(msgs[i].Headers, coord.Header{Key: C.GoString(h.key), Value: v})
-			}
-		}
-	}
-	return produceMessages(leadership, msgs, count, timeout_ms, results, errstr, errstr_size)
-}
-
 //export kc_go_status_metadata
 func kc_go_status_metadata(status *C.kc_cstatus_t, buf *C.uint8_t, buf_size C.size_t, n *C.size_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
@@ -181,19 +140,6 @@ func kc_go_status_roster_metadata(status *C.kc_cstatus_t, index C.size_t, buf *C
 		return C.KRABKA_ERR_INVALID_ARG
 	}
 	return putMeta(s.Roster[index].Metadata, buf, buf_size, n)
-}
-
-//export kc_go_watch_metadata
-func kc_go_watch_metadata(watch *C.krabka_watch_t, buf *C.uint8_t, buf_size C.size_t, n *C.size_t) (rc C.krabka_err_t) {
-	defer guardNoErrstr(&rc)
-	o, code := objectOut[*watchObj](unsafe.Pointer(watch), kindWatch, n)
-	if code != C.KRABKA_OK {
-		return code
-	}
-	o.mu.Lock()
-	meta := o.lastMeta
-	o.mu.Unlock()
-	return putMeta(meta, buf, buf_size, n)
 }
 
 // ---- verifier ----

@@ -45,61 +45,64 @@ static krabka_err_t kc_forked_err(const char *fn, char *errstr, size_t errstr_si
 }
 
 /* The error table (coord.ErrorTable) for the child. */
-struct kc_child_err { int code; const char *name, *text; int retriable, fatal; };
-static const struct kc_child_err kc_child_errs[] = {
-    {0, "OK", "success", 0, 0},
-    {1, "INVALID_ARG", "invalid argument", 0, 0},
-    {2, "INVALID_HANDLE", "unknown, destroyed or wrong-kind handle", 0, 0},
-    {3, "BUFFER_TOO_SMALL", "output buffer too small", 0, 0},
-    {4, "UNKNOWN_CONFIG", "no such configuration property", 0, 0},
-    {5, "INVALID_CONFIG", "invalid configuration value", 0, 0},
-    {10, "TRUNCATED", "the bytes end too early", 0, 0},
-    {11, "TRAILING_BYTES", "bytes remain after the last field", 0, 0},
-    {12, "UNSUPPORTED_VERSION", "unsupported record version", 0, 0},
-    {13, "UNKNOWN_KIND", "unknown record kind", 0, 0},
-    {14, "NEGATIVE_LENGTH", "negative string length", 0, 0},
-    {15, "INVALID_UTF8", "invalid UTF-8", 0, 0},
-    {16, "LEASE_KEY_HAS_MEMBER", "a lease key carries a member", 0, 0},
-    {17, "EMPTY_ROLE", "empty role", 0, 0},
-    {18, "EMPTY_MEMBER", "empty member id", 0, 0},
-    {19, "ROLE_TOO_LONG", "role longer than 249 bytes", 0, 0},
-    {20, "MEMBER_TOO_LONG", "member id longer than 249 bytes", 0, 0},
-    {21, "NEGATIVE_TOKEN", "negative producer id or epoch", 0, 0},
-    {22, "TOKEN_FORM", "token text is not <id>:<epoch>", 0, 0},
-    {23, "INVALID_PARTITION_COUNT", "partition count below 1", 0, 0},
-    {24, "INVALID_LEASE_CONFIG", "invalid lease configuration", 0, 0},
-    {30, "FENCED", "the cluster superseded this leadership", 0, 1},
-    {31, "LEASE_EXPIRED", "the lease expired before it could be renewed", 0, 1},
-    {32, "NOT_LEADER", "the leadership was resigned or destroyed", 0, 1},
-    {33, "TIMEOUT", "the timeout passed", 1, 0},
-    {34, "AUTHORIZATION", "not authorized (an ACL is missing)", 0, 0},
-    {35, "UNSUPPORTED", "the cluster does not support the protocol", 0, 0},
-    {36, "TRANSPORT", "network or broker error", 1, 0},
-    {37, "CLOSED", "the client was destroyed", 0, 1},
-    {38, "AUTHENTICATION", "authentication failed (SASL credentials refused)", 0, 0},
-    {39, "MESSAGE_TOO_LARGE", "a record is larger than the broker accepts", 0, 0},
-    {40, "UNKNOWN_TOPIC_OR_PARTITION", "the topic or partition does not exist", 0, 0},
-    {41, "TLS", "TLS handshake failed (certificate not trusted, expired or refused)", 0, 0},
-    {42, "FORKED", "called in a child process after fork(); the library works only in the process that loaded it", 0, 1},
-    {50, "INTERNAL", "internal error in the library", 0, 1},
+static const krabka_err_desc_t kc_child_errs[] = {
+    {(krabka_err_t)0, "OK", "success", 0, 0},
+    {(krabka_err_t)1, "INVALID_ARG", "invalid argument", 0, 0},
+    {(krabka_err_t)2, "INVALID_HANDLE", "unknown, destroyed or wrong-kind handle", 0, 0},
+    {(krabka_err_t)3, "BUFFER_TOO_SMALL", "output buffer too small", 0, 0},
+    {(krabka_err_t)4, "UNKNOWN_CONFIG", "unknown configuration property", 0, 0},
+    {(krabka_err_t)5, "INVALID_CONFIG", "invalid configuration value", 0, 0},
+    {(krabka_err_t)10, "TRUNCATED", "the bytes end too early", 0, 0},
+    {(krabka_err_t)11, "TRAILING_BYTES", "bytes remain after the last field", 0, 0},
+    {(krabka_err_t)12, "UNSUPPORTED_VERSION", "unsupported record version", 0, 0},
+    {(krabka_err_t)13, "UNKNOWN_KIND", "unknown record kind", 0, 0},
+    {(krabka_err_t)14, "NEGATIVE_LENGTH", "negative string length", 0, 0},
+    {(krabka_err_t)15, "INVALID_UTF8", "invalid UTF-8", 0, 0},
+    {(krabka_err_t)16, "LEASE_KEY_HAS_MEMBER", "a lease key carries a member", 0, 0},
+    {(krabka_err_t)17, "EMPTY_ROLE", "empty role", 0, 0},
+    {(krabka_err_t)18, "EMPTY_MEMBER", "empty member id", 0, 0},
+    {(krabka_err_t)19, "ROLE_TOO_LONG", "role longer than 249 bytes", 0, 0},
+    {(krabka_err_t)20, "MEMBER_TOO_LONG", "member id longer than 249 bytes", 0, 0},
+    {(krabka_err_t)21, "NEGATIVE_TOKEN", "negative producer id or epoch", 0, 0},
+    {(krabka_err_t)22, "TOKEN_FORM", "token text is not <id>:<epoch>", 0, 0},
+    {(krabka_err_t)23, "INVALID_PARTITION_COUNT", "partition count below 1", 0, 0},
+    {(krabka_err_t)24, "INVALID_LEASE_CONFIG", "invalid lease configuration", 0, 0},
+    {(krabka_err_t)30, "FENCED", "fenced: the cluster superseded this leadership", 0, 1},
+    {(krabka_err_t)31, "LEASE_EXPIRED", "lease expired: renewal failed until the deadline", 0, 1},
+    {(krabka_err_t)32, "NOT_LEADER", "not leader: the leadership was resigned or closed", 0, 1},
+    {(krabka_err_t)33, "TIMEOUT", "timeout: the deadline passed", 1, 0},
+    {(krabka_err_t)34, "AUTHORIZATION", "authorization failed (an ACL is missing)", 0, 0},
+    {(krabka_err_t)35, "UNSUPPORTED", "unsupported by the cluster", 0, 0},
+    {(krabka_err_t)36, "TRANSPORT", "transport error (network or broker)", 1, 0},
+    {(krabka_err_t)37, "CLOSED", "client closed", 0, 1},
+    {(krabka_err_t)38, "AUTHENTICATION", "authentication failed (SASL credentials refused)", 0, 0},
+    {(krabka_err_t)39, "MESSAGE_TOO_LARGE", "message too large", 0, 0},
+    {(krabka_err_t)40, "UNKNOWN_TOPIC_OR_PARTITION", "unknown topic or partition", 0, 0},
+    {(krabka_err_t)41, "TLS", "TLS handshake failed (certificate not trusted, expired or refused)", 0, 0},
+    {(krabka_err_t)42, "FORKED", "called in a child process after fork(); the library works only in the process that loaded it", 0, 1},
+    {(krabka_err_t)50, "INTERNAL", "internal error in the library", 0, 1},
 };
 
-static const struct kc_child_err *kc_child_find(krabka_err_t err) {
+static const krabka_err_desc_t *kc_child_find(krabka_err_t err) {
     size_t i;
     for (i = 0; i < sizeof kc_child_errs / sizeof kc_child_errs[0]; i++)
-        if (kc_child_errs[i].code == (int)err) return &kc_child_errs[i];
+        if (kc_child_errs[i].code == err) return &kc_child_errs[i];
     return NULL;
 }
+static void kc_child_get_err_descs(const krabka_err_desc_t **descs, size_t *count) {
+    if (descs != NULL) *descs = kc_child_errs;
+    if (count != NULL) *count = sizeof kc_child_errs / sizeof kc_child_errs[0];
+}
 static const char *kc_child_err2str(krabka_err_t err) {
-    const struct kc_child_err *e = kc_child_find(err);
-    return e != NULL ? e->text : "unknown error";
+    const krabka_err_desc_t *e = kc_child_find(err);
+    return e != NULL ? e->desc : "unknown error";
 }
 static const char *kc_child_err2name(krabka_err_t err) {
-    const struct kc_child_err *e = kc_child_find(err);
+    const krabka_err_desc_t *e = kc_child_find(err);
     return e != NULL ? e->name : "UNKNOWN";
 }
 static int kc_child_err_flag(krabka_err_t err, int fatal) {
-    const struct kc_child_err *e = kc_child_find(err);
+    const krabka_err_desc_t *e = kc_child_find(err);
     return e != NULL && (fatal ? e->fatal : e->retriable);
 }
 static krabka_token_t kc_child_token_no_epoch(void) {
@@ -153,6 +156,7 @@ extern const char *kc_go_err2str(krabka_err_t err);
 extern const char *kc_go_err2name(krabka_err_t err);
 extern int kc_go_err_is_retriable(krabka_err_t err);
 extern int kc_go_err_is_fatal(krabka_err_t err);
+extern void kc_go_get_err_descs(const krabka_err_desc_t **descs, size_t *count);
 extern krabka_token_t kc_go_token_no_epoch(void);
 extern krabka_err_t kc_go_token_validate(krabka_token_t token, char *errstr, size_t errstr_size);
 extern int kc_go_token_compare(krabka_token_t a, krabka_token_t b);
@@ -193,9 +197,29 @@ extern krabka_err_t kc_go_leadership_event_fd(krabka_leadership_t *leadership, i
 extern krabka_err_t kc_go_leadership_end_error(const krabka_leadership_t *leadership, krabka_err_t *code, char *reason, size_t reason_size);
 extern krabka_err_t kc_go_queue_new(krabka_queue_t **out);
 extern krabka_err_t kc_go_queue_fd(krabka_queue_t *queue, int *fd);
-extern krabka_err_t kc_go_queue_poll(krabka_queue_t *queue, krabka_event_t *out);
+extern krabka_err_t kc_go_queue_poll(krabka_queue_t *queue, krabka_event_t **out);
 extern krabka_err_t kc_go_queue_destroy(krabka_queue_t *queue);
+extern krabka_err_t kc_go_event_destroy(krabka_event_t *ev);
+extern krabka_err_t kc_go_event_type(const krabka_event_t *ev, krabka_event_type_t *out);
+extern krabka_err_t kc_go_event_tag(const krabka_event_t *ev, uint64_t *out);
+extern krabka_err_t kc_go_event_error(const krabka_event_t *ev, krabka_err_t *code, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_take_leadership(krabka_event_t *ev, krabka_leadership_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_retry_at(const krabka_event_t *ev, int64_t *retry_at_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_state(const krabka_event_t *ev, krabka_leadership_state_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_log(const krabka_event_t *ev, krabka_log_level_t *level, const char **line, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_take_watch_event(krabka_event_t *ev, krabka_watch_event_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_take_watch(krabka_event_t *ev, krabka_watch_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_take_status(krabka_event_t *ev, krabka_status_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_results(const krabka_event_t *ev, krabka_produce_result_t *out, size_t cap, size_t *count, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_client_acquire_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_try_acquire_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_describe_async(krabka_client_t *client, const char *role, size_t role_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_leave_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_watch_async(krabka_client_t *client, const char *role, size_t role_len, int flags, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_produce_async(krabka_leadership_t *leadership, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_renew_async(krabka_leadership_t *leadership, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_set_metadata_async(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_resign_async(krabka_leadership_t *leadership, const char *successor, size_t successor_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_ended_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag);
 extern krabka_err_t kc_go_conf_set_log_cb(krabka_conf_t *conf, krabka_log_cb cb, void *opaque);
 extern krabka_err_t kc_go_conf_set_log_queue(krabka_conf_t *conf, krabka_queue_t *queue, uint64_t tag);
@@ -211,8 +235,21 @@ extern krabka_err_t kc_go_status_removed(const krabka_status_t *status, int64_t 
 extern krabka_err_t kc_go_status_roster_count(const krabka_status_t *status, size_t *count);
 extern krabka_err_t kc_go_status_roster_entry(const krabka_status_t *status, size_t index, krabka_roster_entry_t *out);
 extern krabka_err_t kc_go_status_destroy(krabka_status_t *status);
+extern krabka_err_t kc_go_watch_event_destroy(krabka_watch_event_t *ev);
+extern krabka_err_t kc_go_watch_event_kind(const krabka_watch_event_t *ev, krabka_watch_event_kind_t *out);
+extern krabka_err_t kc_go_watch_event_role(const krabka_watch_event_t *ev, char *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_watch_event_holder(const krabka_watch_event_t *ev, int *has, char *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_watch_event_token(const krabka_watch_event_t *ev, krabka_token_t *out);
+extern krabka_err_t kc_go_watch_event_prev_holder(const krabka_watch_event_t *ev, int *has, char *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_watch_event_prev_token(const krabka_watch_event_t *ev, krabka_token_t *out);
+extern krabka_err_t kc_go_watch_event_lease(const krabka_watch_event_t *ev, int *has, krabka_lease_t *out);
+extern krabka_err_t kc_go_watch_event_roster_count(const krabka_watch_event_t *ev, size_t *count);
+extern krabka_err_t kc_go_watch_event_roster_entry(const krabka_watch_event_t *ev, size_t index, krabka_roster_entry_t *out);
+extern krabka_err_t kc_go_watch_event_metadata(const krabka_watch_event_t *ev, uint8_t *buf, size_t buf_size, size_t *len);
+extern krabka_err_t kc_go_watch_event_offset(const krabka_watch_event_t *ev, int64_t *out);
+extern krabka_err_t kc_go_watch_event_at(const krabka_watch_event_t *ev, int64_t *at_ms);
 extern krabka_err_t kc_go_client_watch(krabka_client_t *client, const char *role, size_t role_len, int flags, int64_t timeout_ms, krabka_watch_t **out, char *errstr, size_t errstr_size);
-extern krabka_err_t kc_go_watch_next(krabka_watch_t *watch, int64_t timeout_ms, krabka_watch_event_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_watch_next(krabka_watch_t *watch, int64_t timeout_ms, krabka_watch_event_t **out, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_watch_event_fd(krabka_watch_t *watch, int *fd);
 extern krabka_err_t kc_go_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag);
 extern krabka_err_t kc_go_watch_destroy(krabka_watch_t *watch);
@@ -220,10 +257,8 @@ extern krabka_err_t kc_go_client_set_metadata(krabka_client_t *client, const cha
 extern krabka_err_t kc_go_leadership_set_metadata(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_metadata(const krabka_leadership_t *leadership, uint8_t *buf, size_t buf_size, size_t *len);
 extern krabka_err_t kc_go_leadership_resign_to(krabka_leadership_t *leadership, const char *successor, size_t successor_len, int64_t timeout_ms, char *errstr, size_t errstr_size);
-extern krabka_err_t kc_go_leadership_produce_with_headers(krabka_leadership_t *leadership, const krabka_message_t *messages, size_t count, const krabka_header_t *headers, const size_t *header_counts, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_status_metadata(const krabka_status_t *status, uint8_t *buf, size_t buf_size, size_t *len);
 extern krabka_err_t kc_go_status_roster_metadata(const krabka_status_t *status, size_t index, uint8_t *buf, size_t buf_size, size_t *len);
-extern krabka_err_t kc_go_watch_metadata(krabka_watch_t *watch, uint8_t *buf, size_t buf_size, size_t *len);
 extern krabka_err_t kc_go_verifier_new(krabka_verifier_t **out);
 extern krabka_err_t kc_go_verifier_judge(krabka_verifier_t *verifier, const char *scope, size_t scope_len, const uint8_t *header, size_t header_len, krabka_token_t batch, krabka_verdict_t *out);
 extern krabka_err_t kc_go_verifier_highest(krabka_verifier_t *verifier, const char *scope, size_t scope_len, int *has, krabka_token_t *out);
@@ -256,6 +291,10 @@ int krabka_err_is_retriable(krabka_err_t err) {
 int krabka_err_is_fatal(krabka_err_t err) {
     if (kc_forked()) { return kc_child_err_flag(err, 1); }
     return kc_go_err_is_fatal(err);
+}
+void krabka_get_err_descs(const krabka_err_desc_t **descs, size_t *count) {
+    if (kc_forked()) { kc_child_get_err_descs(descs, count); return; }
+    kc_go_get_err_descs(descs, count);
 }
 krabka_token_t krabka_token_no_epoch(void) {
     if (kc_forked()) { return kc_child_token_no_epoch(); }
@@ -417,7 +456,7 @@ krabka_err_t krabka_queue_fd(krabka_queue_t *queue, int *fd) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_queue_fd(queue, fd);
 }
-krabka_err_t krabka_queue_poll(krabka_queue_t *queue, krabka_event_t *out) {
+krabka_err_t krabka_queue_poll(krabka_queue_t *queue, krabka_event_t **out) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_queue_poll(queue, out);
 }
@@ -425,9 +464,89 @@ krabka_err_t krabka_queue_destroy(krabka_queue_t *queue) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_queue_destroy(queue);
 }
+krabka_err_t krabka_event_destroy(krabka_event_t *ev) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_event_destroy(ev);
+}
+krabka_err_t krabka_event_type(const krabka_event_t *ev, krabka_event_type_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_event_type(ev, out);
+}
+krabka_err_t krabka_event_tag(const krabka_event_t *ev, uint64_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_event_tag(ev, out);
+}
+krabka_err_t krabka_event_error(const krabka_event_t *ev, krabka_err_t *code, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_error", errstr, errstr_size);
+    return kc_go_event_error(ev, code, errstr, errstr_size);
+}
+krabka_err_t krabka_event_take_leadership(krabka_event_t *ev, krabka_leadership_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_take_leadership", errstr, errstr_size);
+    return kc_go_event_take_leadership(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_retry_at(const krabka_event_t *ev, int64_t *retry_at_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_retry_at", errstr, errstr_size);
+    return kc_go_event_retry_at(ev, retry_at_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_event_state(const krabka_event_t *ev, krabka_leadership_state_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_state", errstr, errstr_size);
+    return kc_go_event_state(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_log(const krabka_event_t *ev, krabka_log_level_t *level, const char **line, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_log", errstr, errstr_size);
+    return kc_go_event_log(ev, level, line, errstr, errstr_size);
+}
+krabka_err_t krabka_event_take_watch_event(krabka_event_t *ev, krabka_watch_event_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_take_watch_event", errstr, errstr_size);
+    return kc_go_event_take_watch_event(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_take_watch(krabka_event_t *ev, krabka_watch_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_take_watch", errstr, errstr_size);
+    return kc_go_event_take_watch(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_take_status(krabka_event_t *ev, krabka_status_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_take_status", errstr, errstr_size);
+    return kc_go_event_take_status(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_results(const krabka_event_t *ev, krabka_produce_result_t *out, size_t cap, size_t *count, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_results", errstr, errstr_size);
+    return kc_go_event_results(ev, out, cap, count, errstr, errstr_size);
+}
 krabka_err_t krabka_client_acquire_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
     if (kc_forked_blocking()) return kc_forked_err("krabka_client_acquire_async", errstr, errstr_size);
     return kc_go_client_acquire_async(client, role, role_len, member, member_len, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_client_try_acquire_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_try_acquire_async", errstr, errstr_size);
+    return kc_go_client_try_acquire_async(client, role, role_len, member, member_len, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_client_describe_async(krabka_client_t *client, const char *role, size_t role_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_describe_async", errstr, errstr_size);
+    return kc_go_client_describe_async(client, role, role_len, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_client_leave_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_leave_async", errstr, errstr_size);
+    return kc_go_client_leave_async(client, role, role_len, member, member_len, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_client_watch_async(krabka_client_t *client, const char *role, size_t role_len, int flags, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_watch_async", errstr, errstr_size);
+    return kc_go_client_watch_async(client, role, role_len, flags, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_produce_async(krabka_leadership_t *leadership, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_produce_async", errstr, errstr_size);
+    return kc_go_leadership_produce_async(leadership, messages, count, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_renew_async(krabka_leadership_t *leadership, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_renew_async", errstr, errstr_size);
+    return kc_go_leadership_renew_async(leadership, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_set_metadata_async(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_set_metadata_async", errstr, errstr_size);
+    return kc_go_leadership_set_metadata_async(leadership, data, len, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_resign_async(krabka_leadership_t *leadership, const char *successor, size_t successor_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_resign_async", errstr, errstr_size);
+    return kc_go_leadership_resign_async(leadership, successor, successor_len, timeout_ms, queue, tag, errstr, errstr_size);
 }
 krabka_err_t krabka_leadership_ended_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
@@ -489,11 +608,63 @@ krabka_err_t krabka_status_destroy(krabka_status_t *status) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_status_destroy(status);
 }
+krabka_err_t krabka_watch_event_destroy(krabka_watch_event_t *ev) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_destroy(ev);
+}
+krabka_err_t krabka_watch_event_kind(const krabka_watch_event_t *ev, krabka_watch_event_kind_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_kind(ev, out);
+}
+krabka_err_t krabka_watch_event_role(const krabka_watch_event_t *ev, char *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_role(ev, buf, buf_size, len);
+}
+krabka_err_t krabka_watch_event_holder(const krabka_watch_event_t *ev, int *has, char *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_holder(ev, has, buf, buf_size, len);
+}
+krabka_err_t krabka_watch_event_token(const krabka_watch_event_t *ev, krabka_token_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_token(ev, out);
+}
+krabka_err_t krabka_watch_event_prev_holder(const krabka_watch_event_t *ev, int *has, char *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_prev_holder(ev, has, buf, buf_size, len);
+}
+krabka_err_t krabka_watch_event_prev_token(const krabka_watch_event_t *ev, krabka_token_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_prev_token(ev, out);
+}
+krabka_err_t krabka_watch_event_lease(const krabka_watch_event_t *ev, int *has, krabka_lease_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_lease(ev, has, out);
+}
+krabka_err_t krabka_watch_event_roster_count(const krabka_watch_event_t *ev, size_t *count) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_roster_count(ev, count);
+}
+krabka_err_t krabka_watch_event_roster_entry(const krabka_watch_event_t *ev, size_t index, krabka_roster_entry_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_roster_entry(ev, index, out);
+}
+krabka_err_t krabka_watch_event_metadata(const krabka_watch_event_t *ev, uint8_t *buf, size_t buf_size, size_t *len) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_metadata(ev, buf, buf_size, len);
+}
+krabka_err_t krabka_watch_event_offset(const krabka_watch_event_t *ev, int64_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_offset(ev, out);
+}
+krabka_err_t krabka_watch_event_at(const krabka_watch_event_t *ev, int64_t *at_ms) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_watch_event_at(ev, at_ms);
+}
 krabka_err_t krabka_client_watch(krabka_client_t *client, const char *role, size_t role_len, int flags, int64_t timeout_ms, krabka_watch_t **out, char *errstr, size_t errstr_size) {
     if (kc_forked_blocking()) return kc_forked_err("krabka_client_watch", errstr, errstr_size);
     return kc_go_client_watch(client, role, role_len, flags, timeout_ms, out, errstr, errstr_size);
 }
-krabka_err_t krabka_watch_next(krabka_watch_t *watch, int64_t timeout_ms, krabka_watch_event_t *out, char *errstr, size_t errstr_size) {
+krabka_err_t krabka_watch_next(krabka_watch_t *watch, int64_t timeout_ms, krabka_watch_event_t **out, char *errstr, size_t errstr_size) {
     if (kc_forked_blocking()) return kc_forked_err("krabka_watch_next", errstr, errstr_size);
     return kc_go_watch_next(watch, timeout_ms, out, errstr, errstr_size);
 }
@@ -525,10 +696,6 @@ krabka_err_t krabka_leadership_resign_to(krabka_leadership_t *leadership, const 
     if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_resign_to", errstr, errstr_size);
     return kc_go_leadership_resign_to(leadership, successor, successor_len, timeout_ms, errstr, errstr_size);
 }
-krabka_err_t krabka_leadership_produce_with_headers(krabka_leadership_t *leadership, const krabka_message_t *messages, size_t count, const krabka_header_t *headers, const size_t *header_counts, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size) {
-    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_produce_with_headers", errstr, errstr_size);
-    return kc_go_leadership_produce_with_headers(leadership, messages, count, headers, header_counts, timeout_ms, results, errstr, errstr_size);
-}
 krabka_err_t krabka_status_metadata(const krabka_status_t *status, uint8_t *buf, size_t buf_size, size_t *len) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_status_metadata(status, buf, buf_size, len);
@@ -536,10 +703,6 @@ krabka_err_t krabka_status_metadata(const krabka_status_t *status, uint8_t *buf,
 krabka_err_t krabka_status_roster_metadata(const krabka_status_t *status, size_t index, uint8_t *buf, size_t buf_size, size_t *len) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_status_roster_metadata(status, index, buf, buf_size, len);
-}
-krabka_err_t krabka_watch_metadata(krabka_watch_t *watch, uint8_t *buf, size_t buf_size, size_t *len) {
-    if (kc_forked()) return KRABKA_ERR_FORKED;
-    return kc_go_watch_metadata(watch, buf, buf_size, len);
 }
 krabka_err_t krabka_verifier_new(krabka_verifier_t **out) {
     if (kc_forked()) return KRABKA_ERR_FORKED;

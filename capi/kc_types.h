@@ -18,7 +18,9 @@ typedef const krabka_lease_t kc_clease_t;
 typedef const krabka_message_t kc_cmessage_t;
 typedef const krabka_client_t kc_cclient_t;
 typedef const krabka_header_t kc_cheader_t;
-typedef const size_t kc_csize_t;
+typedef const krabka_event_t kc_cevent_t;
+typedef const krabka_watch_event_t kc_cwatch_event_t;
+typedef const krabka_err_desc_t kc_cerr_desc_t;
 
 /* kc_fd.c */
 int kc_eventfd(void);

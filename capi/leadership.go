@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 	"unsafe"
@@ -105,7 +106,23 @@ func kc_go_leadership_renew(leadership *C.krabka_leadership_t, timeout_ms C.int6
 	return finish(leadershipCall(leadership, timeout_ms, (*coord.Leadership).Renew), errstr, errstr_size)
 }
 
-// goMessages copies the C messages into Go memory.
+// Messages (krabka_message_t) carry their size: the struct as the caller
+// was compiled. This library reads the fields of its own header's struct
+// and ignores what a later header appends; it steps through an array by
+// messages[0].size.
+const (
+	minMessageSize = C.sizeof_krabka_message_t // ABI 2's struct: every field
+	maxMessageSize = 4096                      // larger is an uninitialised size, not a struct
+	maxHeaders     = 1 << 20                   // record headers in one call
+)
+
+var messageAlign = unsafe.Alignof(C.krabka_message_t{})
+
+// goMessages copies the C messages (and their headers) into Go memory,
+// checking what the C side can get wrong: sizes, NULL pointers with
+// lengths, NULL header keys. The rules on the values (topic names,
+// partitions, reserved header names) are core's (coord.CheckMessages,
+// which Produce runs too).
 func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]coord.Message, error) {
 	if count == 0 {
 		return nil, nil
@@ -116,53 +133,76 @@ func goMessages(msgs *C.kc_cmessage_t, count C.size_t) ([]coord.Message, error) 
 	if uint64(count) > math.MaxInt32 {
 		return nil, invalidArg("krabka: count %d is out of range", uint64(count))
 	}
-	cm := unsafe.Slice(msgs, int(count))
-	out := make([]coord.Message, len(cm))
-	for i := range cm {
-		m := &cm[i]
+	stride := uintptr(msgs.size)
+	if stride < minMessageSize || stride > maxMessageSize || stride%messageAlign != 0 {
+		return nil, invalidArg("krabka: messages[0].size is %d: it must be sizeof(krabka_message_t) as compiled (%d for this library's header, at most %d, a multiple of %d; start from KRABKA_MESSAGE_INIT)",
+			uint64(stride), minMessageSize, maxMessageSize, messageAlign)
+	}
+	base := unsafe.Pointer(msgs)
+	out := make([]coord.Message, int(count))
+	headers := 0
+	for i := range out {
+		m := (*C.krabka_message_t)(unsafe.Add(base, uintptr(i)*stride))
+		if uintptr(m.size) != stride {
+			return nil, invalidArg("krabka: messages[%d].size is %d, messages[0].size %d: every message of an array must have the same size", i, uint64(m.size), uint64(stride))
+		}
 		if m.topic == nil {
 			return nil, invalidArg("krabka: messages[%d].topic is NULL", i)
 		}
-		if m.partition < -1 {
-			return nil, invalidArg("krabka: messages[%d].partition %d is out of range", i, int32(m.partition))
-		}
 		out[i] = coord.Message{Topic: C.GoString(m.topic), Partition: int32(m.partition)}
-		if m.key != nil {
-			b, err := cBytesU8(m.key, m.key_len, "key")
-			if err != nil {
-				return nil, err
-			}
-			out[i].Key = b
-		} else if m.key_len != 0 {
-			return nil, invalidArg("krabka: messages[%d].key is NULL with key_len %d", i, uint64(m.key_len))
+		var err error
+		if out[i].Key, err = msgBytes(m.key, m.key_len, i, "key"); err != nil {
+			return nil, err
 		}
-		if m.value != nil {
-			b, err := cBytesU8(m.value, m.value_len, "value")
+		if out[i].Value, err = msgBytes(m.value, m.value_len, i, "value"); err != nil {
+			return nil, err
+		}
+		if m.header_count == 0 {
+			continue
+		}
+		if m.headers == nil {
+			return nil, invalidArg("krabka: messages[%d].headers is NULL with header_count %d", i, uint64(m.header_count))
+		}
+		if uint64(m.header_count) > uint64(maxHeaders-headers) {
+			return nil, invalidArg("krabka: messages[%d].header_count %d: more than %d headers in one call", i, uint64(m.header_count), maxHeaders)
+		}
+		headers += int(m.header_count)
+		hs := unsafe.Slice(m.headers, int(m.header_count))
+		out[i].Headers = make([]coord.Header, len(hs))
+		for j, h := range hs {
+			if h.key == nil {
+				return nil, invalidArg("krabka: messages[%d].headers[%d].key is NULL", i, j)
+			}
+			v, err := optBytes((*C.kc_cuint8_t)(unsafe.Pointer(h.value)), h.value_len, fmt.Sprintf("messages[%d].headers[%d].value", i, j))
 			if err != nil {
 				return nil, err
 			}
-			out[i].Value = b
-		} else if m.value_len != 0 {
-			return nil, invalidArg("krabka: messages[%d].value is NULL with value_len %d", i, uint64(m.value_len))
+			out[i].Headers[j] = coord.Header{Key: C.GoString(h.key), Value: v}
 		}
 	}
 	return out, nil
 }
 
+// msgBytes copies a message's key or value: NULL (with length 0) is a null
+// key or value.
+func msgBytes(p *C.kc_cuint8_t, n C.size_t, i int, what string) ([]byte, error) {
+	if p == nil {
+		if n != 0 {
+			return nil, invalidArg("krabka: messages[%d].%s is NULL with %s_len %d", i, what, what, uint64(n))
+		}
+		return nil, nil
+	}
+	return cBytesU8(p, n, fmt.Sprintf("messages[%d].%s", i, what))
+}
+
 //export kc_go_leadership_produce
 func kc_go_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc_cmessage_t, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	msgs, err := goMessages(messages, count)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	return produceMessages(leadership, msgs, count, timeout_ms, results, errstr, errstr_size)
-}
-
-// produceMessages is the guarded write of krabka_leadership_produce and
-// krabka_leadership_produce_with_headers.
-func produceMessages(leadership *C.krabka_leadership_t, msgs []coord.Message, count C.size_t, timeout_ms C.int64_t, results *C.krabka_produce_result_t, errstr *C.char, errstr_size C.size_t) C.krabka_err_t {
-	l, err := leadershipOf(unsafe.Pointer(leadership))
+	msgs, err := goMessages(messages, count)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

@@ -114,11 +114,7 @@ func kc_go_status_roster_entry(status *C.kc_cstatus_t, index C.size_t, out *C.kr
 	if uint64(index) >= uint64(len(s.Roster)) {
 		return C.KRABKA_ERR_INVALID_ARG
 	}
-	e := s.Roster[index]
-	out.member_len = putName(&out.member, e.Member.String())
-	out.offset = C.int64_t(e.Offset)
-	out.registered_at = C.int64_t(e.RegisteredAt)
-	out.rank = C.int32_t(e.Rank)
+	cRosterEntry(out, s.Roster[index])
 	return C.KRABKA_OK
 }
 

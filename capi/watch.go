@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 )
 
@@ -30,9 +31,6 @@ type watchObj struct {
 	fd     C.int
 	hasFd  bool
 	closed bool
-	// lastMeta is the metadata of the event last handed out (krabka_watch_metadata).
-	lastMeta []byte
-	cur      *watchEventC // the event last returned by krabka_watch_next
 }
 
 func watchOf(p unsafe.Pointer) (*watchObj, error) { return object[*watchObj](p, kindWatch) }
@@ -126,67 +124,38 @@ func (o *watchObj) close() {
 		C.kc_close(o.fd)
 		o.hasFd = false
 	}
-	o.cur.free()
-	o.cur = nil
 }
 
-// cWatchEvent copies e into C memory.
-func cWatchEvent(e coord.Event) *watchEventC {
-	out := &watchEventC{c: (*C.krabka_watch_event_t)(C.calloc(1, C.sizeof_krabka_watch_event_t))}
-	c := out.c
-	c.kind = C.krabka_watch_event_kind_t(e.Kind)
-	c.role_len = putName(&c.role, e.Role.String())
-	if e.HasHolder {
-		c.has_holder = 1
-		c.holder_len = putName(&c.holder, e.Holder.String())
+// watchArgs checks the arguments krabka_client_watch and its async form
+// share, in this order: the client, the role, the flags.
+func watchArgs(client *C.krabka_client_t, r *C.kc_cchar_t, roleLen C.size_t, flags C.int) (*clientObj, core.Role, []coord.WatchOption, error) {
+	c, err := clientOf(unsafe.Pointer(client))
+	if err != nil {
+		return nil, core.Role{}, nil, err
 	}
-	c.token = cToken(e.Token)
-	if e.HasPrevHolder {
-		c.has_prev_holder = 1
-		c.prev_holder_len = putName(&c.prev_holder, e.PrevHolder.String())
+	ro, err := role(r, roleLen)
+	if err != nil {
+		return nil, core.Role{}, nil, err
 	}
-	c.prev_token = cToken(e.PrevToken)
-	if e.Lease != nil {
-		c.has_lease = 1
-		cLease(&c.lease, *e.Lease)
+	if flags&^C.KRABKA_WATCH_RENEWALS != 0 {
+		return nil, core.Role{}, nil, invalidArg("krabka: unknown watch flags 0x%x", int(flags))
 	}
-	if n := len(e.Roster); n > 0 {
-		out.roster = (*C.krabka_roster_entry_t)(C.calloc(C.size_t(n), C.sizeof_krabka_roster_entry_t))
-		dst := unsafe.Slice(out.roster, n)
-		for i, r := range e.Roster {
-			dst[i].member_len = putName(&dst[i].member, r.Member.String())
-			dst[i].offset = C.int64_t(r.Offset)
-			dst[i].registered_at = C.int64_t(r.RegisteredAt)
-			dst[i].rank = C.int32_t(r.Rank)
-		}
-		c.roster = out.roster
-		c.roster_count = C.size_t(n)
+	var opts []coord.WatchOption
+	if flags&C.KRABKA_WATCH_RENEWALS != 0 {
+		opts = append(opts, coord.WatchRenewals())
 	}
-	c.offset = C.int64_t(e.Offset)
-	c.at_ms = C.int64_t(e.At.UnixMilli())
-	return out
+	return c, ro, opts, nil
 }
 
 //export kc_go_client_watch
 func kc_go_client_watch(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, flags C.int, timeout_ms C.int64_t, out **C.krabka_watch_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	c, err := clientOf(unsafe.Pointer(client))
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	ro, err := role(r, role_len)
+	c, ro, opts, err := watchArgs(client, r, role_len, flags)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
 	if out == nil {
 		return fail(invalidArg("krabka: out is NULL"), errstr, errstr_size)
-	}
-	if flags&^C.KRABKA_WATCH_RENEWALS != 0 {
-		return fail(invalidArg("krabka: unknown watch flags 0x%x", int(flags)), errstr, errstr_size)
-	}
-	var opts []coord.WatchOption
-	if flags&C.KRABKA_WATCH_RENEWALS != 0 {
-		opts = append(opts, coord.WatchRenewals())
 	}
 	ctx, cancel, err := callContext(timeout_ms, c.requestTimeout)
 	if err != nil {
@@ -202,8 +171,11 @@ func kc_go_client_watch(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.s
 }
 
 //export kc_go_watch_next
-func kc_go_watch_next(watch *C.krabka_watch_t, timeout_ms C.int64_t, out *C.krabka_watch_event_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+func kc_go_watch_next(watch *C.krabka_watch_t, timeout_ms C.int64_t, out **C.krabka_watch_event_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
+	if out != nil {
+		*out = nil
+	}
 	o, err := watchOf(unsafe.Pointer(watch))
 	if err != nil {
 		return fail(err, errstr, errstr_size)
@@ -220,18 +192,7 @@ func kc_go_watch_next(watch *C.krabka_watch_t, timeout_ms C.int64_t, out *C.krab
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	ce := cWatchEvent(e)
-	o.mu.Lock()
-	if o.closed { // destroyed meanwhile
-		o.mu.Unlock()
-		ce.free()
-		return fail(coord.WrapError(coord.ErrClosed, nil, "the watch was destroyed"), errstr, errstr_size)
-	}
-	o.cur.free()
-	o.cur = ce
-	o.lastMeta = e.Metadata
-	*out = *ce.c
-	o.mu.Unlock()
+	*out = (*C.krabka_watch_event_t)(newHandle(kindWatchEvent, &watchEventObj{e: e}))
 	return C.KRABKA_OK
 }
 
@@ -265,20 +226,13 @@ func kc_go_watch_next_async(watch *C.krabka_watch_t, timeout_ms C.int64_t, queue
 	if err != nil {
 		return err.(*cError).code
 	}
-	go func() {
-		defer cancel()
-		ev := &qEvent{typ: C.KRABKA_EVENT_WATCH, tag: uint64(tag)}
+	goPost(q, C.KRABKA_EVENT_WATCH, tag, cancel, func(ev *eventObj) error {
 		e, err := o.take(ctx)
-		if err != nil {
-			ev.err, ev.errstr = codeOf(err), err.Error()
-		} else {
-			ev.watch = cWatchEvent(e)
-			o.mu.Lock()
-			o.lastMeta = e.Metadata
-			o.mu.Unlock()
+		if err == nil {
+			ev.watchEvent = &watchEventObj{e: e}
 		}
-		post(q, ev)
-	}()
+		return err
+	})
 	return C.KRABKA_OK
 }
 

@@ -5,6 +5,16 @@
  * hand-written; the header that cgo generates while building the library is
  * internal and is never installed.
  *
+ * How it may change: add, never change. From ABI 2 (library 2.0.0, SONAME
+ * libkrabka_coord.so.2) no struct that crosses the ABI changes its layout
+ * and no function its signature or meaning; new data comes as new functions
+ * (accessors of opaque objects), new event types, new enum values and new
+ * error codes, and numbers are never reused. Everything a call hands back
+ * that may grow is opaque (queue events, watch events, describe results);
+ * the one struct callers fill in, krabka_message_t, carries its own size.
+ * A change that breaks this is a new ABI version and SONAME. docs/ABI.md
+ * states the rule in full and records what each ABI version changed.
+ *
  * The idea in one paragraph: a role (for example "controller") is a Kafka
  * transactional.id. Taking the role mints a new producer epoch at the
  * transaction coordinator; the pair (producer id, producer epoch) is the
@@ -38,7 +48,8 @@
  * - Timeouts: timeout_ms > 0 bounds the call. KRABKA_TIMEOUT_DEFAULT (0)
  *   means the client's request.timeout.ms for renew, produce, resign and
  *   describe, and "no limit" for acquire. A negative value is
- *   KRABKA_ERR_INVALID_ARG.
+ *   KRABKA_ERR_INVALID_ARG. The *_async form of a call has the same
+ *   timeout and the same outcomes; it posts them to an event queue.
  * - Threads the library calls you on: only the log callback
  *   (krabka_conf_set_log_cb), from one library thread per client. Every
  *   other result reaches the host through a return value or an event queue.
@@ -53,8 +64,10 @@
  *       for (;;) {
  *           poll(fds, 3, ms_until_next_command);
  *           if (fds[1].revents & POLLIN)      // acquire results, log lines
- *               while (krabka_queue_poll(q, &ev) == KRABKA_OK &&
- *                      ev.type != KRABKA_EVENT_NONE) handle(&ev);
+ *               while (krabka_queue_poll(q, &ev) == KRABKA_OK && ev) {
+ *                   handle(ev);               // krabka_event_type, ...
+ *                   krabka_event_destroy(ev);
+ *               }
  *           if (fds[2].revents & POLLIN) {    // the leadership ended:
  *               stop_dispatching();           // krabka_leadership_end_error
  *               break;                        // says why
@@ -95,18 +108,19 @@ extern "C" {
 /* Versions                                                                  */
 /* ------------------------------------------------------------------------ */
 
-#define KRABKA_VERSION_MAJOR 1
+#define KRABKA_VERSION_MAJOR 2
 #define KRABKA_VERSION_MINOR 0
 #define KRABKA_VERSION_PATCH 0
-/** "1.0.0" for this header. */
-#define KRABKA_VERSION_STRING "1.0.0"
+/** "2.0.0" for this header. */
+#define KRABKA_VERSION_STRING "2.0.0"
 /** MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define KRABKA_VERSION_NUMBER                                                  \
     (KRABKA_VERSION_MAJOR * 10000 + KRABKA_VERSION_MINOR * 100 +               \
      KRABKA_VERSION_PATCH)
-/** Version of the binary interface described by this header. Bindings refuse
- *  a library whose krabka_abi_version() differs. */
-#define KRABKA_ABI_VERSION 1
+/** Version of the binary interface described by this header (the SONAME is
+ *  libkrabka_coord.so.KRABKA_ABI_VERSION). Bindings refuse a library whose
+ *  krabka_abi_version() differs. */
+#define KRABKA_ABI_VERSION 2
 
 /** Version of the loaded library as text, e.g. "1.0.0".
  *  Static, never free. Never blocks. */
@@ -130,22 +144,47 @@ typedef enum krabka_err {
     KRABKA_ERR_UNKNOWN_CONFIG = 4,  /**< no such configuration property */
     KRABKA_ERR_INVALID_CONFIG = 5,  /**< property value does not parse or is out of range */
 
-    /* Data errors: one per category of the conformance vocabulary. */
-    KRABKA_ERR_TRUNCATED = 10,
-    KRABKA_ERR_TRAILING_BYTES = 11,
-    KRABKA_ERR_UNSUPPORTED_VERSION = 12,
-    KRABKA_ERR_UNKNOWN_KIND = 13,
-    KRABKA_ERR_NEGATIVE_LENGTH = 14,
-    KRABKA_ERR_INVALID_UTF8 = 15,
-    KRABKA_ERR_LEASE_KEY_HAS_MEMBER = 16,
-    KRABKA_ERR_EMPTY_ROLE = 17,
-    KRABKA_ERR_EMPTY_MEMBER = 18,
-    KRABKA_ERR_ROLE_TOO_LONG = 19,
-    KRABKA_ERR_MEMBER_TOO_LONG = 20,
-    KRABKA_ERR_NEGATIVE_TOKEN = 21,
-    KRABKA_ERR_TOKEN_FORM = 22,
-    KRABKA_ERR_INVALID_PARTITION_COUNT = 23,
-    KRABKA_ERR_INVALID_LEASE_CONFIG = 24,
+    /* Data errors: one per category of the conformance vocabulary
+     * (decoders: krabka_key_decode, krabka_registration_decode,
+     * krabka_lease_decode). */
+    KRABKA_ERR_TRUNCATED = 10,      /**< a decoder's bytes end before the
+                                         record's last field */
+    KRABKA_ERR_TRAILING_BYTES = 11, /**< a decoder's bytes go on after the
+                                         record's last field */
+    KRABKA_ERR_UNSUPPORTED_VERSION = 12, /**< a record's version field is
+                                         not 0 (decoders) */
+    KRABKA_ERR_UNKNOWN_KIND = 13,   /**< a key kind other than 0
+                                         (registration) or 1 (lease): key
+                                         encode and decode */
+    KRABKA_ERR_NEGATIVE_LENGTH = 14,/**< a string length inside a record is
+                                         negative (decoders) */
+    KRABKA_ERR_INVALID_UTF8 = 15,   /**< a role or member id, given to a call
+                                         or read from a record, is not valid
+                                         UTF-8 */
+    KRABKA_ERR_LEASE_KEY_HAS_MEMBER = 16, /**< a lease key (kind 1) read
+                                         from a record names a member */
+    KRABKA_ERR_EMPTY_ROLE = 17,     /**< a role of 0 bytes */
+    KRABKA_ERR_EMPTY_MEMBER = 18,   /**< a member id (or successor) of 0
+                                         bytes */
+    KRABKA_ERR_ROLE_TOO_LONG = 19,  /**< a role longer than KRABKA_NAME_MAX
+                                         (249) bytes */
+    KRABKA_ERR_MEMBER_TOO_LONG = 20,/**< a member id longer than
+                                         KRABKA_NAME_MAX (249) bytes */
+    KRABKA_ERR_NEGATIVE_TOKEN = 21, /**< a token with a negative producer id
+                                         or epoch: krabka_token_validate,
+                                         _token_parse, lease encode/decode */
+    KRABKA_ERR_TOKEN_FORM = 22,     /**< token text that is not
+                                         "<id>:<epoch>" in decimal (not one
+                                         colon, not a number, out of range):
+                                         krabka_token_parse */
+    KRABKA_ERR_INVALID_PARTITION_COUNT = 23, /**< a partition count below 1:
+                                         krabka_role_partition */
+    KRABKA_ERR_INVALID_LEASE_CONFIG = 24, /**< lease extents that break the
+                                         lease clock's rules (not positive,
+                                         or a renew interval not shorter
+                                         than the lease); krabka_client_new
+                                         reports such settings as
+                                         INVALID_CONFIG naming the key */
 
     /* Leadership and cluster outcomes. */
     KRABKA_ERR_FENCED = 30,         /**< the cluster superseded this leadership;
@@ -189,6 +228,21 @@ int krabka_err_is_retriable(krabka_err_t err);
 /** 1 if the object the call was made on can no longer be used for that
  *  purpose (FENCED, LEASE_EXPIRED, NOT_LEADER, CLOSED, INTERNAL), else 0. */
 int krabka_err_is_fatal(krabka_err_t err);
+
+/** One error code as the four functions above describe it. */
+typedef struct krabka_err_desc {
+    krabka_err_t code;
+    const char *name; /**< krabka_err2name: "FENCED" (no prefix) */
+    const char *desc; /**< krabka_err2str's text */
+    int retriable;    /**< krabka_err_is_retriable */
+    int fatal;        /**< krabka_err_is_fatal */
+} krabka_err_desc_t;
+
+/** The whole error table, every code in numeric order (KRABKA_OK first):
+ *  *descs points at *count entries. Static, never free. Never blocks;
+ *  answers in a child after fork() too. NULL descs or count: nothing is
+ *  written there. */
+void krabka_get_err_descs(const krabka_err_desc_t **descs, size_t *count);
 
 /* ------------------------------------------------------------------------ */
 /* Small value types                                                         */
@@ -362,6 +416,9 @@ krabka_err_t krabka_conf_destroy(krabka_conf_t *conf);
 typedef struct krabka_client krabka_client_t;
 typedef struct krabka_leadership krabka_leadership_t;
 typedef struct krabka_status krabka_status_t;
+/* Described under "Watching a role" and "Watch events" below. */
+typedef struct krabka_watch krabka_watch_t;
+typedef struct krabka_watch_event krabka_watch_event_t;
 
 /** Creates a client from a configuration (the configuration is copied; the
  *  caller keeps and destroys conf). Validates the configuration; does not
@@ -407,7 +464,7 @@ krabka_err_t krabka_client_try_acquire(krabka_client_t *client,
                                        int64_t *retry_at_ms, char *errstr,
                                        size_t errstr_size);
 /** Removes member's registration of role (writes a tombstone of it,
- *  COORDINATION.md 10.4): the member leaves the succession order; a later
+ *  docs/PROTOCOL.md 10.4): the member leaves the succession order; a later
  *  acquire registers it again, at the tail. Does not end a leadership: a
  *  holder that leaves keeps its lease until it resigns, is destroyed or the
  *  lease runs out. Closing a client leaves by itself the roles it registered
@@ -439,16 +496,46 @@ typedef enum krabka_leadership_state {
     KRABKA_LEADERSHIP_CLOSED = 4    /**< its client was destroyed */
 } krabka_leadership_state_t;
 
-/** A message for a guarded write. key NULL = null key; value NULL = null
- *  value. partition KRABKA_PARTITION_ANY lets Kafka's key hashing choose. */
+/** One record header of a guarded write. key: NUL-terminated UTF-8; names
+ *  starting with "krabka." are reserved (INVALID_ARG). value NULL: empty. */
+typedef struct krabka_header {
+    const char *key;
+    const uint8_t *value;
+    size_t value_len;
+} krabka_header_t;
+
+/** A message for a guarded write. Start from KRABKA_MESSAGE_INIT (it sets
+ *  size) and fill in the rest. key NULL = null key; value NULL = null value.
+ *  partition KRABKA_PARTITION_ANY lets Kafka's key hashing choose.
+ *
+ *  size is sizeof(krabka_message_t) as the caller was compiled: the library
+ *  reads only the fields size covers (a later header may append fields; a
+ *  library older than the caller ignores what it does not know) and steps
+ *  through an array by messages[0].size. Every element must carry the same
+ *  size, at least this header's sizeof(krabka_message_t), at most 4096 and
+ *  a multiple of the struct's alignment: KRABKA_ERR_INVALID_ARG otherwise,
+ *  errstr naming the index. */
 typedef struct krabka_message {
-    const char *topic; /**< NUL-terminated */
+    size_t size;        /**< sizeof(krabka_message_t): KRABKA_MESSAGE_INIT */
+    const char *topic;  /**< NUL-terminated */
     int32_t partition;
     const uint8_t *key;
     size_t key_len;
     const uint8_t *value;
     size_t value_len;
+    /** header_count record headers of this message (NULL with 0: none).
+     *  With krabka.produce.token.header (default true) every message also
+     *  carries krabka.token = "<producer id>:<epoch>" of the token it is
+     *  written with. */
+    const krabka_header_t *headers;
+    size_t header_count;
 } krabka_message_t;
+
+/** Initialiser of a krabka_message_t: the size of this header's struct,
+ *  partition KRABKA_PARTITION_ANY, everything else NULL or 0. */
+#define KRABKA_MESSAGE_INIT                                                     \
+    { sizeof(krabka_message_t), NULL, KRABKA_PARTITION_ANY, NULL, 0, NULL, 0,   \
+      NULL, 0 }
 
 /** Where one message of a guarded write landed. */
 typedef struct krabka_produce_result {
@@ -459,7 +546,7 @@ typedef struct krabka_produce_result {
 /** The fencing token this leadership holds. Never blocks. It is the minted
  *  token, or, after an own epoch recovery (the producer re-initialised
  *  itself after a failed transaction and the coordinator granted it because
- *  nobody else minted in between; COORDINATION.md 10.5), the new one: the
+ *  nobody else minted in between; docs/PROTOCOL.md 10.5), the new one: the
  *  next lease carries it and a log line says so. Read it again after an
  *  error if commands carry it. A timeout of a call never changes it. */
 krabka_err_t krabka_leadership_token(const krabka_leadership_t *leadership,
@@ -505,7 +592,9 @@ krabka_err_t krabka_leadership_renew(krabka_leadership_t *leadership,
  *  its own results or the error of the transaction that carried its
  *  messages (FENCED fails all of that transaction's calls; any other
  *  failure, e.g. a message too large, only them); a call's messages are
- *  never split and keep their order. */
+ *  never split and keep their order. Messages carry their record headers
+ *  (krabka_message_t: a "krabka." name, a NULL key or a NULL headers array
+ *  with a count is INVALID_ARG before anything is written). */
 krabka_err_t krabka_leadership_produce(krabka_leadership_t *leadership,
                                        const krabka_message_t *messages,
                                        size_t count, int64_t timeout_ms,
@@ -564,12 +653,28 @@ krabka_err_t krabka_leadership_end_error(const krabka_leadership_t *leadership,
  *  fd is the model; the Python and Node bindings are built on it. */
 typedef struct krabka_queue krabka_queue_t;
 
+/** What an event is the result of, and so which data it carries. New types
+ *  get new numbers; a host ignores (and destroys) types it does not know. */
 typedef enum krabka_event_type {
-    KRABKA_EVENT_NONE = 0,    /**< krabka_queue_poll found nothing */
-    KRABKA_EVENT_ACQUIRE = 1, /**< result of krabka_client_acquire_async */
-    KRABKA_EVENT_ENDED = 2,   /**< krabka_leadership_ended_async: it ended */
-    KRABKA_EVENT_LOG = 3,     /**< a log line (krabka_conf_set_log_queue) */
-    KRABKA_EVENT_WATCH = 4    /**< result of krabka_watch_next_async */
+    KRABKA_EVENT_NONE = 0,         /**< never posted (reserved) */
+    KRABKA_EVENT_ACQUIRE = 1,      /**< krabka_client_acquire_async:
+                                        take_leadership */
+    KRABKA_EVENT_ENDED = 2,        /**< krabka_leadership_ended_async: state */
+    KRABKA_EVENT_LOG = 3,          /**< a log line (krabka_conf_set_log_queue):
+                                        log */
+    KRABKA_EVENT_WATCH = 4,        /**< krabka_watch_next_async:
+                                        take_watch_event */
+    KRABKA_EVENT_PRODUCE = 5,      /**< krabka_leadership_produce_async:
+                                        results */
+    KRABKA_EVENT_RENEW = 6,        /**< krabka_leadership_renew_async */
+    KRABKA_EVENT_RESIGN = 7,       /**< krabka_leadership_resign_async */
+    KRABKA_EVENT_DESCRIBE = 8,     /**< krabka_client_describe_async:
+                                        take_status */
+    KRABKA_EVENT_TRY_ACQUIRE = 9,  /**< krabka_client_try_acquire_async:
+                                        take_leadership, retry_at */
+    KRABKA_EVENT_LEAVE = 10,       /**< krabka_client_leave_async */
+    KRABKA_EVENT_WATCH_OPEN = 11,  /**< krabka_client_watch_async: take_watch */
+    KRABKA_EVENT_SET_METADATA = 12 /**< krabka_leadership_set_metadata_async */
 } krabka_event_type_t;
 
 /** Log levels (syslog numbers, as librdkafka). */
@@ -580,54 +685,112 @@ typedef enum krabka_log_level {
     KRABKA_LOG_DEBUG = 7
 } krabka_log_level_t;
 
-struct krabka_watch_event;
-
-/** One event taken from a queue. Pointers in it are library-owned and
- *  valid until the next krabka_queue_poll on the same queue or its
- *  destroy. */
-typedef struct krabka_event {
-    krabka_event_type_t type;
-    uint64_t tag;             /**< the tag given to the *_async call (or
-                                   to krabka_conf_set_log_queue) */
-    krabka_err_t err;         /**< KRABKA_OK or why the call failed */
-    const char *errstr;       /**< reason when err != KRABKA_OK, else "" */
-    /** ACQUIRE with err == KRABKA_OK: the new leadership; ownership passes
-     *  to the caller (destroy with krabka_leadership_destroy). */
-    krabka_leadership_t *leadership;
-    /** ENDED: the final state; err says why (FENCED, LEASE_EXPIRED,
-     *  NOT_LEADER, CLOSED) and errstr the reason. */
-    krabka_leadership_state_t state;
-    krabka_log_level_t log_level; /**< LOG */
-    const char *log_line;         /**< LOG: one line without a newline */
-    /** WATCH with err == KRABKA_OK: the event (see krabka_watch_next). */
-    const struct krabka_watch_event *watch_event;
-} krabka_event_t;
+/** One event taken from a queue: opaque, read with the krabka_event_*
+ *  accessors, destroy with krabka_event_destroy. An event belongs to the
+ *  caller from krabka_queue_poll on: it stays valid after the queue is
+ *  destroyed. Accessors answer KRABKA_ERR_INVALID_HANDLE for a NULL,
+ *  destroyed or foreign event, KRABKA_ERR_INVALID_ARG for a NULL out
+ *  pointer, and the data accessors KRABKA_ERR_INVALID_ARG when the event's
+ *  type does not carry that data (errstr names both types). Never block. */
+typedef struct krabka_event krabka_event_t;
 
 /** A new, empty queue. Destroy with krabka_queue_destroy. Never blocks. */
 krabka_err_t krabka_queue_new(krabka_queue_t **out);
 /** A file descriptor (the read end of a non-blocking pipe) that is
  *  readable exactly while events wait in the queue; poll it, then call
- *  krabka_queue_poll until it answers KRABKA_EVENT_NONE (which also clears
- *  the fd). Reading bytes from it is allowed and harmless (an event loop
- *  such as libuv may do so), closing it is not: it belongs to the queue and
+ *  krabka_queue_poll until it gives NULL (which also clears the fd).
+ *  Reading bytes from it is allowed and harmless (an event loop such as
+ *  libuv may do so), closing it is not: it belongs to the queue and
  *  krabka_queue_destroy closes it. Never blocks. */
 krabka_err_t krabka_queue_fd(krabka_queue_t *queue, int *fd);
-/** Takes the oldest event into *out (copied; its pointers stay valid until
- *  the next poll or the destroy), or sets out->type = KRABKA_EVENT_NONE when
- *  the queue is empty. Never blocks. Call it from one thread at a time per
- *  queue. */
-krabka_err_t krabka_queue_poll(krabka_queue_t *queue, krabka_event_t *out);
-/** Destroys a queue. Events still in it are dropped (leaderships they
- *  carry are destroyed); calls still pending that were to post to it
- *  complete without posting (a leadership they win is destroyed). Never
- *  blocks. */
+/** Takes the oldest event: *out is a new event (destroy it with
+ *  krabka_event_destroy), or NULL when the queue is empty (which also
+ *  clears the queue's fd). Never blocks. Thread-safe: each event goes to
+ *  exactly one caller. */
+krabka_err_t krabka_queue_poll(krabka_queue_t *queue, krabka_event_t **out);
+/** Destroys a queue. Events still in it are dropped as krabka_event_destroy
+ *  drops them (a leadership, watch, status or watch event they carry is
+ *  destroyed); calls still pending that were to post to it complete without
+ *  posting, and what they win is destroyed the same way (a leadership is
+ *  released without resigning: standbys take over at its lease deadline).
+ *  Events already taken stay valid. Never blocks. */
 krabka_err_t krabka_queue_destroy(krabka_queue_t *queue);
 
-/** acquire without a waiting thread: checks the arguments at once (an
- *  error is returned here, nothing is posted), then waits on the library's
- *  own threads and posts exactly one KRABKA_EVENT_ACQUIRE with tag to
- *  queue. timeout_ms as for krabka_client_acquire. Destroying the client
- *  makes it post KRABKA_ERR_CLOSED. Never blocks. */
+/** Releases the event and whatever it still owns: a leadership, watch,
+ *  status or watch event nobody took is destroyed (a leadership without
+ *  resigning). */
+krabka_err_t krabka_event_destroy(krabka_event_t *ev);
+/** The event's type. */
+krabka_err_t krabka_event_type(const krabka_event_t *ev,
+                               krabka_event_type_t *out);
+/** The tag given to the *_async call (or to krabka_conf_set_log_queue). */
+krabka_err_t krabka_event_tag(const krabka_event_t *ev, uint64_t *out);
+/** How the call ended: *code is KRABKA_OK or the error the blocking call
+ *  would have returned, and its reason is copied into errstr (truncated to
+ *  errstr_size - 1 bytes; "" on success; errstr may be NULL). ENDED: why the
+ *  leadership ended (FENCED, LEASE_EXPIRED, NOT_LEADER, CLOSED). LOG: OK. */
+krabka_err_t krabka_event_error(const krabka_event_t *ev, krabka_err_t *code,
+                                char *errstr, size_t errstr_size);
+/** ACQUIRE, TRY_ACQUIRE: the leadership won, which passes to the caller
+ *  (destroy with krabka_leadership_destroy); NULL when the call failed, when
+ *  TRY_ACQUIRE did not win, or when it was taken already (a leadership is
+ *  taken once). */
+krabka_err_t krabka_event_take_leadership(krabka_event_t *ev,
+                                          krabka_leadership_t **out,
+                                          char *errstr, size_t errstr_size);
+/** TRY_ACQUIRE: when the answer can change (epoch milliseconds) if the
+ *  role was not won, else 0. */
+krabka_err_t krabka_event_retry_at(const krabka_event_t *ev,
+                                   int64_t *retry_at_ms, char *errstr,
+                                   size_t errstr_size);
+/** ENDED: the final state (krabka_event_error says why). */
+krabka_err_t krabka_event_state(const krabka_event_t *ev,
+                                krabka_leadership_state_t *out, char *errstr,
+                                size_t errstr_size);
+/** LOG: the level and one line without a newline (*line NUL-terminated,
+ *  library-owned, valid until the event is destroyed). */
+krabka_err_t krabka_event_log(const krabka_event_t *ev,
+                              krabka_log_level_t *level, const char **line,
+                              char *errstr, size_t errstr_size);
+/** WATCH: the watch event, which passes to the caller (destroy with
+ *  krabka_watch_event_destroy); NULL when the call failed (TIMEOUT, CLOSED)
+ *  or when it was taken already. */
+krabka_err_t krabka_event_take_watch_event(krabka_event_t *ev,
+                                           krabka_watch_event_t **out,
+                                           char *errstr, size_t errstr_size);
+/** WATCH_OPEN: the new watch, which passes to the caller (destroy with
+ *  krabka_watch_destroy); NULL when the call failed or it was taken
+ *  already. */
+krabka_err_t krabka_event_take_watch(krabka_event_t *ev, krabka_watch_t **out,
+                                     char *errstr, size_t errstr_size);
+/** DESCRIBE: the describe result, which passes to the caller (destroy with
+ *  krabka_status_destroy); NULL when the call failed or it was taken
+ *  already. */
+krabka_err_t krabka_event_take_status(krabka_event_t *ev,
+                                      krabka_status_t **out, char *errstr,
+                                      size_t errstr_size);
+/** PRODUCE: *count is the number of messages written (0 when the call
+ *  failed) and where each landed is copied into out[0 .. min(cap, *count))
+ *  (out may be NULL when cap is 0). */
+krabka_err_t krabka_event_results(const krabka_event_t *ev,
+                                  krabka_produce_result_t *out, size_t cap,
+                                  size_t *count, char *errstr,
+                                  size_t errstr_size);
+
+/* The asynchronous forms. Each checks its arguments at once (an error is
+ * returned here, errstr says why, and nothing is posted), copies what it
+ * needs (messages, names, metadata) before it returns, then runs the same
+ * code as the blocking call on the library's own threads and posts exactly
+ * one event with tag to queue when that completes, with the same outcomes
+ * and timeout semantics as the blocking call (krabka_event_error). A queue
+ * destroyed first: the call completes without posting and whatever it won
+ * is destroyed. Destroying the client (or the leadership) makes a pending
+ * call complete with the error the blocking call gets then (CLOSED,
+ * NOT_LEADER). None of them blocks. */
+
+/** krabka_client_acquire: posts KRABKA_EVENT_ACQUIRE. timeout_ms as for
+ *  krabka_client_acquire (KRABKA_TIMEOUT_DEFAULT: no limit). Destroying the
+ *  client makes it post KRABKA_ERR_CLOSED. */
 krabka_err_t krabka_client_acquire_async(krabka_client_t *client,
                                          const char *role, size_t role_len,
                                          const char *member,
@@ -635,6 +798,63 @@ krabka_err_t krabka_client_acquire_async(krabka_client_t *client,
                                          int64_t timeout_ms,
                                          krabka_queue_t *queue, uint64_t tag,
                                          char *errstr, size_t errstr_size);
+/** krabka_client_try_acquire: posts KRABKA_EVENT_TRY_ACQUIRE (a leadership,
+ *  or none and retry_at). Uses the metadata set when it was called. */
+krabka_err_t krabka_client_try_acquire_async(krabka_client_t *client,
+                                             const char *role, size_t role_len,
+                                             const char *member,
+                                             size_t member_len,
+                                             int64_t timeout_ms,
+                                             krabka_queue_t *queue,
+                                             uint64_t tag, char *errstr,
+                                             size_t errstr_size);
+/** krabka_client_describe: posts KRABKA_EVENT_DESCRIBE (take_status). */
+krabka_err_t krabka_client_describe_async(krabka_client_t *client,
+                                          const char *role, size_t role_len,
+                                          int64_t timeout_ms,
+                                          krabka_queue_t *queue, uint64_t tag,
+                                          char *errstr, size_t errstr_size);
+/** krabka_client_leave: posts KRABKA_EVENT_LEAVE. */
+krabka_err_t krabka_client_leave_async(krabka_client_t *client,
+                                       const char *role, size_t role_len,
+                                       const char *member, size_t member_len,
+                                       int64_t timeout_ms,
+                                       krabka_queue_t *queue, uint64_t tag,
+                                       char *errstr, size_t errstr_size);
+/** krabka_client_watch: posts KRABKA_EVENT_WATCH_OPEN (take_watch). */
+krabka_err_t krabka_client_watch_async(krabka_client_t *client,
+                                       const char *role, size_t role_len,
+                                       int flags, int64_t timeout_ms,
+                                       krabka_queue_t *queue, uint64_t tag,
+                                       char *errstr, size_t errstr_size);
+/** krabka_leadership_produce: posts KRABKA_EVENT_PRODUCE (results). The
+ *  messages (topic, key, value, headers) are copied before it returns. */
+krabka_err_t krabka_leadership_produce_async(krabka_leadership_t *leadership,
+                                             const krabka_message_t *messages,
+                                             size_t count, int64_t timeout_ms,
+                                             krabka_queue_t *queue,
+                                             uint64_t tag, char *errstr,
+                                             size_t errstr_size);
+/** krabka_leadership_renew: posts KRABKA_EVENT_RENEW. */
+krabka_err_t krabka_leadership_renew_async(krabka_leadership_t *leadership,
+                                           int64_t timeout_ms,
+                                           krabka_queue_t *queue, uint64_t tag,
+                                           char *errstr, size_t errstr_size);
+/** krabka_leadership_set_metadata: posts KRABKA_EVENT_SET_METADATA; over
+ *  KRABKA_MAX_METADATA_BYTES is INVALID_ARG here. */
+krabka_err_t krabka_leadership_set_metadata_async(
+    krabka_leadership_t *leadership, const uint8_t *data, size_t len,
+    int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr,
+    size_t errstr_size);
+/** krabka_leadership_resign (successor NULL, length 0) or
+ *  krabka_leadership_resign_to (a successor): posts KRABKA_EVENT_RESIGN. */
+krabka_err_t krabka_leadership_resign_async(krabka_leadership_t *leadership,
+                                            const char *successor,
+                                            size_t successor_len,
+                                            int64_t timeout_ms,
+                                            krabka_queue_t *queue,
+                                            uint64_t tag, char *errstr,
+                                            size_t errstr_size);
 /** Posts exactly one KRABKA_EVENT_ENDED with tag to queue when the
  *  leadership leaves ACTIVE (at once if it already has; destroying the
  *  leadership ends it CLOSED). Never blocks. */
@@ -757,38 +977,75 @@ typedef enum krabka_watch_event_kind {
     KRABKA_WATCH_ROLE_FREE = 3
 } krabka_watch_event_kind_t;
 
-/** One change of a watched role. The same fields as Go's coord.Event,
- *  Python's WatchEvent and Node's watch events. */
-typedef struct krabka_watch_event {
-    krabka_watch_event_kind_t kind;
-    uint32_t role_len;
-    char role[KRABKA_NAME_BUF];
-    int has_holder;            /**< a lease exists */
-    uint32_t holder_len;
-    char holder[KRABKA_NAME_BUF]; /**< the member the current lease names */
-    krabka_token_t token;      /**< the current lease's token (NO_EPOCH without) */
-    int has_prev_holder;       /**< HOLDER_CHANGED: there was a lease before */
-    uint32_t prev_holder_len;
-    char prev_holder[KRABKA_NAME_BUF];
-    krabka_token_t prev_token; /**< HOLDER_CHANGED: the previous token (NO_EPOCH if none) */
-    int has_lease;
-    krabka_lease_t lease;      /**< the current lease when has_lease */
-    size_t roster_count;
-    /** the roster after the change, in succession order; library-owned,
-     *  valid as long as the event (see where the event came from) */
-    const krabka_roster_entry_t *roster;
-    int64_t offset;            /**< offset of the record that caused it (-1: ROLE_FREE by the clock) */
-    int64_t at_ms;             /**< when this client observed it (epoch ms) */
-} krabka_watch_event_t;
+/* A krabka_watch_event_t (declared with the client) is one change of a
+ * watched role: the same fields as Go's coord.Event, Python's WatchEvent
+ * and Node's watch events. It is opaque: read it with the accessors below,
+ * destroy it with krabka_watch_event_destroy. It owns its data (the roster
+ * and metadata included) and stays valid after its watch is destroyed. The
+ * accessors answer KRABKA_ERR_INVALID_HANDLE for a NULL, destroyed or
+ * foreign event and KRABKA_ERR_INVALID_ARG for a NULL out pointer. Names
+ * are copied into buf with a NUL and *len set to their byte length
+ * (KRABKA_NAME_BUF always suffices; a smaller buffer is
+ * KRABKA_ERR_BUFFER_TOO_SMALL with *len set; len may be NULL). Never
+ * block. */
+
+/** Releases a watch event. */
+krabka_err_t krabka_watch_event_destroy(krabka_watch_event_t *ev);
+/** What changed. */
+krabka_err_t krabka_watch_event_kind(const krabka_watch_event_t *ev,
+                                     krabka_watch_event_kind_t *out);
+/** The watched role. */
+krabka_err_t krabka_watch_event_role(const krabka_watch_event_t *ev,
+                                     char *buf, size_t buf_size, size_t *len);
+/** The member the current lease names: *has = 0 (and "" copied, *len 0)
+ *  when there is no lease. */
+krabka_err_t krabka_watch_event_holder(const krabka_watch_event_t *ev,
+                                       int *has, char *buf, size_t buf_size,
+                                       size_t *len);
+/** The current lease's token (NO_EPOCH without a lease). */
+krabka_err_t krabka_watch_event_token(const krabka_watch_event_t *ev,
+                                      krabka_token_t *out);
+/** HOLDER_CHANGED: the member the previous lease named (*has = 0 when
+ *  there was none, and for the other kinds). */
+krabka_err_t krabka_watch_event_prev_holder(const krabka_watch_event_t *ev,
+                                            int *has, char *buf,
+                                            size_t buf_size, size_t *len);
+/** HOLDER_CHANGED: the previous lease's token (NO_EPOCH if none). */
+krabka_err_t krabka_watch_event_prev_token(const krabka_watch_event_t *ev,
+                                           krabka_token_t *out);
+/** The current lease, copied into *out when *has = 1. */
+krabka_err_t krabka_watch_event_lease(const krabka_watch_event_t *ev, int *has,
+                                      krabka_lease_t *out);
+/** Number of members in the roster after the change. */
+krabka_err_t krabka_watch_event_roster_count(const krabka_watch_event_t *ev,
+                                             size_t *count);
+/** Roster member index (0-based, succession order) copied into *out;
+ *  KRABKA_ERR_INVALID_ARG when index >= count. Roster entries of a watch
+ *  event carry no metadata: describe reports it
+ *  (krabka_status_roster_metadata). */
+krabka_err_t krabka_watch_event_roster_entry(const krabka_watch_event_t *ev,
+                                             size_t index,
+                                             krabka_roster_entry_t *out);
+/** The term's metadata with the current lease (see krabka_status_metadata
+ *  for buf, buf_size and *len; *len 0: none). */
+krabka_err_t krabka_watch_event_metadata(const krabka_watch_event_t *ev,
+                                         uint8_t *buf, size_t buf_size,
+                                         size_t *len);
+/** Offset of the record after which the change was seen (-1: ROLE_FREE by
+ *  the clock). */
+krabka_err_t krabka_watch_event_offset(const krabka_watch_event_t *ev,
+                                       int64_t *out);
+/** When this client observed the change (epoch milliseconds). */
+krabka_err_t krabka_watch_event_at(const krabka_watch_event_t *ev,
+                                   int64_t *at_ms);
 
 /* ------------------------------------------------------------------------ */
 /* Watching a role                                                           */
 /* ------------------------------------------------------------------------ */
 
-/** A subscription to the changes of one role. It holds no epoch and
- *  registers nothing: it follows the client's live view of the role's
- *  partition. */
-typedef struct krabka_watch krabka_watch_t;
+/* A krabka_watch_t (declared with the client) is a subscription to the
+ * changes of one role. It holds no epoch and registers nothing: it follows
+ * the client's live view of the role's partition. */
 
 /** krabka_client_watch flag: also deliver KRABKA_WATCH_LEASE_RENEWED. */
 #define KRABKA_WATCH_RENEWALS 1
@@ -803,15 +1060,14 @@ krabka_err_t krabka_client_watch(krabka_client_t *client, const char *role,
                                  size_t role_len, int flags,
                                  int64_t timeout_ms, krabka_watch_t **out,
                                  char *errstr, size_t errstr_size);
-/** The next event, copied into *out; out->roster is library-owned and
- *  valid until the next krabka_watch_next on this watch or its destroy.
- *  KRABKA_ERR_TIMEOUT when no event came within timeout_ms
- *  (KRABKA_TIMEOUT_DEFAULT: no limit); KRABKA_ERR_CLOSED once the watch
- *  ended (its client was destroyed) and every event was taken. Events are
- *  buffered without bound: a slow reader never holds the library up.
- *  Blocks up to timeout_ms. */
+/** The next event: *out is a new watch event (destroy with
+ *  krabka_watch_event_destroy). KRABKA_ERR_TIMEOUT when no event came
+ *  within timeout_ms (KRABKA_TIMEOUT_DEFAULT: no limit); KRABKA_ERR_CLOSED
+ *  once the watch ended (its client was destroyed) and every event was
+ *  taken; *out is NULL on any error. Events are buffered without bound: a
+ *  slow reader never holds the library up. Blocks up to timeout_ms. */
 krabka_err_t krabka_watch_next(krabka_watch_t *watch, int64_t timeout_ms,
-                               krabka_watch_event_t *out, char *errstr,
+                               krabka_watch_event_t **out, char *errstr,
                                size_t errstr_size);
 /** A file descriptor (eventfd) that is readable exactly while events wait
  *  (or the watch has ended): poll it, then call krabka_watch_next with a
@@ -820,26 +1076,26 @@ krabka_err_t krabka_watch_next(krabka_watch_t *watch, int64_t timeout_ms,
  *  krabka_watch_destroy does. Never blocks. */
 krabka_err_t krabka_watch_event_fd(krabka_watch_t *watch, int *fd);
 /** krabka_watch_next without a waiting thread: posts exactly one
- *  KRABKA_EVENT_WATCH with tag to queue (err OK and the event, TIMEOUT, or
- *  CLOSED). The event's roster lives as long as the queue event. Never
- *  blocks. */
+ *  KRABKA_EVENT_WATCH with tag to queue (OK with the watch event to take,
+ *  TIMEOUT, or CLOSED). Any number may be in flight; each takes one event.
+ *  Never blocks. */
 krabka_err_t krabka_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms,
                                      krabka_queue_t *queue, uint64_t tag);
 /** Ends the watch and releases it (its fd is closed; pending
- *  krabka_watch_next calls answer CLOSED). Blocks briefly. */
+ *  krabka_watch_next calls answer CLOSED). Watch events already taken stay
+ *  valid. Blocks briefly. */
 krabka_err_t krabka_watch_destroy(krabka_watch_t *watch);
 
 /* ------------------------------------------------------------------------ */
-/* Record headers: metadata, named successor, token stamping, verifier       */
-/* (COORDINATION.md section 11). Added in 1.1; no struct of ABI 1 changed:   */
-/* the rule is add, never change.                                            */
+/* Record headers: metadata, named successor, verifier (docs/PROTOCOL.md    */
+/* section 11; the headers of guarded writes are in krabka_message_t)        */
 /* ------------------------------------------------------------------------ */
 
 /** Most bytes of metadata (krabka.meta) of a term or of a member. */
 #define KRABKA_MAX_METADATA_BYTES 4096
 
 /** The metadata this client writes when member acquires role from now on
- *  (krabka_client_acquire, _try_acquire, _acquire_async): term_meta on every
+ *  (krabka_client_acquire, _try_acquire and their _async forms): term_meta on every
  *  lease record of the term it wins (an address clients should use, say),
  *  member_meta on its registration (what a candidate advertises before it
  *  leads). NULL with length 0: none. Over KRABKA_MAX_METADATA_BYTES:
@@ -881,27 +1137,6 @@ krabka_err_t krabka_leadership_resign_to(krabka_leadership_t *leadership,
                                          int64_t timeout_ms, char *errstr,
                                          size_t errstr_size);
 
-/** One record header of a guarded write. key: NUL-terminated UTF-8; names
- *  starting with "krabka." are reserved (INVALID_ARG). value NULL: empty. */
-typedef struct krabka_header {
-    const char *key;
-    const uint8_t *value;
-    size_t value_len;
-} krabka_header_t;
-
-/** krabka_leadership_produce with record headers: message i carries
- *  header_counts[i] headers, taken in order from headers (so headers holds
- *  the sum of header_counts entries). header_counts NULL: no headers. With
- *  krabka.produce.token.header (default true) every message also carries
- *  krabka.token = "<producer id>:<epoch>" of the token it is written with.
- *  A new call rather than a new message struct: krabka_message_t stays as
- *  ABI 1 callers compiled it. Blocks up to timeout_ms. */
-krabka_err_t krabka_leadership_produce_with_headers(
-    krabka_leadership_t *leadership, const krabka_message_t *messages,
-    size_t count, const krabka_header_t *headers, const size_t *header_counts,
-    int64_t timeout_ms, krabka_produce_result_t *results, char *errstr,
-    size_t errstr_size);
-
 /** The term's metadata of a describe result (see
  *  krabka_leadership_metadata for buf, buf_size and *len; *len 0: none). */
 krabka_err_t krabka_status_metadata(const krabka_status_t *status,
@@ -911,16 +1146,7 @@ krabka_err_t krabka_status_metadata(const krabka_status_t *status,
 krabka_err_t krabka_status_roster_metadata(const krabka_status_t *status,
                                            size_t index, uint8_t *buf,
                                            size_t buf_size, size_t *len);
-/** The term's metadata of the event krabka_watch_next last returned on
- *  this watch, or of the event krabka_watch_next_async last posted (keep
- *  one asynchronous next in flight per watch and read this when its event
- *  is taken from the queue); as krabka_status_metadata (*len 0: none).
- *  Roster entries of a watch event carry no metadata here: describe
- *  reports them (krabka_status_roster_metadata). */
-krabka_err_t krabka_watch_metadata(krabka_watch_t *watch, uint8_t *buf,
-                                   size_t buf_size, size_t *len);
-
-/** A verifier of consumed guarded writes (COORDINATION.md 11.5): it keeps
+/** A verifier of consumed guarded writes (docs/PROTOCOL.md 11.5): it keeps
  *  the highest token seen per scope (a role, or what the consumer groups
  *  writers by). Safe for concurrent use. Destroy with
  *  krabka_verifier_destroy. */

@@ -1,5 +1,5 @@
 # C ABI (capi/, build.sh, tests/c, examples/c).
-#   make lib           build/libkrabka_coord.so.1.0.0 (+ symlinks, build/include, build/krabka_coord.pc)
+#   make lib           build/libkrabka_coord.so.2.0.0 (+ symlinks, build/include, build/krabka_coord.pc)
 #   make capi-test     header checks (C99, C++11), symbol test, conformance vectors and
 #                      misuse through the C API, both under valgrind, and the live test
 #                      and the fork guard test on $KRABKA_BOOTSTRAP (fails, never skips, when
@@ -8,7 +8,10 @@
 #   make capi-blind    the blind holder on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      the broker refuses a deposed holder that still believes it
 #                      leads (produce, batch, renew, resign), read back with kread
-#   make capi-valgrind-live  the live, events and blind tests under valgrind
+#   make capi-async    every *_async form on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
+#                      one event each (type, tag, error, data), a queue destroyed with
+#                      calls pending, message sizes; produced records read back with kread
+#   make capi-valgrind-live  the live, events, blind and async tests under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set)
 #   make examples      build/examples/device_host
@@ -24,13 +27,14 @@ CAPI_VALGRIND := GODEBUG=asyncpreemptoff=1 $(VALGRIND) -q --leak-check=full \
 CAPI_VECTORS := build/conformance/vectors.lines
 CAPI_LIVE_TOPIC ?= krabka-capi-live
 CAPI_BLIND_TOPIC ?= krabka-capi-blind
+CAPI_ASYNC_TOPIC ?= krabka-capi-async
 GO ?= go
 
 TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-headers-live capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-async capi-headers-live capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -92,7 +96,7 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/kread
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP is not set" >&2; exit 1; }
 	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP_TV1 is not set" >&2; exit 1; }
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
@@ -101,10 +105,13 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_BLIND_TOPIC) 1
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
 	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/blind
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_ASYNC_TOPIC) 3
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
+	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-headers-live
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-headers-live
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).
@@ -122,6 +129,15 @@ capi-blind: lib $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_BLIND_TOPIC) 1
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
 	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/blind
+
+# The async forms (tests/c/async.c) on both clusters; the produced records
+# (3 partitions) are read back with kread.
+capi-async: lib $(CAPI_BUILD)/async $(CAPI_BUILD)/kread
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-async: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
+	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-async: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_ASYNC_TOPIC) 3
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
+	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/async
 
 # Record headers through the C ABI (tests/c/headers.c): metadata, resign to
 # a named successor, guarded writes with headers, the verifier.

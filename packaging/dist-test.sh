@@ -84,7 +84,7 @@ c_dynamic() {
     # (grep on a captured string: with pipefail, `ldd | grep -q` can fail by SIGPIPE.)
     local deps
     deps=$(ldd "$WORK/smoke-dynamic")
-    grep -q "libkrabka_coord.so.1 => $prefix/lib/libkrabka_coord.so.1" <<<"$deps" ||
+    grep -q "libkrabka_coord.so.${VERSION%%.*} => $prefix/lib/libkrabka_coord.so.${VERSION%%.*}" <<<"$deps" ||
         { echo "$deps"; echo "not linked against the prefix's library"; return 1; }
     "$WORK/smoke-dynamic"
 }

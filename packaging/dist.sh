@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # packaging/dist.sh: `make dist`. Release-builds libkrabka_coord for every
 # target and writes every artifact to dist/ (see docs/PLATFORMS.md):
-#   krabka-coord-VERSION-TARGET.tar.gz      lib/ (.so, .so.1, .so.1.0.0, .a), lib/pkgconfig,
+#   krabka-coord-VERSION-TARGET.tar.gz      lib/ (.so, .so.2, .so.2.0.0, .a), lib/pkgconfig,
 #                                           include/, docs/ (PROTOCOL.md, ABI.md), LICENSE, README
 #   krabka_coord-VERSION-py3-none-PLAT.whl  one per target (manylinux_2_28)
 #   krabka_coord-VERSION.tar.gz             the Python sdist (builds from source with Go)

@@ -2,17 +2,12 @@ package coord_test
 
 import (
 	"errors"
-	"flag"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 )
-
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/CONFIGURATION.md from coord.ConfigKeys")
 
 func TestConfigDefaults(t *testing.T) {
 	c := coord.DefaultConfig()
@@ -138,41 +133,5 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		if err := c.Set(kv[0], kv[1]); err != nil {
 			t.Errorf("%s=%q: %v", kv[0], kv[1], err)
 		}
-	}
-}
-
-// ConfigurationDoc renders docs/CONFIGURATION.md from the key table.
-func configurationDoc() string {
-	var b strings.Builder
-	b.WriteString("# Configuration\n\n")
-	b.WriteString("<!-- Generated from coord.ConfigKeys by `go test ./core/coord -run TestConfigurationDocIsCurrent -update-docs`. Do not edit. -->\n\n")
-	b.WriteString("Every client (Go `coord.Config.Set`, C `krabka_conf_set`, Python and Node dictionaries) takes these\n")
-	b.WriteString("properties. An unknown name is `UNKNOWN_CONFIG`; a value that does not parse or is out of range is\n")
-	b.WriteString("`INVALID_CONFIG`, and the message names the key. `sasl.password` reads back as `[redacted]`.\n\n")
-	b.WriteString("| Key | Type | Default | Meaning |\n|---|---|---|---|\n")
-	for _, k := range coord.ConfigKeys() {
-		def := "`" + k.Default + "`"
-		if k.Default == "" {
-			def = "(empty)"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Name, k.Type, def, strings.ReplaceAll(k.Doc, "|", "\\|"))
-	}
-	b.WriteString("\nChecks across keys (made by `Validate` / `krabka_client_new`): `bootstrap.servers` is required;\n")
-	b.WriteString("`krabka.renew.interval.ms` must be below `krabka.lease.ms` (three renewals per lease are advised);\n")
-	b.WriteString("`sasl.username` is required with `SASL_PLAINTEXT` and `SASL_SSL`.\n")
-	return b.String()
-}
-
-func TestConfigurationDocIsCurrent(t *testing.T) {
-	const path = "../../docs/CONFIGURATION.md"
-	want := configurationDoc()
-	if *updateDocs {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || string(got) != want {
-		t.Fatalf("%s is out of date with coord.ConfigKeys: run `go test ./core/coord -run TestConfigurationDocIsCurrent -update-docs` (%v)", path, err)
 	}
 }

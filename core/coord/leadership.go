@@ -508,21 +508,8 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	for i, m := range msgs {
-		if !validTopicName(m.Topic) {
-			return nil, WrapError(ErrInvalidArgument, nil, "message %d: topic %q is not a legal topic name", i, m.Topic)
-		}
-		if m.Partition < -1 {
-			return nil, WrapError(ErrInvalidArgument, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
-		}
-		for _, h := range m.Headers {
-			if strings.HasPrefix(h.Key, "krabka.") {
-				return nil, WrapError(ErrInvalidArgument, nil, "message %d: header %q: names starting with \"krabka.\" are reserved (docs/PROTOCOL.md 11)", i, h.Key)
-			}
-			if !utf8.ValidString(h.Key) {
-				return nil, WrapError(ErrInvalidArgument, nil, "message %d: a header name is not valid UTF-8", i)
-			}
-		}
+	if err := CheckMessages(msgs); err != nil {
+		return nil, err
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -534,6 +521,31 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 	res, err := l.produceGrouped(ctx, msgs)
 	l.c.stats.role(l.role).write(time.Since(start), err)
 	return res, err
+}
+
+// CheckMessages checks msgs as Produce does before it writes anything
+// (ErrInvalidArgument naming the message): a legal topic name, a partition
+// of -1 or more, header names that are UTF-8 and not reserved ("krabka.").
+// Callers that must refuse bad input before they start a write (the C
+// API's asynchronous produce) call it themselves.
+func CheckMessages(msgs []Message) error {
+	for i, m := range msgs {
+		if !validTopicName(m.Topic) {
+			return WrapError(ErrInvalidArgument, nil, "message %d: topic %q is not a legal topic name", i, m.Topic)
+		}
+		if m.Partition < -1 {
+			return WrapError(ErrInvalidArgument, nil, "message %d: partition %d (use -1 for key hashing)", i, m.Partition)
+		}
+		for _, h := range m.Headers {
+			if strings.HasPrefix(h.Key, "krabka.") {
+				return WrapError(ErrInvalidArgument, nil, "message %d: header %q: names starting with \"krabka.\" are reserved (docs/PROTOCOL.md 11)", i, h.Key)
+			}
+			if !utf8.ValidString(h.Key) {
+				return WrapError(ErrInvalidArgument, nil, "message %d: a header name is not valid UTF-8", i)
+			}
+		}
+	}
+	return nil
 }
 
 // produceGrouped queues one call for the committer (group.go) and waits for

@@ -71,13 +71,14 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void drain_queue(krabka_event_t *acquired);
+static void drain_queue(krabka_event_t **acquired);
 
 /* Waits up to ms (-1: no limit) in poll(2) on the signal pipe, the event
  * queue and, if >= 0, a leadership's event fd. Log lines are printed as they
- * come; an acquire result is copied into *acquired (if not NULL). Returns
- * 1 when lead_fd became readable (the leadership ended), else 0. */
-static int wait_fds(int64_t ms, int lead_fd, krabka_event_t *acquired) {
+ * come; an acquire result is handed over in *acquired (if not NULL; the
+ * caller destroys it). Returns 1 when lead_fd became readable (the
+ * leadership ended), else 0. */
+static int wait_fds(int64_t ms, int lead_fd, krabka_event_t **acquired) {
     int64_t until = ms < 0 ? -1 : now_ms() + ms;
     for (;;) {
         if (stop_requested)
@@ -93,7 +94,7 @@ static int wait_fds(int64_t ms, int lead_fd, krabka_event_t *acquired) {
             continue;
         if (fds[1].revents & POLLIN) {
             drain_queue(acquired);
-            if (acquired && acquired->type == KRABKA_EVENT_ACQUIRE)
+            if (acquired && *acquired)
                 return 0;
         }
         if (lead_fd >= 0 && (fds[2].revents & POLLIN))
@@ -132,23 +133,26 @@ static const char *quoted(const char *s) {
 }
 
 /* Takes every waiting event off the queue: log lines go to stderr, an
- * acquire result into *acquired. */
-static void drain_queue(krabka_event_t *acquired) {
+ * acquire result into *acquired (the caller destroys it). */
+static void drain_queue(krabka_event_t **acquired) {
     static const char *levels[] = {[KRABKA_LOG_ERROR] = "error", [KRABKA_LOG_WARNING] = "warning",
                                    [KRABKA_LOG_INFO] = "info", [KRABKA_LOG_DEBUG] = "debug"};
-    krabka_event_t ev;
-    while (krabka_queue_poll(queue, &ev) == KRABKA_OK && ev.type != KRABKA_EVENT_NONE) {
-        if (ev.type == KRABKA_EVENT_LOG) {
-            fprintf(stderr, "[c %s] library %s: %s\n", member, levels[ev.log_level & 7] ? levels[ev.log_level & 7] : "?",
-                    ev.log_line);
-        } else if (ev.type == KRABKA_EVENT_ACQUIRE && acquired) {
+    krabka_event_t *ev = NULL;
+    while (krabka_queue_poll(queue, &ev) == KRABKA_OK && ev) {
+        krabka_event_type_t type = KRABKA_EVENT_NONE;
+        krabka_event_type(ev, &type);
+        if (type == KRABKA_EVENT_LOG) {
+            krabka_log_level_t level = KRABKA_LOG_INFO;
+            const char *line = "";
+            krabka_event_log(ev, &level, &line, NULL, 0);
+            fprintf(stderr, "[c %s] library %s: %s\n", member, levels[level & 7] ? levels[level & 7] : "?", line);
+        } else if (type == KRABKA_EVENT_ACQUIRE && acquired) {
             *acquired = ev;
-            if (ev.err) /* errstr lives until the next poll: keep a copy */
-                snprintf(errstr, sizeof errstr, "%s", ev.errstr);
             return;
-        } else if (ev.type == KRABKA_EVENT_ACQUIRE && ev.leadership) {
-            krabka_leadership_destroy(ev.leadership); /* nobody waits for it any more */
         }
+        /* An acquire nobody waits for any more: destroying the event
+         * destroys the leadership it carries. */
+        krabka_event_destroy(ev);
     }
 }
 
@@ -241,8 +245,8 @@ static enum outcome lead(krabka_leadership_t *l, const char *role, const char *t
             krabka_produce_result_t res = {-1, -1};
             op = "dispatch";
             snprintf(value, sizeof value, "seq=%ld member=%s token=%s at=%" PRId64, n, member, tok, now_ms());
-            krabka_message_t msg = {topic, 0, (const uint8_t *)member, strlen(member),
-                                    (const uint8_t *)value, strlen(value)};
+            krabka_message_t msg = {sizeof(krabka_message_t), topic, 0, (const uint8_t *)member, strlen(member),
+                                    (const uint8_t *)value, strlen(value), NULL, 0};
             err = krabka_leadership_produce(l, &msg, 1, KRABKA_TIMEOUT_DEFAULT, &res, errstr, sizeof errstr);
             if (!err) {
                 *seq = n;
@@ -354,21 +358,23 @@ int main(int argc, char **argv) {
             }
             err = krabka_client_acquire_async(client, role, KRABKA_NTS, member, KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT,
                                               queue, 1, errstr, sizeof errstr);
-            krabka_event_t got = {KRABKA_EVENT_NONE, 0, KRABKA_OK, NULL, NULL, KRABKA_LEADERSHIP_ACTIVE,
-                                  KRABKA_LOG_INFO, NULL, NULL};
+            krabka_event_t *got = NULL;
             if (!err)
                 wait_fds(-1, -1, &got);
-            if (!err && got.type != KRABKA_EVENT_ACQUIRE)
+            if (!err && !got)
                 break; /* stop requested while waiting: destroying the client ends the acquire */
-            if (!err)
-                err = got.err;
+            if (!err) {
+                krabka_event_error(got, &err, errstr, sizeof errstr);
+                if (!err)
+                    krabka_event_take_leadership(got, &l, errstr, sizeof errstr); /* ours now: destroyed below */
+                krabka_event_destroy(got);
+            }
             if (err) {
                 snprintf(human, sizeof human, "error on acquire: %s: %s", krabka_err2name(err), errstr);
                 event("ERROR", human, "op=acquire code=%s msg=%s", krabka_err2name(err), quoted(errstr));
                 nap(1000);
                 continue;
             }
-            l = got.leadership; /* ours now: destroyed below */
         }
         standby = 0;
         how = lead(l, role, topic, max_commands, &seq, interval);

@@ -3,7 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // Every generated file on disk is what the generator renders now from the
@@ -37,27 +40,123 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 }
 
-// The parser reads what the guard needs: name, return type and parameters.
-func TestParseHeaderFunctions(t *testing.T) {
-	decls, err := parseHeaderFunctions(`/* krabka_nope(int x); */
-typedef void (*krabka_cb)(void *opaque, const char *line);
-#define KRABKA_X(a) (a)
-typedef struct krabka_t { int a; } krabka_t;
-const char *krabka_version(void);
-krabka_err_t krabka_f(const krabka_conf_t *conf, const char *name,
-                      char *errstr, size_t errstr_size);`)
+// The generator is driven by data: a new error code (the header line and
+// the table row) and a new enum value in the header change the Python,
+// Node and TypeScript outputs with no other edit.
+func TestNewCodeAndEnumValueReachTheBindings(t *testing.T) {
+	table := []coord.ErrorCodeInfo{{Code: 0, Name: "OK", Text: "success"}, {Code: 1, Name: "INVALID_ARG", Text: "invalid argument"},
+		{Code: 30, Name: "FENCED", Text: "fenced", Fatal: true}, {Code: 31, Name: "NEXT", Text: "next"}}
+	render := func(hdr string, errs []coord.ErrorCodeInfo) map[string]string {
+		t.Helper()
+		in := &inputs{header: parseFixture(t, hdr), errors: errs}
+		files, err := renderAll(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	before := render(fixtureHeader, table)
+	hdr := strings.Replace(fixtureHeader, "    KRABKA_ERR_NEXT,            /* implicit: 31 */\n",
+		"    KRABKA_ERR_NEXT,            /* implicit: 31 */\n    KRABKA_ERR_FAKE_CODE = 99,\n", 1)
+	hdr = strings.Replace(hdr, "KRABKA_LEADERSHIP_FENCED = KRABKA_LEADERSHIP_ACTIVE + 1\n",
+		"KRABKA_LEADERSHIP_FENCED = KRABKA_LEADERSHIP_ACTIVE + 1,\n    KRABKA_LEADERSHIP_FAKE_STATE = 7\n", 1)
+	if hdr == fixtureHeader {
+		t.Fatal("the fixture did not change")
+	}
+	after := render(hdr, append(append([]coord.ErrorCodeInfo{}, table...), coord.ErrorCodeInfo{Code: 99, Name: "FAKE_CODE", Text: "a fake code", Retriable: true}))
+	for _, c := range []struct{ file, want string }{
+		{"bindings/python/src/krabka_coord/_abi.py", "    FAKE_CODE = 99\n"},
+		{"bindings/python/src/krabka_coord/_abi.py", `    (99, "FAKE_CODE", "a fake code", True, False),` + "\n"},
+		{"bindings/python/src/krabka_coord/_abi.py", "    FAKE_STATE = 7\n"},
+		{"bindings/node/lib/abi.js", "  FAKE_CODE: 99,\n"},
+		{"bindings/node/lib/abi.js", "  99: 'FAKE_CODE',\n"},
+		{"bindings/node/lib/abi.js", "  Object.freeze({ code: 99, name: 'FAKE_CODE', text: 'a fake code', retriable: true, fatal: false }),\n"},
+		{"bindings/node/lib/abi.js", "  FAKE_STATE: 7,\n"},
+		{"bindings/node/lib/abi.js", "  7: 'FAKE_STATE',\n"},
+		{"bindings/node/abi.d.ts", "  | 'FAKE_CODE';\n"},
+		{"bindings/node/abi.d.ts", "export type ErrorCodeNumber = 0 | 1 | 30 | 31 | 99;\n"},
+		{"bindings/node/abi.d.ts", "  readonly FAKE_STATE: 7;\n"},
+		{"bindings/node/abi.d.ts", "export type LeadershipStateNumber = 0 | 1 | 7;\n"},
+		{"capi/kc_guard.c", `    {99, "FAKE_CODE", "a fake code", 1, 0},` + "\n"},
+	} {
+		if strings.Contains(before[c.file], c.want) {
+			t.Errorf("%s has %q before the change", c.file, c.want)
+		}
+		if !strings.Contains(after[c.file], c.want) {
+			t.Errorf("%s lacks %q after the change", c.file, c.want)
+		}
+	}
+}
+
+// A code in the header and not in the table (or the other way round) stops
+// the generator with what to add where.
+func TestHeaderAndTableMustAgree(t *testing.T) {
+	table := []coord.ErrorCodeInfo{{Code: 0, Name: "OK", Text: "success"}, {Code: 1, Name: "INVALID_ARG", Text: "invalid argument"},
+		{Code: 30, Name: "FENCED", Text: "fenced"}}
+	h := parseFixture(t, fixtureHeader) // also has NEXT = 31
+	if _, err := renderAll(&inputs{header: h, errors: table}); err == nil || !strings.Contains(err.Error(), "KRABKA_ERR_NEXT = 31 and coord.ErrorTable does not") {
+		t.Errorf("header ahead of the table: %v", err)
+	}
+	table = append(table, coord.ErrorCodeInfo{Code: 31, Name: "NEXT", Text: "next"}, coord.ErrorCodeInfo{Code: 40, Name: "LATER", Text: "later"})
+	if _, err := renderAll(&inputs{header: h, errors: table}); err == nil || !strings.Contains(err.Error(), "add KRABKA_ERR_LATER = 40") {
+		t.Errorf("table ahead of the header: %v", err)
+	}
+	table[3].Code = 32 // NEXT renumbered
+	if _, err := renderAll(&inputs{header: h, errors: table[:4]}); err == nil || !strings.Contains(err.Error(), "NEXT = 32") {
+		t.Errorf("renumbered: %v", err)
+	}
+}
+
+// ABI 2: krabka_err_desc_t and krabka_get_err_descs. The child's table is
+// an array of the header's struct (filled by field name) and the function
+// answers from it in a forked child; the parent calls the Go export.
+func TestGuardAnswersErrDescsInTheChild(t *testing.T) {
+	hdr := strings.Replace(fixtureHeader, "const char *krabka_version(void);", `typedef struct krabka_err_desc {
+    krabka_err_t code;
+    const char *name;
+    const char *desc;
+    int retriable;
+    int fatal;
+} krabka_err_desc_t;
+void krabka_get_err_descs(const krabka_err_desc_t **descs, size_t *count);
+const char *krabka_version(void);`, 1)
+	table := []coord.ErrorCodeInfo{{Code: 0, Name: "OK", Text: "success"}, {Code: 1, Name: "INVALID_ARG", Text: "invalid \"argument\""},
+		{Code: 30, Name: "FENCED", Text: "fenced", Fatal: true}, {Code: 31, Name: "NEXT", Text: "next", Retriable: true}}
+	in := &inputs{header: parseFixture(t, hdr), errors: table}
+	got, err := renderGuard(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(decls) != 2 {
-		t.Fatalf("got %d declarations, want 2: %+v", len(decls), decls)
+	for _, want := range []string{
+		"static const krabka_err_desc_t kc_child_errs[] = {\n",
+		`    {(krabka_err_t)1, "INVALID_ARG", "invalid \"argument\"", 0, 0},` + "\n",
+		`    {(krabka_err_t)31, "NEXT", "next", 1, 0},` + "\n",
+		"    return e != NULL ? e->desc : \"unknown error\";\n",
+		"static void kc_child_get_err_descs(const krabka_err_desc_t **descs, size_t *count) {\n",
+		"extern void kc_go_get_err_descs(const krabka_err_desc_t **descs, size_t *count);\n",
+		"void krabka_get_err_descs(const krabka_err_desc_t **descs, size_t *count) {\n    if (kc_forked()) { kc_child_get_err_descs(descs, count); return; }\n    kc_go_get_err_descs(descs, count);\n}\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("kc_guard.c lacks %q", want)
+		}
 	}
-	if decls[0].name != "krabka_version" || decls[0].ret != "const char *" || len(decls[0].params) != 0 {
-		t.Errorf("first: %+v", decls[0])
+	if strings.Contains(got, "struct kc_child_err") {
+		t.Error("kc_guard.c keeps the ABI 1 table next to the krabka_err_desc_t one")
 	}
-	f := decls[1]
-	if f.name != "krabka_f" || f.ret != "krabka_err_t" || len(f.params) != 4 || f.params[1].name != "name" ||
-		f.params[1].decl != "const char *name" || !f.hasErrstr() {
-		t.Errorf("second: %+v", f)
+	// A field the generator cannot fill from the table is an error.
+	bad := strings.Replace(hdr, "    int fatal;\n", "    int fatal;\n    int severity;\n", 1)
+	if _, err := renderGuard(&inputs{header: parseFixture(t, bad), errors: table}); err == nil || !strings.Contains(err.Error(), "krabka_err_desc_t.severity") {
+		t.Errorf("unknown field: %v", err)
+	}
+}
+
+// A new function that returns something else than krabka_err_t needs a
+// child fallback: the generator says so instead of writing a guard that
+// would enter Go in a child.
+func TestGuardNeedsAFallback(t *testing.T) {
+	hdr := strings.Replace(fixtureHeader, "void krabka_free(void *ptr);", "void krabka_free(void *ptr);\nint krabka_new_count(void);", 1)
+	_, err := renderGuard(&inputs{header: parseFixture(t, hdr)})
+	if err == nil || !strings.Contains(err.Error(), "krabka_new_count returns int: give it a child fallback") {
+		t.Errorf("%v", err)
 	}
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-
-	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // childSafe are the functions that never enter Go in a forked child: they
@@ -25,6 +23,7 @@ var childFallback = map[string]string{
 	"krabka_value_is_tombstone": "return value == NULL || len == 0;",
 	"krabka_conf_new":           "return NULL;",
 	"krabka_free":               "free(ptr); return;",
+	"krabka_get_err_descs":      "kc_child_get_err_descs(descs, count); return;",
 }
 
 func cString(s string) string {
@@ -82,33 +81,13 @@ static krabka_err_t kc_forked_err(const char *fn, char *errstr, size_t errstr_si
 }
 
 /* The error table (coord.ErrorTable) for the child. */
-struct kc_child_err { int code; const char *name, *text; int retriable, fatal; };
-static const struct kc_child_err kc_child_errs[] = {
 `)
-	for _, e := range coord.ErrorTable {
-		fmt.Fprintf(&b, "    {%d, %s, %s, %d, %d},\n", e.Code, cString(e.Name), cString(e.Text), b2i(e.Retriable), b2i(e.Fatal))
+	table, err := renderChildErrors(in)
+	if err != nil {
+		return "", err
 	}
-	b.WriteString(`};
-
-static const struct kc_child_err *kc_child_find(krabka_err_t err) {
-    size_t i;
-    for (i = 0; i < sizeof kc_child_errs / sizeof kc_child_errs[0]; i++)
-        if (kc_child_errs[i].code == (int)err) return &kc_child_errs[i];
-    return NULL;
-}
-static const char *kc_child_err2str(krabka_err_t err) {
-    const struct kc_child_err *e = kc_child_find(err);
-    return e != NULL ? e->text : "unknown error";
-}
-static const char *kc_child_err2name(krabka_err_t err) {
-    const struct kc_child_err *e = kc_child_find(err);
-    return e != NULL ? e->name : "UNKNOWN";
-}
-static int kc_child_err_flag(krabka_err_t err, int fatal) {
-    const struct kc_child_err *e = kc_child_find(err);
-    return e != NULL && (fatal ? e->fatal : e->retriable);
-}
-static krabka_token_t kc_child_token_no_epoch(void) {
+	b.WriteString(table)
+	b.WriteString(`static krabka_token_t kc_child_token_no_epoch(void) {
     krabka_token_t t;
     memset(&t, 0, sizeof t);
     t.producer_id = -1;
@@ -213,4 +192,125 @@ func paramList(f cFunc) string {
 		ps = append(ps, p.decl)
 	}
 	return strings.Join(ps, ", ")
+}
+
+// errDescType is ABI 2's description of one code: when the header declares
+// it, the child's table is an array of it, and krabka_get_err_descs (whose
+// parent side is the Go export) answers from that array in a child.
+const errDescType = "krabka_err_desc_t"
+
+// renderChildErrors writes the child's error table and its lookups.
+func renderChildErrors(in *inputs) (string, error) {
+	var b strings.Builder
+	st, ok := in.header.structByName(errDescType)
+	if !ok {
+		b.WriteString(`struct kc_child_err { int code; const char *name, *text; int retriable, fatal; };
+static const struct kc_child_err kc_child_errs[] = {
+`)
+		for _, e := range in.errors {
+			fmt.Fprintf(&b, "    {%d, %s, %s, %d, %d},\n", e.Code, cString(e.Name), cString(e.Text), b2i(e.Retriable), b2i(e.Fatal))
+		}
+		b.WriteString(`};
+
+static const struct kc_child_err *kc_child_find(krabka_err_t err) {
+    size_t i;
+    for (i = 0; i < sizeof kc_child_errs / sizeof kc_child_errs[0]; i++)
+        if (kc_child_errs[i].code == (int)err) return &kc_child_errs[i];
+    return NULL;
+}
+static const char *kc_child_err2str(krabka_err_t err) {
+    const struct kc_child_err *e = kc_child_find(err);
+    return e != NULL ? e->text : "unknown error";
+}
+static const char *kc_child_err2name(krabka_err_t err) {
+    const struct kc_child_err *e = kc_child_find(err);
+    return e != NULL ? e->name : "UNKNOWN";
+}
+static int kc_child_err_flag(krabka_err_t err, int fatal) {
+    const struct kc_child_err *e = kc_child_find(err);
+    return e != NULL && (fatal ? e->fatal : e->retriable);
+}
+`)
+		if _, declared := in.header.funcByName("krabka_get_err_descs"); declared {
+			return "", fmt.Errorf("krabka_get_err_descs is declared but the struct %s is not", errDescType)
+		}
+		return b.String(), nil
+	}
+	// The fields by name: code, name, desc (or text), retriable, fatal.
+	var textField string
+	have := map[string]bool{}
+	for _, f := range st.fields {
+		switch f.name {
+		case "desc", "text":
+			textField = f.name
+		case "code", "name", "retriable", "fatal":
+		default:
+			return "", fmt.Errorf("%s.%s: the generator fills the fields code, name, desc (or text), retriable and fatal from the error table, not %s", errDescType, f.name, f.name)
+		}
+		have[f.name] = true
+	}
+	if !have["code"] || !have["name"] || textField == "" || !have["retriable"] || !have["fatal"] {
+		return "", fmt.Errorf("%s needs the fields code, name, desc, retriable and fatal", errDescType)
+	}
+	b.WriteString("static const " + errDescType + " kc_child_errs[] = {\n")
+	for _, e := range in.errors {
+		var vals []string
+		for _, f := range st.fields {
+			switch f.name {
+			case "code":
+				vals = append(vals, fmt.Sprintf("(%s)%d", f.typ.base, e.Code))
+			case "name":
+				vals = append(vals, cString(e.Name))
+			case "desc", "text":
+				vals = append(vals, cString(e.Text))
+			case "retriable":
+				vals = append(vals, fmt.Sprint(b2i(e.Retriable)))
+			case "fatal":
+				vals = append(vals, fmt.Sprint(b2i(e.Fatal)))
+			}
+		}
+		fmt.Fprintf(&b, "    {%s},\n", strings.Join(vals, ", "))
+	}
+	fmt.Fprintf(&b, `};
+
+static const %[1]s *kc_child_find(krabka_err_t err) {
+    size_t i;
+    for (i = 0; i < sizeof kc_child_errs / sizeof kc_child_errs[0]; i++)
+        if (kc_child_errs[i].code == err) return &kc_child_errs[i];
+    return NULL;
+}
+`, errDescType)
+	if f, declared := in.header.funcByName("krabka_get_err_descs"); declared {
+		var arr, cnt string
+		for _, p := range f.params {
+			switch {
+			case p.typ.base == errDescType && p.typ.ptr == 2 && p.typ.isConst:
+				arr = p.name
+			case p.typ.base == "size_t" && p.typ.ptr == 1 && !p.typ.isConst:
+				cnt = p.name
+			}
+		}
+		if f.ret != "void" || len(f.params) != 2 || arr != "descs" || cnt != "count" {
+			return "", fmt.Errorf("%s: expected void %s(const %s **descs, size_t *count), got %s %s(%s)", f.name, f.name, errDescType, f.ret, f.name, paramList(f))
+		}
+		fmt.Fprintf(&b, `static void kc_child_get_err_descs(const %[1]s **descs, size_t *count) {
+    if (descs != NULL) *descs = kc_child_errs;
+    if (count != NULL) *count = sizeof kc_child_errs / sizeof kc_child_errs[0];
+}
+`, errDescType)
+	}
+	fmt.Fprintf(&b, `static const char *kc_child_err2str(krabka_err_t err) {
+    const %[1]s *e = kc_child_find(err);
+    return e != NULL ? e->%[2]s : "unknown error";
+}
+static const char *kc_child_err2name(krabka_err_t err) {
+    const %[1]s *e = kc_child_find(err);
+    return e != NULL ? e->name : "UNKNOWN";
+}
+static int kc_child_err_flag(krabka_err_t err, int fatal) {
+    const %[1]s *e = kc_child_find(err);
+    return e != NULL && (fatal ? e->fatal : e->retriable);
+}
+`, errDescType, textField)
+	return b.String(), nil
 }

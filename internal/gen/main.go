@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // output is one generated file: its path from the repository root and how
@@ -27,7 +29,8 @@ type output struct {
 
 // inputs are what every output is rendered from.
 type inputs struct {
-	header *header // include/krabka_coord.h, parsed
+	header *header               // include/krabka_coord.h, parsed
+	errors []coord.ErrorCodeInfo // coord.ErrorTable
 }
 
 const headerPath = "include/krabka_coord.h"
@@ -35,6 +38,10 @@ const headerPath = "include/krabka_coord.h"
 // outputs lists every generated file, in the order they are written.
 var outputs = []output{
 	{"capi/kc_guard.c", renderGuard},
+	{"bindings/python/src/krabka_coord/_abi.py", renderPython},
+	{"bindings/node/lib/abi.js", renderJS},
+	{"bindings/node/abi.d.ts", renderTS},
+	{"docs/CONFIGURATION.md", renderConfigDoc},
 }
 
 // findRoot walks up from dir to the directory that holds go.mod.
@@ -67,11 +74,50 @@ func loadInputs(root string) (*inputs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", headerPath, err)
 	}
-	return &inputs{header: h}, nil
+	return &inputs{header: h, errors: coord.ErrorTable}, nil
+}
+
+// check fails when the header and the Go tables disagree: every code of
+// the table is in the header's krabka_err_t under its name and number, and
+// the other way round.
+func (in *inputs) check() error {
+	var errEnum *cEnum
+	for i, e := range in.header.enums {
+		if e.name == "krabka_err_t" {
+			errEnum = &in.header.enums[i]
+		}
+	}
+	if errEnum == nil {
+		return fmt.Errorf("%s declares no typedef enum ... krabka_err_t", headerPath)
+	}
+	members, err := memberNames(*errEnum)
+	if err != nil {
+		return err
+	}
+	inHeader := map[string]int64{}
+	for i, m := range errEnum.members {
+		inHeader[members[i]] = m.value
+	}
+	inTable := map[string]bool{}
+	for _, e := range in.errors {
+		inTable[e.Name] = true
+		if v, ok := inHeader[e.Name]; !ok || v != int64(e.Code) {
+			return fmt.Errorf("coord.ErrorTable has %s = %d and the header's krabka_err_t does not: add KRABKA_ERR_%s = %d to %s", e.Name, e.Code, e.Name, e.Code, headerPath)
+		}
+	}
+	for i, m := range errEnum.members {
+		if !inTable[members[i]] {
+			return fmt.Errorf("the header's krabka_err_t has %s = %d and coord.ErrorTable does not: declare its Error value in core/coord/errors_client.go", m.name, m.value)
+		}
+	}
+	return nil
 }
 
 // renderAll renders every output in memory: path -> content.
 func renderAll(in *inputs) (map[string]string, error) {
+	if err := in.check(); err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
 	for _, o := range outputs {
 		s, err := o.render(in)

@@ -71,7 +71,7 @@ int main(void) {
     char tok[KRABKA_TOKEN_TEXT_MAX], value[160];
     krabka_token_format(token, tok, sizeof tok);
     snprintf(value, sizeof value, "smoke command token %s", tok);
-    krabka_message_t m = {topic, KRABKA_PARTITION_ANY, NULL, 0, (const uint8_t *)value, strlen(value)};
+    krabka_message_t m = {sizeof(krabka_message_t), topic, KRABKA_PARTITION_ANY, NULL, 0, (const uint8_t *)value, strlen(value), NULL, 0};
     krabka_produce_result_t res = {-1, -1};
     STEP("produce", krabka_leadership_produce(lead, &m, 1, 60000, &res, ES));
     EXPECT(res.partition >= 0 && res.offset >= 0, "produce result %d/%" PRId64, res.partition, res.offset);

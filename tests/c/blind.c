@@ -101,8 +101,8 @@ static krabka_leadership_state_t state_of(const krabka_leadership_t *l) {
 }
 
 static krabka_message_t command(const struct run *r, const char *value) {
-    krabka_message_t m = {topic, 0, (const uint8_t *)r->role, strlen(r->role), (const uint8_t *)value,
-                          strlen(value)};
+    krabka_message_t m = {sizeof(krabka_message_t), topic, 0, (const uint8_t *)r->role, strlen(r->role), (const uint8_t *)value,
+                          strlen(value), NULL, 0};
     return m;
 }
 

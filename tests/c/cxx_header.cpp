@@ -28,6 +28,25 @@ int main() {
         std::printf("cxx_header: FAIL conf\n");
         return 1;
     }
+    krabka_message_t m = KRABKA_MESSAGE_INIT;
+    if (m.size != sizeof(krabka_message_t) || m.partition != KRABKA_PARTITION_ANY || m.headers != nullptr) {
+        std::printf("cxx_header: FAIL KRABKA_MESSAGE_INIT\n");
+        return 1;
+    }
+    const krabka_err_desc_t *descs = nullptr;
+    size_t n = 0;
+    krabka_get_err_descs(&descs, &n);
+    if (descs == nullptr || n < 2 || descs[0].code != KRABKA_OK || std::string(descs[0].name) != "OK") {
+        std::printf("cxx_header: FAIL krabka_get_err_descs\n");
+        return 1;
+    }
+    krabka_queue_t *q = nullptr;
+    krabka_event_t *ev = reinterpret_cast<krabka_event_t *>(&n);
+    if (krabka_queue_new(&q) != KRABKA_OK || krabka_queue_poll(q, &ev) != KRABKA_OK || ev != nullptr ||
+        krabka_queue_destroy(q) != KRABKA_OK) {
+        std::printf("cxx_header: FAIL queue\n");
+        return 1;
+    }
     std::printf("cxx_header: ok (C++11, library %s)\n", krabka_version());
     return 0;
 }

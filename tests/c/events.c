@@ -103,24 +103,83 @@ static krabka_leadership_state_t state_of(const krabka_leadership_t *l) {
 }
 
 static krabka_err_t dispatch(krabka_leadership_t *l, char *es, size_t es_size) {
-    krabka_message_t m = {topic, KRABKA_PARTITION_ANY, NULL, 0, (const uint8_t *)"cmd", 3};
+    krabka_message_t m = KRABKA_MESSAGE_INIT;
+    m.topic = topic;
+    m.value = (const uint8_t *)"cmd";
+    m.value_len = 3;
     return krabka_leadership_produce(l, &m, 1, 10000, NULL, es, es_size);
 }
 
-/* Waits in poll(2) on the queue's fd for the next event (at most 60 s). */
-static krabka_event_t next_event(krabka_queue_t *q) {
-    krabka_event_t ev;
+/* Waits in poll(2) on the queue's fd for the next event (at most 60 s;
+ * NULL if none came). */
+static krabka_event_t *next_event(krabka_queue_t *q) {
+    krabka_event_t *ev = NULL;
     int fd = -1;
     OK(krabka_queue_fd(q, &fd));
     for (int i = 0; i < 600; i++) {
         OK(krabka_queue_poll(q, &ev));
-        if (ev.type != KRABKA_EVENT_NONE)
+        if (ev)
             return ev;
         struct pollfd p = {fd, POLLIN, 0};
         poll(&p, 1, 100);
     }
-    memset(&ev, 0, sizeof ev);
-    return ev;
+    return NULL;
+}
+
+/* An event's type, tag and error (its reason into es); -1 / 0 / INVALID_HANDLE for a NULL event. */
+static int ev_type(const krabka_event_t *ev) {
+    krabka_event_type_t t;
+    return krabka_event_type(ev, &t) == KRABKA_OK ? (int)t : -1;
+}
+
+static uint64_t ev_tag(const krabka_event_t *ev) {
+    uint64_t tag = 0;
+    return krabka_event_tag(ev, &tag) == KRABKA_OK ? tag : 0;
+}
+
+static krabka_err_t ev_err(const krabka_event_t *ev, char *es, size_t es_size) {
+    krabka_err_t code = KRABKA_ERR_INVALID_HANDLE;
+    if (es_size)
+        es[0] = '\0';
+    krabka_event_error(ev, &code, es, es_size);
+    return code;
+}
+
+static krabka_leadership_state_t ev_state(const krabka_event_t *ev) {
+    krabka_leadership_state_t st = (krabka_leadership_state_t)-1;
+    krabka_event_state(ev, &st, NULL, 0);
+    return st;
+}
+
+static krabka_leadership_t *ev_leadership(krabka_event_t *ev) {
+    krabka_leadership_t *l = NULL;
+    krabka_event_take_leadership(ev, &l, NULL, 0);
+    return l;
+}
+
+/* The holder (or "") and the kind of a watch event. */
+static const char *we_holder(const krabka_watch_event_t *we, int *has) {
+    static char name[KRABKA_NAME_BUF];
+    size_t n = 0;
+    *has = -1;
+    name[0] = '\0';
+    OK(krabka_watch_event_holder(we, has, name, sizeof name, &n));
+    return name;
+}
+
+static const char *we_prev_holder(const krabka_watch_event_t *we, int *has) {
+    static char name[KRABKA_NAME_BUF];
+    size_t n = 0;
+    *has = -1;
+    name[0] = '\0';
+    OK(krabka_watch_event_prev_holder(we, has, name, sizeof name, &n));
+    return name;
+}
+
+static krabka_watch_event_kind_t we_kind(const krabka_watch_event_t *we) {
+    krabka_watch_event_kind_t k = (krabka_watch_event_kind_t)-1;
+    OK(krabka_watch_event_kind(we, &k));
+    return k;
 }
 
 static int readable(int fd) {
@@ -212,19 +271,19 @@ int main(void) {
     OK(krabka_client_acquire_async(cb, role, KRABKA_NTS, "node-b", KRABKA_NTS, 60000, q, 1, ES));
     /* node-a's ENDED (tag 7) may come first: its view of the log can show
      * node-b's lease before node-b's acquire returns. */
-    krabka_event_t ev = next_event(q), ended = {KRABKA_EVENT_NONE, 0, KRABKA_OK, NULL, NULL, KRABKA_LEADERSHIP_ACTIVE,
-                                                 KRABKA_LOG_INFO, NULL, NULL};
-    char ended_errstr[512] = "";
-    if (ev.type == KRABKA_EVENT_ENDED) {
+    krabka_event_t *ev = next_event(q), *ended = NULL;
+    char ended_errstr[512] = "", ev_errstr[512];
+    if (ev_type(ev) == KRABKA_EVENT_ENDED) {
         ended = ev;
-        snprintf(ended_errstr, sizeof ended_errstr, "%s", ev.errstr);
         ev = next_event(q);
     }
-    CHECK(ev.type == KRABKA_EVENT_ACQUIRE && ev.tag == 1 && ev.err == KRABKA_OK && ev.leadership != NULL,
-          "acquire event type %d tag %" PRIu64 " err %s (%s)", ev.type, ev.tag, krabka_err2name(ev.err),
-          ev.errstr ? ev.errstr : "");
+    krabka_err_t ev_code = ev_err(ev, ev_errstr, sizeof ev_errstr);
+    krabka_leadership_t *lb = ev_leadership(ev);
+    CHECK(ev_type(ev) == KRABKA_EVENT_ACQUIRE && ev_tag(ev) == 1 && ev_code == KRABKA_OK && lb != NULL,
+          "acquire event type %d tag %" PRIu64 " err %s (%s)", ev_type(ev), ev_tag(ev), krabka_err2name(ev_code),
+          ev_errstr);
     CHECK(now_ms() - t0 >= 3000, "node-b won after %" PRId64 " ms, before node-a's lease ran out", now_ms() - t0);
-    krabka_leadership_t *lb = ev.leadership;
+    OK(krabka_event_destroy(ev));
     if (!lb)
         return 1;
     krabka_token_t tb = token_of(lb);
@@ -253,16 +312,16 @@ int main(void) {
     uint64_t v = 0;
     CHECK(read(fa, &v, sizeof v) == (ssize_t)sizeof v && v >= 1, "reading the event fd resets it");
     CHECK(!readable(fa), "event fd still readable after the read");
-    if (ended.type == KRABKA_EVENT_NONE) {
+    if (ended == NULL)
         ended = next_event(q);
-        snprintf(ended_errstr, sizeof ended_errstr, "%s", ended.errstr ? ended.errstr : "");
-    }
-    CHECK(ended.type == KRABKA_EVENT_ENDED && ended.tag == 7 && ended.state == KRABKA_LEADERSHIP_FENCED &&
-              ended.err == KRABKA_ERR_FENCED && strstr(ended_errstr, "fenced") != NULL,
-          "ended event type %d tag %" PRIu64 " state %d err %s", ended.type, ended.tag, ended.state,
-          krabka_err2name(ended.err));
+    krabka_err_t ended_code = ev_err(ended, ended_errstr, sizeof ended_errstr);
+    CHECK(ev_type(ended) == KRABKA_EVENT_ENDED && ev_tag(ended) == 7 && ev_state(ended) == KRABKA_LEADERSHIP_FENCED &&
+              ended_code == KRABKA_ERR_FENCED && strstr(ended_errstr, "fenced") != NULL,
+          "ended event type %d tag %" PRIu64 " state %d err %s", ev_type(ended), ev_tag(ended), ev_state(ended),
+          krabka_err2name(ended_code));
+    OK(krabka_event_destroy(ended));
     OK(krabka_queue_poll(q, &ev));
-    CHECK(ev.type == KRABKA_EVENT_NONE && !readable(qfd), "queue empty and its fd clear: type %d", ev.type);
+    CHECK(ev == NULL && !readable(qfd), "queue empty and its fd clear: type %d", ev_type(ev));
 
     /* 4. */
     struct writer r = {lb, KRABKA_OK, {0}};
@@ -279,11 +338,13 @@ int main(void) {
     OK(krabka_client_acquire_async(cc, role2, KRABKA_NTS, "node-c", KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT, q, 2, ES));
     sleep_ms(300);
     OK(krabka_queue_poll(q, &ev));
-    CHECK(ev.type == KRABKA_EVENT_NONE, "node-c's acquire completed while the role is held: type %d", ev.type);
+    CHECK(ev == NULL, "node-c's acquire completed while the role is held: type %d", ev_type(ev));
     OK(krabka_client_destroy(cc));
     ev = next_event(q);
-    CHECK(ev.type == KRABKA_EVENT_ACQUIRE && ev.tag == 2 && ev.err == KRABKA_ERR_CLOSED && ev.leadership == NULL,
-          "acquire after destroy: type %d err %s", ev.type, krabka_err2name(ev.err));
+    ev_code = ev_err(ev, ev_errstr, sizeof ev_errstr);
+    CHECK(ev_type(ev) == KRABKA_EVENT_ACQUIRE && ev_tag(ev) == 2 && ev_code == KRABKA_ERR_CLOSED && ev_leadership(ev) == NULL,
+          "acquire after destroy: type %d err %s", ev_type(ev), krabka_err2name(ev_code));
+    OK(krabka_event_destroy(ev));
 
     /* 7. (before destroying the clients) */
     char *json = NULL;
@@ -327,13 +388,18 @@ int main(void) {
     int registered = 0, won_d = 0;
     for (;;) {
         OK(krabka_queue_poll(lq, &ev));
-        if (ev.type == KRABKA_EVENT_NONE)
+        if (ev == NULL)
             break;
-        CHECK(ev.type == KRABKA_EVENT_LOG && ev.tag == 99 && ev.log_line != NULL, "log queue event type %d tag %" PRIu64, ev.type, ev.tag);
-        if (ev.log_level == KRABKA_LOG_DEBUG && strstr(ev.log_line, "krabka: registered") == ev.log_line)
+        krabka_log_level_t level = (krabka_log_level_t)0;
+        const char *line = NULL;
+        OK(krabka_event_log(ev, &level, &line, ES));
+        CHECK(ev_type(ev) == KRABKA_EVENT_LOG && ev_tag(ev) == 99 && line != NULL, "log queue event type %d tag %" PRIu64,
+              ev_type(ev), ev_tag(ev));
+        if (level == KRABKA_LOG_DEBUG && strstr(line, "krabka: registered") == line)
             registered = 1;
-        if (ev.log_level == KRABKA_LOG_INFO && strstr(ev.log_line, "krabka: role won") == ev.log_line)
+        if (level == KRABKA_LOG_INFO && strstr(line, "krabka: role won") == line)
             won_d = 1;
+        OK(krabka_event_destroy(ev));
     }
     CHECK(registered && won_d, "log queue: registered %d, won %d", registered, won_d);
     OK(krabka_leadership_destroy(ld));
@@ -349,8 +415,8 @@ int main(void) {
     OK(krabka_client_watch(cw, role4, KRABKA_NTS, 0, 15000, &wt, ES));
     int wfd = -1;
     OK(krabka_watch_event_fd(wt, &wfd));
-    krabka_watch_event_t we;
-    CHECK(krabka_watch_next(wt, 200, &we, ES) == KRABKA_ERR_TIMEOUT, "an event on a role nobody touched");
+    krabka_watch_event_t *we = (krabka_watch_event_t *)&wfd;
+    CHECK(krabka_watch_next(wt, 200, &we, ES) == KRABKA_ERR_TIMEOUT && we == NULL, "an event on a role nobody touched");
     krabka_leadership_t *w1 = NULL, *w2 = NULL;
     OK(krabka_client_acquire(c1, role4, KRABKA_NTS, "node-a", KRABKA_NTS, 30000, &w1, ES));
     krabka_token_t wt1 = token_of(w1);
@@ -363,40 +429,69 @@ int main(void) {
         if (poll(&wp, 1, 100) != 1)
             continue;
         while (krabka_watch_next(wt, 1, &we, ES) == KRABKA_OK) {
-            if (we.kind == KRABKA_WATCH_ROLE_FREE)
+            krabka_watch_event_kind_t kind = we_kind(we);
+            int has = -1, has_prev = -1, has_lease = -1;
+            krabka_token_t tok, prev;
+            krabka_lease_t lease;
+            int64_t off = -2, at = 0;
+            size_t count = 0;
+            OK(krabka_watch_event_token(we, &tok));
+            OK(krabka_watch_event_prev_token(we, &prev));
+            OK(krabka_watch_event_lease(we, &has_lease, &lease));
+            OK(krabka_watch_event_roster_count(we, &count));
+            OK(krabka_watch_event_offset(we, &off));
+            OK(krabka_watch_event_at(we, &at));
+            if (kind == KRABKA_WATCH_ROLE_FREE)
                 frees++;
-            if (we.kind != KRABKA_WATCH_HOLDER_CHANGED)
-                continue;
-            holders++;
-            if (holders == 1)
-                order_ok &= we.has_holder && strcmp(we.holder, "node-a") == 0 && !we.has_prev_holder &&
-                            krabka_token_compare(we.token, wt1) == 0 && we.offset >= 0 && we.at_ms > 0;
-            if (holders == 2) {
-                order_ok &= we.has_holder && strcmp(we.holder, "node-b") == 0 && we.has_prev_holder &&
-                            strcmp(we.prev_holder, "node-a") == 0 && krabka_token_compare(we.prev_token, wt1) == 0 &&
-                            krabka_token_supersedes(we.token, wt1) && we.has_lease && we.roster_count >= 1 &&
-                            strcmp(we.roster[we.roster_count - 1].member, "node-b") == 0;
-                wt2 = we.token;
+            if (kind == KRABKA_WATCH_HOLDER_CHANGED) {
+                holders++;
+                const char *holder = we_holder(we, &has);
+                int is_a = strcmp(holder, "node-a") == 0, is_b = strcmp(holder, "node-b") == 0;
+                const char *prev_holder = we_prev_holder(we, &has_prev);
+                if (holders == 1)
+                    order_ok &= has == 1 && is_a && has_prev == 0 && prev_holder[0] == '\0' &&
+                                krabka_token_compare(tok, wt1) == 0 && off >= 0 && at > 0;
+                if (holders == 2) {
+                    krabka_roster_entry_t last;
+                    memset(&last, 0, sizeof last);
+                    if (count >= 1)
+                        OK(krabka_watch_event_roster_entry(we, count - 1, &last));
+                    order_ok &= has == 1 && is_b && has_prev == 1 && strcmp(prev_holder, "node-a") == 0 &&
+                                krabka_token_compare(prev, wt1) == 0 && krabka_token_supersedes(tok, wt1) &&
+                                has_lease == 1 && krabka_token_compare(lease.token, tok) == 0 && count >= 1 &&
+                                strcmp(last.member, "node-b") == 0 &&
+                                krabka_watch_event_roster_entry(we, count, &last) == KRABKA_ERR_INVALID_ARG;
+                    wt2 = tok;
+                }
             }
+            OK(krabka_watch_event_destroy(we));
         }
     }
     CHECK(holders == 2 && order_ok && frees >= 1, "watch: %d holder changes, order ok %d, %d role-free", holders, order_ok,
           frees);
     ev = next_event(q);
-    CHECK(ev.type == KRABKA_EVENT_ACQUIRE && ev.tag == 3 && ev.err == KRABKA_OK, "node-b's acquire: %s", krabka_err2name(ev.err));
-    w2 = ev.leadership;
+    ev_code = ev_err(ev, ev_errstr, sizeof ev_errstr);
+    CHECK(ev_type(ev) == KRABKA_EVENT_ACQUIRE && ev_tag(ev) == 3 && ev_code == KRABKA_OK, "node-b's acquire: %s",
+          krabka_err2name(ev_code));
+    w2 = ev_leadership(ev);
+    OK(krabka_event_destroy(ev));
     CHECK(w2 && krabka_token_compare(token_of(w2), wt2) == 0, "the watch saw node-b's token");
     OK(krabka_watch_next_async(wt, 30000, q, 4)); /* resign: the next change comes through the queue */
     OK(krabka_leadership_resign(w2, 10000, ES));
     ev = next_event(q);
-    CHECK(ev.type == KRABKA_EVENT_WATCH && ev.tag == 4 && ev.err == KRABKA_OK && ev.watch_event != NULL,
-          "watch event through the queue: type %d err %s", ev.type, krabka_err2name(ev.err));
+    ev_code = ev_err(ev, ev_errstr, sizeof ev_errstr);
+    we = NULL;
+    OK(krabka_event_take_watch_event(ev, &we, ES));
+    CHECK(ev_type(ev) == KRABKA_EVENT_WATCH && ev_tag(ev) == 4 && ev_code == KRABKA_OK && we != NULL,
+          "watch event through the queue: type %d err %s", ev_type(ev), krabka_err2name(ev_code));
+    OK(krabka_event_destroy(ev));
+    OK(krabka_watch_event_destroy(we));
     OK(krabka_leadership_destroy(w2));
     OK(krabka_client_destroy(c1));
     OK(krabka_client_destroy(c2));
     OK(krabka_client_destroy(cw)); /* ends the watch: CLOSED once drained */
-    while (krabka_watch_next(wt, 1000, &we, ES) == KRABKA_OK) {
-    }
+    while (krabka_watch_next(wt, 1000, &we, ES) == KRABKA_OK)
+        OK(krabka_watch_event_destroy(we));
     CHECK(krabka_watch_next(wt, 1000, &we, ES) == KRABKA_ERR_CLOSED, "watch after its client was destroyed");
     OK(krabka_watch_destroy(wt));
     CHECK(krabka_watch_destroy(wt) == KRABKA_ERR_INVALID_HANDLE, "double destroy");

@@ -9,8 +9,10 @@
  * describe, renew, produce, resign, leadership_wait without a limit,
  * conf_set (errstr names the fork), client_new, queue_new and
  * client_destroy; krabka_conf_new answers NULL. The functions that return
- * something else (versions, the error table, token arithmetic, murmur2)
- * answer in the child exactly what they answered in the parent. The child
+ * something else (versions, the error table, krabka_get_err_descs, token
+ * arithmetic, murmur2) answer in the child exactly what they answered in
+ * the parent; the table krabka_get_err_descs gives agrees with
+ * err2name/err2str/err_is_retriable/err_is_fatal in both. The child
  * reports through its exit status. A second child made by a raw clone
  * system call (no pthread_atfork handlers run) gets FORKED from the calls
  * that may block, which also compare the process id. The parent then
@@ -52,6 +54,22 @@ static int p_retriable[NCODES], p_fatal[NCODES];
 static const char *hash_inputs[] = {"", "a", "ab", "abc", "abcd", "controller", "krabka-coord role \xc3\xa9"};
 #define NHASH (sizeof hash_inputs / sizeof hash_inputs[0])
 static int32_t p_hash[NHASH];
+static const krabka_err_desc_t *p_descs;
+static size_t p_ndescs;
+
+/* The descriptions agree with the four error functions (in the process
+ * that calls it: the parent's answers come from Go, the child's from C). */
+static void check_descs(const char *who, const krabka_err_desc_t *d, size_t n) {
+    CHECK(d != NULL && n >= 30, "%s: %zu error descriptions", who, n);
+    for (size_t i = 0; d && i < n; i++) {
+        CHECK(i == 0 || d[i].code > d[i - 1].code, "%s: descs[%zu] out of order", who, i);
+        CHECK(strcmp(d[i].name, krabka_err2name(d[i].code)) == 0, "%s: descs[%zu].name %s, err2name %s", who, i,
+              d[i].name, krabka_err2name(d[i].code));
+        CHECK(strcmp(d[i].desc, krabka_err2str(d[i].code)) == 0, "%s: descs[%zu].desc \"%s\"", who, i, d[i].desc);
+        CHECK(d[i].retriable == krabka_err_is_retriable(d[i].code) && d[i].fatal == krabka_err_is_fatal(d[i].code),
+              "%s: descs[%zu] flags", who, i);
+    }
+}
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -60,8 +78,8 @@ static int64_t now_ms(void) {
 }
 
 static krabka_err_t write_one(krabka_leadership_t *l, const char *value) {
-    krabka_message_t m = {topic, KRABKA_PARTITION_ANY, (const uint8_t *)role, strlen(role),
-                          (const uint8_t *)value, strlen(value)};
+    krabka_message_t m = {sizeof(krabka_message_t), topic, KRABKA_PARTITION_ANY, (const uint8_t *)role, strlen(role),
+                          (const uint8_t *)value, strlen(value), NULL, 0};
     krabka_produce_result_t res;
     errstr[0] = '\0';
     return krabka_leadership_produce(l, &m, 1, 15000, &res, ES);
@@ -90,6 +108,17 @@ static int child(krabka_client_t *c, krabka_leadership_t *l) {
     FORKED(krabka_leadership_state(l, &state));
     FORKED(krabka_leadership_resign(l, 0, ES));
     FORKED(krabka_client_leave(c, role, KRABKA_NTS, "node-a", KRABKA_NTS, 0, ES));
+    /* The async forms and the event accessors too. */
+    FORKED(krabka_client_describe_async(c, role, KRABKA_NTS, 0, NULL, 1, ES));
+    FORKED(krabka_leadership_produce_async(l, NULL, 0, 0, NULL, 1, ES));
+    FORKED(krabka_leadership_resign_async(l, NULL, 0, 0, NULL, 1, ES));
+    {
+        krabka_event_t *ev = NULL;
+        krabka_event_type_t t;
+        FORKED(krabka_queue_poll(NULL, &ev));
+        FORKED(krabka_event_type(NULL, &t));
+        FORKED(krabka_event_destroy(NULL));
+    }
     /* Calls without a network or without a handle. */
     FORKED(krabka_queue_new(&q));
     FORKED(krabka_client_new(NULL, &c2, ES));
@@ -116,6 +145,18 @@ static int child(krabka_client_t *c, krabka_leadership_t *l) {
         CHECK(krabka_err_is_fatal(e) == p_fatal[i], "fatal(%d)", i);
     }
     CHECK(strcmp(krabka_err2name(KRABKA_ERR_FORKED), "FORKED") == 0, "FORKED has its name");
+    const krabka_err_desc_t *d = NULL;
+    size_t nd = 0;
+    krabka_get_err_descs(&d, &nd);
+    check_descs("child", d, nd);
+    CHECK(nd == p_ndescs, "child: %zu descriptions, parent %zu", nd, p_ndescs);
+    for (size_t i = 0; d && i < nd && i < p_ndescs; i++)
+        CHECK(d[i].code == p_descs[i].code && strcmp(d[i].name, p_descs[i].name) == 0 &&
+                  strcmp(d[i].desc, p_descs[i].desc) == 0 && d[i].retriable == p_descs[i].retriable &&
+                  d[i].fatal == p_descs[i].fatal,
+              "descs[%zu]: child %d %s, parent %d %s", i, (int)d[i].code, d[i].name, (int)p_descs[i].code,
+              p_descs[i].name);
+    krabka_get_err_descs(NULL, NULL);
     for (size_t i = 0; i < NHASH; i++)
         CHECK(krabka_murmur2((const uint8_t *)hash_inputs[i], strlen(hash_inputs[i])) == p_hash[i],
               "murmur2(\"%s\") child %d parent %d", hash_inputs[i],
@@ -164,6 +205,8 @@ int main(void) {
     }
     for (size_t i = 0; i < NHASH; i++)
         p_hash[i] = krabka_murmur2((const uint8_t *)hash_inputs[i], strlen(hash_inputs[i]));
+    krabka_get_err_descs(&p_descs, &p_ndescs);
+    check_descs("parent", p_descs, p_ndescs);
 
     fflush(stdout);
     pid_t pid = fork();

@@ -1,4 +1,4 @@
-/* Record headers through the C ABI (COORDINATION.md section 11), on the
+/* Record headers through the C ABI (docs/PROTOCOL.md section 11), on the
  * broker at $KRABKA_BOOTSTRAP: term and member metadata (set before the
  * acquire, read back from describe, the leadership and a watch, changed by a
  * renewal), the 4096-byte limit, a resign to a named successor that takes
@@ -121,17 +121,24 @@ int main(void) {
     CHECK(krabka_status_metadata(st, buf, sizeof buf, &len) == KRABKA_ERR_INVALID_HANDLE, "destroyed status");
 
     /* The watch's first event is the holder change, with the metadata. */
-    krabka_watch_event_t ev;
+    krabka_watch_event_t *ev = NULL;
+    krabka_watch_event_kind_t kind;
     int saw = 0;
     for (int i = 0; i < 10 && !saw; i++) {
         OK(krabka_watch_next(w, 10000, &ev, ES));
-        if (ev.kind == KRABKA_WATCH_HOLDER_CHANGED) {
-            OK(krabka_watch_metadata(w, buf, sizeof buf, &len));
+        OK(krabka_watch_event_kind(ev, &kind));
+        if (kind == KRABKA_WATCH_HOLDER_CHANGED) {
+            OK(krabka_watch_event_metadata(ev, buf, sizeof buf, &len));
             CHECK(meta_is(len, buf, "term-a"), "watch: holder change with %zu bytes of metadata", len);
+            CHECK(krabka_watch_event_metadata(ev, buf, 2, &len) == KRABKA_ERR_INVALID_ARG && len == 6,
+                  "watch event metadata into 2 bytes: %zu", len);
+            CHECK(krabka_watch_event_metadata(ev, buf, sizeof buf, NULL) == KRABKA_ERR_INVALID_ARG, "NULL len");
             saw = 1;
         }
+        OK(krabka_watch_event_destroy(ev));
     }
     CHECK(saw, "no holder change seen");
+    CHECK(krabka_watch_event_metadata(ev, buf, sizeof buf, &len) == KRABKA_ERR_INVALID_HANDLE, "destroyed watch event");
 
     /* A change of the term's metadata is a renewal, delivered to the watch. */
     CHECK(krabka_leadership_set_metadata(a, big, sizeof big, 10000, ES) == KRABKA_ERR_INVALID_ARG,
@@ -142,37 +149,53 @@ int main(void) {
     saw = 0;
     for (int i = 0; i < 10 && !saw; i++) {
         OK(krabka_watch_next(w, 10000, &ev, ES));
-        if (ev.kind == KRABKA_WATCH_LEASE_RENEWED) {
-            OK(krabka_watch_metadata(w, buf, sizeof buf, &len));
+        OK(krabka_watch_event_kind(ev, &kind));
+        if (kind == KRABKA_WATCH_LEASE_RENEWED) {
+            OK(krabka_watch_event_metadata(ev, buf, sizeof buf, &len));
             CHECK(meta_is(len, buf, "term-a:2"), "watch: renewal with %zu bytes of metadata", len);
             saw = 1;
         }
+        OK(krabka_watch_event_destroy(ev));
     }
     CHECK(saw, "the metadata change was not delivered");
 
-    /* Guarded writes with headers; reserved names and NULL arrays refused. */
-    krabka_message_t msgs[2] = {
-        {topic, 0, (const uint8_t *)"k", 1, (const uint8_t *)"v1", 2},
-        {topic, 0, (const uint8_t *)"k", 1, (const uint8_t *)"v2", 2},
-    };
+    /* Guarded writes with headers (in the messages); reserved names and NULL
+     * arrays refused. */
     krabka_header_t hs[3] = {
         {"trace", (const uint8_t *)"t-1", 3}, {"source", (const uint8_t *)"c", 1}, {"trace", NULL, 0}};
-    size_t counts[2] = {2, 1};
+    krabka_message_t msgs[2] = {
+        {sizeof(krabka_message_t), topic, 0, (const uint8_t *)"k", 1, (const uint8_t *)"v1", 2, hs, 2},
+        {sizeof(krabka_message_t), topic, 0, (const uint8_t *)"k", 1, (const uint8_t *)"v2", 2, hs + 2, 1},
+    };
     krabka_produce_result_t res[2];
-    OK(krabka_leadership_produce_with_headers(a, msgs, 2, hs, counts, 30000, res, ES));
+    OK(krabka_leadership_produce(a, msgs, 2, 30000, res, ES));
     CHECK(res[0].offset >= 0 && res[1].offset > res[0].offset, "offsets %" PRId64 " %" PRId64, res[0].offset,
           res[1].offset);
-    OK(krabka_leadership_produce_with_headers(a, msgs, 1, NULL, NULL, 30000, res, ES));
+    krabka_message_t plain = msgs[0];
+    plain.headers = NULL;
+    plain.header_count = 0;
+    OK(krabka_leadership_produce(a, &plain, 1, 30000, res, ES));
     krabka_header_t reserved = {"krabka.token", (const uint8_t *)"1:1", 3};
-    size_t one = 1;
-    CHECK(krabka_leadership_produce_with_headers(a, msgs, 1, &reserved, &one, 30000, res, ES) ==
-              KRABKA_ERR_INVALID_ARG && strstr(errstr, "reserved") != NULL,
+    krabka_message_t bad = msgs[0];
+    bad.headers = &reserved;
+    bad.header_count = 1;
+    CHECK(krabka_leadership_produce(a, &bad, 1, 30000, res, ES) == KRABKA_ERR_INVALID_ARG &&
+              strstr(errstr, "reserved") != NULL,
           "a krabka.* header: %s", errstr);
-    CHECK(krabka_leadership_produce_with_headers(a, msgs, 1, NULL, &one, 30000, res, ES) == KRABKA_ERR_INVALID_ARG,
+    bad.headers = NULL;
+    CHECK(krabka_leadership_produce(a, &bad, 1, 30000, res, ES) == KRABKA_ERR_INVALID_ARG &&
+              strstr(errstr, "messages[0].headers is NULL") != NULL,
           "headers NULL with a count: %s", errstr);
     krabka_header_t nokey = {NULL, NULL, 0};
-    CHECK(krabka_leadership_produce_with_headers(a, msgs, 1, &nokey, &one, 30000, res, ES) == KRABKA_ERR_INVALID_ARG,
+    bad.headers = &nokey;
+    CHECK(krabka_leadership_produce(a, &bad, 1, 30000, res, ES) == KRABKA_ERR_INVALID_ARG &&
+              strstr(errstr, "messages[0].headers[0].key is NULL") != NULL,
           "a NULL header key: %s", errstr);
+    krabka_header_t nullval = {"x", NULL, 3};
+    bad.headers = &nullval;
+    CHECK(krabka_leadership_produce(a, &bad, 1, 30000, res, ES) == KRABKA_ERR_INVALID_ARG &&
+              strstr(errstr, "messages[0].headers[0].value") != NULL,
+          "a NULL header value with a length: %s", errstr);
 
     /* Resign to the rank-1 standby: it wins at once, the rank-0 one waits. */
     struct waiter wb = {cb, "b", NULL, KRABKA_OK}, wc = {cc, "c", NULL, KRABKA_OK};

@@ -81,8 +81,8 @@ static krabka_err_t dispatch(krabka_leadership_t *l, int n, krabka_produce_resul
         return KRABKA_ERR_INVALID_HANDLE;
     krabka_token_format(t, tok, sizeof tok);
     snprintf(value, sizeof value, "command %d token %s", n, tok);
-    krabka_message_t m = {topic, KRABKA_PARTITION_ANY, (const uint8_t *)role, strlen(role),
-                          (const uint8_t *)value, strlen(value)};
+    krabka_message_t m = {sizeof(krabka_message_t), topic, KRABKA_PARTITION_ANY, (const uint8_t *)role, strlen(role),
+                          (const uint8_t *)value, strlen(value), NULL, 0};
     errstr[0] = '\0';
     return krabka_leadership_produce(l, &m, 1, 10000, res, ES);
 }
@@ -103,8 +103,8 @@ static void *write_commands(void *arg) {
     snprintf(key, sizeof key, "%s-writer-%d", role, w->id);
     for (int i = 0; i < EACH; i++) {
         snprintf(value, sizeof value, "writer %d command %d", w->id, i);
-        krabka_message_t m = {topic, KRABKA_PARTITION_ANY, (const uint8_t *)key, strlen(key),
-                              (const uint8_t *)value, strlen(value)};
+        krabka_message_t m = {sizeof(krabka_message_t), topic, KRABKA_PARTITION_ANY, (const uint8_t *)key, strlen(key),
+                              (const uint8_t *)value, strlen(value), NULL, 0};
         w->err = krabka_leadership_produce(w->l, &m, 1, 30000, &w->res[i], w->errstr, sizeof w->errstr);
         if (w->err != KRABKA_OK)
             break;
@@ -248,7 +248,7 @@ int main(void) {
      * stays active. Issue 16.4: a timeout beyond what the clock holds means
      * no limit, not a deadline in the past. */
     {
-        krabka_message_t bad = {"", KRABKA_PARTITION_ANY, NULL, 0, (const uint8_t *)"x", 1};
+        krabka_message_t bad = {sizeof(krabka_message_t), "", KRABKA_PARTITION_ANY, NULL, 0, (const uint8_t *)"x", 1, NULL, 0};
         krabka_err_t e = krabka_leadership_produce(l1, &bad, 1, 10000, NULL, ES);
         CHECK(e == KRABKA_ERR_INVALID_ARG && strstr(errstr, "topic") != NULL,
               "produce to topic \"\" gave %s (%s)", krabka_err2name(e), errstr);

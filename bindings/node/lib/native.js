@@ -203,7 +203,7 @@ const DECLS = [
 // Release builds ship the library in one npm package per platform (see
 // packaging/npm in the repository), installed as an optional dependency of
 // krabka-coord; npm installs the one whose os/cpu/libc match.
-const SYSTEM_SONAME = 'libkrabka_coord.so.1';
+const SYSTEM_SONAME = 'libkrabka_coord.so.2';
 const PLATFORM_PACKAGES = {
   'linux-x64-glibc': '@krabka/coord-linux-x64-gnu',
   'linux-arm64-glibc': '@krabka/coord-linux-arm64-gnu',
@@ -232,7 +232,7 @@ function platformPackage() {
  * Where the library is looked for, in order: KRABKA_COORD_LIBRARY alone when
  * set (an explicit choice; a bare name uses the dlopen search); otherwise the
  * platform package, the package folder, the repository's build/ folder and
- * finally the system loader's search for libkrabka_coord.so.1 (ldconfig,
+ * finally the system loader's search for libkrabka_coord.so.2 (ldconfig,
  * LD_LIBRARY_PATH). `search: true` marks a bare name for the dlopen search.
  */
 function candidatePaths() {

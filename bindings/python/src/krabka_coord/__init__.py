@@ -71,7 +71,7 @@ from ._client import (
     TryAcquireResult,
 )
 
-__version__ = "1.0.0"
+__version__ = "2.0.0"
 
 
 def library_version() -> str:

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/krabka/krabka-coord/core/coord"
+)
+
+// renderConfigDoc writes docs/CONFIGURATION.md from coord.ConfigKeys.
+func renderConfigDoc(*inputs) (string, error) {
+	var b strings.Builder
+	b.WriteString("# Configuration\n\n")
+	b.WriteString("<!-- Generated from coord.ConfigKeys by `go generate ./...` (internal/gen). Do not edit. -->\n\n")
+	b.WriteString("Every client (Go `coord.Config.Set`, C `krabka_conf_set`, Python and Node dictionaries) takes these\n")
+	b.WriteString("properties. An unknown name is `UNKNOWN_CONFIG`; a value that does not parse or is out of range is\n")
+	b.WriteString("`INVALID_CONFIG`, and the message names the key. `sasl.password` reads back as `[redacted]`.\n\n")
+	b.WriteString("| Key | Type | Default | Meaning |\n|---|---|---|---|\n")
+	keys := coord.ConfigKeys()
+	if len(keys) == 0 {
+		return "", fmt.Errorf("coord.ConfigKeys is empty")
+	}
+	for _, k := range keys {
+		def := "`" + k.Default + "`"
+		if k.Default == "" {
+			def = "(empty)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Name, k.Type, def, strings.ReplaceAll(k.Doc, "|", "\\|"))
+	}
+	b.WriteString("\nChecks across keys (made by `Validate` / `krabka_client_new`): `bootstrap.servers` is required;\n")
+	b.WriteString("`krabka.renew.interval.ms` must be below `krabka.lease.ms` (three renewals per lease are advised);\n")
+	b.WriteString("`sasl.username` is required with `SASL_PLAINTEXT` and `SASL_SSL`.\n")
+	return b.String(), nil
+}
