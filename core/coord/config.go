@@ -97,6 +97,22 @@ type Config struct {
 	// ProduceTokenHeader: krabka.produce.token.header, stamp krabka.token on
 	// every guarded write (docs/PROTOCOL.md 11.5; default true).
 	ProduceTokenHeader bool
+	// LeaseRiskMargin: krabka.lease.risk.margin.ms, how close to its
+	// deadline a lease that fell due for renewal and was not renewed is
+	// "at risk" (Leadership.Events, Leadership.AtRisk, the elector). 0 (the
+	// default) means half the time between the renewal and the deadline:
+	// (krabka.lease.ms - krabka.renew.interval.ms) / 2. See RiskMargin.
+	LeaseRiskMargin time.Duration
+}
+
+// RiskMargin returns the effective krabka.lease.risk.margin.ms: the value
+// set, or (krabka.lease.ms - krabka.renew.interval.ms) / 2 (at least 1 ms)
+// when it is 0.
+func (c Config) RiskMargin() time.Duration {
+	if c.LeaseRiskMargin > 0 {
+		return c.LeaseRiskMargin
+	}
+	return time.Duration(max((c.Lease.DurationMs-c.Lease.RenewIntervalMs)/2, 1)) * time.Millisecond
 }
 
 // ConfigKey describes one configuration property.
@@ -399,6 +415,15 @@ var configTable = []configEntry{
 			return parseBool("krabka.produce.token.header", v, &c.ProduceTokenHeader)
 		},
 		func(c *Config) string { return strconv.FormatBool(c.ProduceTokenHeader) }},
+	{ConfigKey{"krabka.lease.risk.margin.ms", "int", "0", "A held lease is at risk when no renewal succeeded since it fell due and its deadline is this close (ms, >= 0, below krabka.lease.ms - krabka.renew.interval.ms); 0 = half of that difference. Leaderships report AT_RISK and RECOVERED events; the elector ends its term before the deadline."},
+		func(c *Config, v string) error {
+			n, err := parseMsMax("krabka.lease.risk.margin.ms", v, 0, maxInt32Ms, "it is below krabka.lease.ms")
+			if err == nil {
+				c.LeaseRiskMargin = time.Duration(n) * time.Millisecond
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.LeaseRiskMargin.Milliseconds(), 10) }},
 }
 
 func parseBool(name, v string, out *bool) error {
@@ -525,6 +550,11 @@ func (c Config) Validate() error {
 			}
 		}
 		return WrapError(ErrInvalidConfig, nil, "%s: %v", key, err)
+	}
+	if m := c.LeaseRiskMargin.Milliseconds(); m > 0 && m >= c.Lease.DurationMs-c.Lease.RenewIntervalMs {
+		return invalid("krabka.lease.risk.margin.ms", strconv.FormatInt(m, 10), fmt.Sprintf(
+			"must be below krabka.lease.ms - krabka.renew.interval.ms = %d (a lease is renewed that long before its deadline; a larger margin would put every renewal at risk)",
+			c.Lease.DurationMs-c.Lease.RenewIntervalMs))
 	}
 	if c.RequestTimeout <= 0 {
 		return invalid("request.timeout.ms", c.RequestTimeout.String(), "must be positive")

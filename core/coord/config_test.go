@@ -36,7 +36,7 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"krabka.log.level": "debug", "krabka.debug": "true",
 		"krabka.produce.group.max.messages": "64",
 		"krabka.produce.group.max.bytes":    "65536", "krabka.produce.group.linger.ms": "0", "krabka.leave.on.close": "false",
-		"krabka.produce.token.header": "false",
+		"krabka.produce.token.header": "false", "krabka.lease.risk.margin.ms": "2500",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {

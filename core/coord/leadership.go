@@ -114,6 +114,8 @@ type Leadership struct {
 	prodOnce sync.Once
 
 	grp group // concurrent Produce calls waiting for their transaction (group.go)
+
+	risk riskState // the at-risk watcher and the subscriptions of Events (risk.go)
 }
 
 func newLeadership(c *Client, role wireRole, member core.MemberID, p int32, prod TxnProducer, lease core.Lease, view *partView) *Leadership {
@@ -477,6 +479,7 @@ func (l *Leadership) renew(ctx context.Context, newMeta []byte, setMeta bool) er
 	l.renewFailing = false
 	if lease.Deadline > l.lease.Deadline || lease.Token != l.lease.Token {
 		l.lease = lease
+		l.risk.nudge()
 	}
 	if setMeta {
 		l.meta = meta
