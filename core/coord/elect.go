@@ -697,6 +697,12 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 			e.c.log().Warn("krabka: elector: resign failed", "role", e.role.String(), "member", e.member.String(), "error", rerr)
 		}
 		reason, err = stopReason(l)
+		if rerr == nil && reason != StopResigned {
+			// The resignation was written, and the standby it let in was
+			// quick: the view showed its lease (a fence) before the
+			// leadership recorded the resignation. The term was resigned.
+			reason, err = StopResigned, WrapError(ErrNotLeader, nil, "role %s was resigned", e.role)
+		}
 		if reason == StopResigned && why != nil {
 			err = why
 		}
