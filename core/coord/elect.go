@@ -586,9 +586,27 @@ func (e *Elector) served(gen uint64, err error) {
 	e.mu.Unlock()
 }
 
-// campaign acquires the role. nil, nil: the member was withdrawn meanwhile
-// (served). An error: ctx ended, or the acquire failed for good.
+// campaign acquires the role, again after failures that may pass (Acquire
+// rides through ErrTransport itself; a timeout of the transport's own, with
+// a cut link, ends it). nil, nil: the member was withdrawn meanwhile. An
+// error: ctx ended, or the acquire failed for good.
 func (e *Elector) campaign(ctx context.Context) (*Leadership, error) {
+	backoff := 50 * time.Millisecond
+	for {
+		l, err := e.campaignOnce(ctx)
+		if err == nil || ctx.Err() != nil || !retriable(err) {
+			return l, err
+		}
+		e.c.log().Warn("krabka: elector: campaign failed; retrying", "role", e.role.String(), "member", e.member.String(),
+			"backoff_ms", backoff.Milliseconds(), "error", err)
+		if err := e.c.sleep(ctx, backoff); err != nil {
+			return nil, err
+		}
+		backoff = min(2*backoff, e.c.cfg.PollInterval)
+	}
+}
+
+func (e *Elector) campaignOnce(ctx context.Context) (*Leadership, error) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
