@@ -262,6 +262,8 @@ type Elector struct {
 	chOnce sync.Once
 	ch     chan TermEvent
 
+	bg sync.WaitGroup // leaderships being closed in the background (Run waits)
+
 	lastHolder core.MemberID // the last NEW_LEADER delivered (deduplicates re-watches)
 	lastToken  core.FencingToken
 }
@@ -481,6 +483,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 	cancel(nil)
 	wg.Wait()
+	e.bg.Wait()
 	e.mu.Lock()
 	e.stopped, e.runErr = true, err
 	e.qClose = true
@@ -755,10 +758,18 @@ wait:
 				"role %s: lease at risk: no renewal succeeded, and the elector ended term %d %d ms before the lease deadline %d",
 				e.role, n, dl-e.c.clock.NowMs(), dl)
 			tcancel(err)
-			if l.State() == Active {
-				l.Close() // the link is presumably gone: no resign to wait for
-			} else {
-				reason, err = stopReason(l) // it ended by itself just now
+			// The link is presumably gone: no resignation to wait for. The
+			// leadership is Closed at once; releasing its producer can take
+			// up to request.timeout.ms with a cut link, and Run waits for
+			// that only when it returns.
+			e.bg.Add(1)
+			go func() {
+				defer e.bg.Done()
+				l.Close()
+			}()
+			<-l.Done()
+			if l.State() != Closed {
+				reason, err = stopReason(l) // it ended by itself just before
 			}
 			break wait
 		case <-elig:
