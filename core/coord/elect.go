@@ -360,7 +360,7 @@ func (e *Elector) SetEligible(ctx context.Context, on bool) error {
 	for {
 		e.mu.Lock()
 		served, err, wake := e.withdrawn >= gen, e.withdrawErr, e.eligWake
-		superseded := e.eligGen > gen
+		superseded := e.eligGen > gen && e.eligible // restored meanwhile
 		stopped := e.stopped
 		e.mu.Unlock()
 		switch {
@@ -539,7 +539,11 @@ func (e *Elector) loop(ctx context.Context) error {
 		}
 		e.c.log().Info("krabka: elector: term lost; campaigning again", "role", e.role.String(), "member", e.member.String(),
 			"term", n, "reason", reason.String(), "backoff_ms", backoff.Milliseconds())
-		if err := e.c.sleep(ctx, backoff); err != nil {
+		e.mu.Lock()
+		elig := e.eligWake
+		e.mu.Unlock()
+		// A withdrawal during the backoff is served at once.
+		if err := e.c.waitChange(ctx, elig, backoff); err != nil {
 			return err
 		}
 	}
