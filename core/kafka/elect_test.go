@@ -129,15 +129,16 @@ func percentiles(ms []int64) string {
 // leadership ends EXPIRED, the risk margin before the deadline. The lead
 // time (deadline - AT_RISK instant) is measured over several runs.
 func TestLeaseAtRiskBeforeExpiredOnCutLink(t *testing.T) {
-	const runs = 6
+	const runs = 8
+	margin := time.Duration(leaseMs-renewMs) / 2 * time.Millisecond
 	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
 		var leads, ends []int64
-		kv := []string{"krabka.lease.ms", "3000", "krabka.renew.interval.ms", "1000", "krabka.renew.background", "true"}
+		kv := []string{"krabka.renew.background", "true"}
 		for i := 0; i < runs; i++ {
 			px := newLinks(t)
 			cl := linkedClient(t, c.Bootstrap, px, kv...)
-			if m := cl.Config().RiskMargin(); m != time.Second {
-				t.Fatalf("risk margin %v, want (3000 - 1000) / 2 ms", m)
+			if m := cl.Config().RiskMargin(); m != margin {
+				t.Fatalf("risk margin %v, want (%d - %d) / 2 ms", m, leaseMs, renewMs)
 			}
 			role := core.MustRole(uniq("it-risk-"))
 			l := acquire(t, cl, role, "m1")
@@ -172,8 +173,8 @@ func TestLeaseAtRiskBeforeExpiredOnCutLink(t *testing.T) {
 			ends = append(ends, end.At.Sub(end.Deadline).Milliseconds())
 			px.Heal()
 		}
-		t.Logf("tv%d: AT_RISK before the deadline (lease 3000 ms, renew 1000 ms, margin 1000 ms, link cut): %s; EXPIRED after the deadline: %s; load %s",
-			c.TxnVersion, percentiles(leads), percentiles(ends), loadAverage())
+		t.Logf("tv%d: AT_RISK before the deadline (lease %d ms, renew %d ms, margin %v, link cut): %s; EXPIRED after the deadline: %s; load %s",
+			c.TxnVersion, leaseMs, renewMs, margin, percentiles(leads), percentiles(ends), loadAverage())
 	})
 }
 
