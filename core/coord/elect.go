@@ -832,7 +832,7 @@ func stopReason(l *Leadership) (StopReason, error) {
 
 // after returns a channel closed at the instant at (the client's clock),
 // unless ctx ends or stop is called first.
-func (e *Elector) after(parent context.Context, at time.Time) (_ <-chan struct{}, stop context.CancelFunc) {
+func (e *Elector) after(parent context.Context, at time.Time) (<-chan struct{}, context.CancelFunc) {
 	ctx, stop := context.WithCancel(parent)
 	ch := make(chan struct{})
 	go func() {
