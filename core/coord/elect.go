@@ -189,6 +189,16 @@ func ElectEligible(on bool) ElectOption {
 	return func(o *electOptions) error { o.eligible = on; return nil }
 }
 
+// ElectManualRelease makes the elector wait, before it campaigns after a
+// term, for Release of that term instead of for Next to take the term's
+// TermStopped. A consumer that hands the events on (the C API posts them to
+// a queue) releases a term once its host has processed the STOPPED event,
+// so that the guarantee "no STARTED before the previous STOPPED was dealt
+// with" holds end to end.
+func ElectManualRelease() ElectOption {
+	return func(o *electOptions) error { o.manualRelease = true; return nil }
+}
+
 // ElectAcquireOptions passes opts to every Acquire of the elector (term and
 // member metadata).
 func ElectAcquireOptions(opts ...AcquireOption) ElectOption {
@@ -215,8 +225,9 @@ func ElectAcquireOptions(opts ...AcquireOption) ElectOption {
 //     delivered;
 //   - no TermStarted comes before the previous term's TermStopped was
 //     taken: Run campaigns again only once that TermStopped was returned
-//     by Next (or C), or, with callbacks, once OnStopped returned. A new
-//     term never overtakes a consumer still acting on the last one;
+//     by Next (or C), with callbacks once OnStopped returned, with
+//     ElectManualRelease once Release(term) was called. A new term never
+//     overtakes a consumer still acting on the last one;
 //   - a term's TermAtRisk and TermRecovered come between its TermStarted
 //     and TermStopped; TermNewLeader events come at any time (the one
 //     naming this member's own win may come before or after its
@@ -862,6 +873,12 @@ func (e *Elector) waitReleased(ctx context.Context, n uint64) error {
 		}
 	}
 }
+
+// Release tells an elector built with ElectManualRelease that the consumer
+// is done with term n (it processed the term's TermStopped): Run may
+// campaign again. Releasing a term releases the earlier ones; a term not
+// yet stopped is released in advance. Idempotent, never blocks.
+func (e *Elector) Release(n uint64) { e.release(n) }
 
 // release marks term n's TermStopped as taken.
 func (e *Elector) release(n uint64) {

@@ -581,6 +581,39 @@ func TestElectorWaitsForStoppedToBeTaken(t *testing.T) {
 	}
 }
 
+// With ElectManualRelease, taking STOPPED is not enough: the next term
+// waits for Release.
+func TestElectorManualRelease(t *testing.T) {
+	e := newEnv(t)
+	c, _ := e.client()
+	el, err := coord.NewElector(c, role, ma, coord.ElectManualRelease(), coord.ElectBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go el.Run(bg())
+	var ev coord.TermEvent
+	for ev.Kind != coord.TermStarted {
+		if ev, err = el.Next(bg()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev.Leadership.Close()
+	for ev.Kind != coord.TermStopped {
+		if ev, err = el.Next(bg()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		e.clock.Advance(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if el.Term() != 1 {
+		t.Fatalf("term %d began before Release(1)", el.Term())
+	}
+	el.Release(ev.Term)
+	e.advanceUntil(10*time.Millisecond, 5*time.Second, func() bool { return el.Term() == 2 })
+}
+
 // callbackLog records the callbacks of one RunWithCallbacks, checking
 // that OnStopped never overlaps OnStarted.
 type callbackLog struct {
