@@ -1,7 +1,9 @@
 # Python binding (bindings/python): ctypes over libkrabka_coord.so.
 #   make python-test    pytest: conformance vectors through the binding, pure
-#                       API, misuse, fork guard, pip install into a fresh venv,
-#                       the live failover and the blind deposed holder on
+#                       API, misuse, the library's fork guard, the struct
+#                       layouts against the C compiler, the import graph, the
+#                       call runner and its completion queues, pip install and
+#                       the sdist, the live failover and the blind deposed holder on
 #                       $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1 (fail, never
 #                       skip, when unset: run them via `make test`)
 #   make python-bench   per-call overhead of the binding (µs per call)

@@ -15,7 +15,10 @@ Where the library comes from, in order:
    build/libkrabka_coord.so is copied (`pip install ./bindings/python`).
 
 The sdist carries the Go module's sources (go.mod, go.sum, capi/, core/,
-include/, build.sh) under native/, copied at sdist time. Build directories and
+include/, build.sh) under native/, copied at sdist time. Every wheel and
+sdist also carries the repository's docs/PROTOCOL.md and docs/ABI.md as
+package data (krabka_coord/docs/), which the README points at: copied at
+build time from the repository (or from the sdist that carries them). Build directories and
 egg-info go to a temporary directory, so a build leaves nothing in the source
 tree.
 """
@@ -40,6 +43,9 @@ HERE = Path(__file__).resolve().parent
 LIB = "libkrabka_coord.so"
 MODULE = "module github.com/krabka/krabka-coord"
 NATIVE = "native"  # the Go sources inside an sdist
+# The repository's documents every wheel and sdist carries (krabka_coord/docs/).
+DOCS = ("PROTOCOL.md", "ABI.md")
+PACKAGE_DOCS = Path("src") / "krabka_coord" / "docs"
 
 # ELF e_machine of each wheel platform's architecture.
 _ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "armv7l": 40}
@@ -109,6 +115,26 @@ def _build_library() -> Path:
     return (repo / "build" / LIB).resolve()
 
 
+def _docs_source() -> Path:
+    """Where docs/PROTOCOL.md and docs/ABI.md are: the sdist's copy inside
+    the package, else the repository's docs/."""
+    packaged = HERE / PACKAGE_DOCS
+    if all((packaged / d).is_file() for d in DOCS):
+        return packaged
+    src = _find_repo() / "docs"
+    missing = [d for d in DOCS if not (src / d).is_file()]
+    if missing:
+        _fail("the documents %s are missing from %s." % (", ".join(missing), src))
+    return src
+
+
+def _copy_docs(dest: Path) -> None:
+    src = _docs_source()
+    dest.mkdir(parents=True, exist_ok=True)
+    for d in DOCS:
+        shutil.copyfile(src / d, dest / d)
+
+
 def _elf_machine(path: Path) -> int:
     with open(path, "rb") as f:
         head = f.read(20)
@@ -131,6 +157,7 @@ class build_py(_build_py):
         super().run()
         if self.dry_run:
             return
+        _copy_docs(Path(self.build_lib) / "krabka_coord" / "docs")
         src = _build_library()
         plat = os.environ.get("KRABKA_COORD_PLATFORM")
         if plat:
@@ -163,6 +190,7 @@ class sdist(_sdist):
 
     def make_release_tree(self, base_dir: str, files: list) -> None:
         super().make_release_tree(base_dir, files)
+        _copy_docs(Path(base_dir) / PACKAGE_DOCS)
         repo = _find_repo()
         dest = Path(base_dir) / NATIVE
         for name in self.GO_FILES:

@@ -76,7 +76,8 @@ const pyDoc = `"""The C ABI of libkrabka_coord.so for ctypes, read from include/
 
 Constants are the header's #define KRABKA_* without the prefix; every typedef
 enum is an enum.IntEnum (members without their common prefix); ERROR_DESCS is
-coord.ErrorTable as (code, name, text, retriable, fatal); every struct of the
+coord.ErrorTable as (code, name, text, retriable, fatal); DATA_CATEGORIES maps
+each data error code to its category word; every struct of the
 header is a ctypes Structure; PROTOTYPES gives every function's (restype,
 argtypes) and bind(lib) declares them on a CDLL.
 
@@ -101,7 +102,7 @@ func renderPython(in *inputs) (string, error) {
 	var b strings.Builder
 	names := map[string]string{}
 	reserve := func(name, what string) error { return uniqueNames("_abi.py", names, name, what) }
-	for _, n := range []string{"ERROR_DESCS", "PROTOTYPES", "MissingFunctionsError", "bind", "enum", "annotations", "Any", "Dict", "List", "Tuple"} {
+	for _, n := range []string{"ERROR_DESCS", "DATA_CATEGORIES", "PROTOTYPES", "MissingFunctionsError", "bind", "enum", "annotations", "Any", "Dict", "List", "Tuple"} {
 		if err := reserve(n, "the generator's own "+n); err != nil {
 			return "", err
 		}
@@ -147,6 +148,16 @@ func renderPython(in *inputs) (string, error) {
 		fmt.Fprintf(&b, "    (%d, %s, %s, %s, %s),\n", e.Code, pyString(e.Name), pyString(e.Text), pyBool(e.Retriable), pyBool(e.Fatal))
 	}
 	b.WriteString(")\n")
+
+	// The data codes: their category word of the conformance vocabulary.
+	b.WriteString("\n# The data error codes (coord.ErrorTable's Category): code -> category word.\n")
+	b.WriteString("DATA_CATEGORIES: Dict[int, str] = {\n")
+	for _, e := range in.errors {
+		if e.Category != "" {
+			fmt.Fprintf(&b, "    %d: %s,\n", e.Code, pyString(string(e.Category)))
+		}
+	}
+	b.WriteString("}\n")
 
 	// Structs: every class first, then the fields in header order (a
 	// field may point to a struct declared later).

@@ -1,4 +1,4 @@
-"""Record headers (COORDINATION.md section 11) through the binding: term and
+"""Record headers (docs/PROTOCOL.md section 11) through the binding: term and
 member metadata, a resign to a named successor, guarded writes with headers
 (read back with kread) and the verifier. The live tests use the brokers of
 KRABKA_BOOTSTRAP (tv2) and KRABKA_BOOTSTRAP_TV1, and fail, never skip,
@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 import krabka_coord as kc
-from krabka_coord import _native
+from krabka_coord import _abi
 from conftest import REPO, KafkaTools, unique
 
 BIG = b"x" * (kc.MAX_METADATA_BYTES + 1)
@@ -480,15 +480,17 @@ def _header_prototypes() -> Dict[str, int]:
 
 def test_every_declared_function_matches_the_header() -> None:
     protos = _header_prototypes()
-    sigs = _native.signatures()
-    for name in ("krabka_client_set_metadata", "krabka_leadership_produce_with_headers", "krabka_verifier_judge"):
+    sigs = _abi.PROTOTYPES
+    for name in ("krabka_client_set_metadata", "krabka_leadership_produce_async", "krabka_verifier_judge"):
         assert name in protos, "the header parse missed %s" % name
     for name, (_restype, argtypes) in sigs.items():
         assert name in protos, "%s is declared by the binding but not in krabka_coord.h" % name
         assert len(argtypes) == protos[name], "%s: %d parameters in the binding, %d in the header" % (
             name, len(argtypes), protos[name])
-    # every function of the record-header section is declared
-    section = [n for n in protos if re.search(r"metadata|resign_to|with_headers|verifier", n)]
+    # every function of the header is declared, those of the record-header
+    # section included
+    assert sorted(protos) == sorted(sigs)
+    section = [n for n in protos if re.search(r"metadata|resign_to|verifier", n)]
     assert sorted(section) == sorted(n for n in sigs if n in section), section
 
 
@@ -507,11 +509,11 @@ def _header_enum(name: str) -> int:
 
 
 def test_constants_and_the_header_struct_match_the_header() -> None:
-    assert kc.MAX_METADATA_BYTES == _native.MAX_METADATA_BYTES == _header_define("KRABKA_MAX_METADATA_BYTES") == 4096
+    assert kc.MAX_METADATA_BYTES == _abi.MAX_METADATA_BYTES == _header_define("KRABKA_MAX_METADATA_BYTES") == 4096
     for v in kc.Verdict:
         assert int(v) == _header_enum("KRABKA_VERDICT_%s" % v.name)
     # krabka_header_t { const char *key; const uint8_t *value; size_t value_len; }
-    H = _native.HeaderStruct
+    H = _abi.Header
     assert [f[0] for f in H._fields_] == ["key", "value", "value_len"]
     p = ctypes.sizeof(ctypes.c_void_p)
     assert (H.key.offset, H.value.offset, H.value_len.offset) == (0, p, 2 * p)

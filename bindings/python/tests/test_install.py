@@ -46,7 +46,8 @@ def test_pip_install_into_a_fresh_venv(tmp_path: Path) -> None:
         "import json, krabka_coord as k, pathlib\n"
         "p = pathlib.Path(k.__file__).parent\n"
         "print(json.dumps({'lib': k.library_path, 'partition': k.role_partition('controller', 16),"
-        " 'typed': (p / 'py.typed').is_file(), 'token': str(k.FencingToken.parse('4242:7'))}))\n"
+        " 'typed': (p / 'py.typed').is_file(), 'token': str(k.FencingToken.parse('4242:7')),"
+        " 'docs': {d: (p / 'docs' / d).read_text() for d in ('PROTOCOL.md', 'ABI.md')}}))\n"
     )
     out = subprocess.run([str(py), "-c", check], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -58,6 +59,9 @@ def test_pip_install_into_a_fresh_venv(tmp_path: Path) -> None:
     assert got["lib"].endswith("krabka_coord/_lib/libkrabka_coord.so")
     assert got["typed"] is True
     assert got["token"] == "4242:7"
+    # The documents the README points at travel with the package.
+    for d in ("PROTOCOL.md", "ABI.md"):
+        assert got["docs"][d] == (REPO / "docs" / d).read_text(), d
     sys.path.insert(0, str(REPO / "bindings" / "python" / "src"))
     import krabka_coord as here
 
@@ -84,11 +88,37 @@ def test_a_library_of_another_abi_version_is_refused_on_import(tmp_path: Path) -
     if cc is None:
         pytest.fail("no C compiler to build the fake library", pytrace=False)
     src = tmp_path / "fake.c"
-    src.write_text("int krabka_abi_version(void) { return 2; }\n")
+    src.write_text("int krabka_abi_version(void) { return 1; }\n")
     so = tmp_path / "libkrabka_coord.so"
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
     env = dict(os.environ, KRABKA_COORD_LIBRARY=str(so), PYTHONPATH=str(REPO / "bindings" / "python" / "src"))
     out = subprocess.run([sys.executable, "-c", "import krabka_coord"], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "LibraryLoadError" in out.stderr
-    assert "ABI version 2" in out.stderr and "needs ABI version 1" in out.stderr
+    assert "ABI version 1" in out.stderr and "needs ABI version 2" in out.stderr
+
+
+def test_the_sdist_carries_the_documents_the_readme_points_at(tmp_path: Path) -> None:
+    import tarfile
+
+    # The build system pyproject.toml names (setuptools>=77), in a venv.
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_REQUIRE_VIRTUALENV")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    got = subprocess.run([str(py), "-m", "pip", "install", "--quiet", "setuptools>=77"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert got.returncode == 0, got.stdout + got.stderr
+    dist = tmp_path / "dist"
+    out = subprocess.run([str(py), "setup.py", "-q", "sdist", "--dist-dir", str(dist)], env=env,
+                         cwd=str(REPO / "bindings" / "python"), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (sdist,) = dist.glob("krabka_coord-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = tar.getnames()
+        for d in ("PROTOCOL.md", "ABI.md"):
+            (member,) = [n for n in names if n.endswith("/src/krabka_coord/docs/" + d)]
+            f = tar.extractfile(member)
+            assert f is not None
+            assert f.read().decode() == (REPO / "docs" / d).read_text(), d

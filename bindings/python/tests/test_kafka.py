@@ -503,7 +503,7 @@ def test_ctrl_c_interrupts_acquire_and_resigns_what_it_wins(bootstrap: str, clie
         while True:
             st = client.describe(role, timeout=10)
             # Resigned: a newer token, and no live lease (a tombstone, or the
-            # expired lease plus registration tombstone of spec 10.2).
+            # expired lease plus registration tombstone of docs/PROTOCOL.md 10.2).
             if st.token > a_token and (st.lease is None or st.lease.deadline <= st.lease.granted_at) and \
                     all(e.member != "b" for e in st.roster):
                 break

@@ -102,33 +102,46 @@ def test_bad_timeouts_are_refused(client: kc.Client, timeout: object, exc: type)
 
 
 def test_fork_child_gets_a_clear_error_instead_of_a_hang() -> None:
+    """The library's own fork guard answers FORKED in a child, which the
+    binding raises as ForkedProcessError (a KrabkaError and RuntimeError);
+    the functions that return no error code answer from C as in the parent
+    (murmur2), as the header says."""
     if not hasattr(os, "fork"):  # never under make test: the binding is Linux-only
         pytest.skip("no fork on this platform")
-    kc.murmur2(b"warm up in the parent")
+    parent_hash = kc.murmur2(b"x")
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
         os.close(r)
+        out = []
         try:
-            kc.murmur2(b"x")
-            msg = b"no error"
-        except kc.ForkedProcessError as e:
-            msg = b"ForkedProcessError: " + str(e).encode()
+            out.append(b"murmur2=%d" % kc.murmur2(b"x"))
+            for call in (lambda: kc.validate_role("r"), lambda: kc.Client(NOWHERE)):
+                try:
+                    call()
+                    out.append(b"no error")
+                except kc.ForkedProcessError as e:
+                    ok = isinstance(e, kc.KrabkaError) and isinstance(e, RuntimeError) and e.name == "FORKED"
+                    out.append(b"ForkedProcessError(%d): %s" % (ok, str(e).encode()))
         except BaseException as e:  # pragma: no cover
-            msg = repr(e).encode()
-        os.write(w, msg)
+            out.append(repr(e).encode())
+        os.write(w, b"\n".join(out))
         os._exit(0)
     os.close(w)
-    out = b""
+    got = b""
     while True:
         chunk = os.read(r, 4096)
         if not chunk:
             break
-        out += chunk
+        got += chunk
     os.close(r)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    assert out.startswith(b"ForkedProcessError: "), out
-    assert b"fork" in out and b"spawn" in out
+    lines = got.split(b"\n")
+    assert lines[0] == b"murmur2=%d" % parent_hash, lines
+    assert len(lines) == 3, lines
+    for line in lines[1:]:
+        assert line.startswith(b"ForkedProcessError(1): "), line
+        assert b"fork" in line and b"spawn" in line, line
     # The parent is unaffected.
-    assert kc.murmur2(b"x") == kc.murmur2(b"x")
+    assert kc.murmur2(b"x") == parent_hash and kc.validate_role("r") == "r"

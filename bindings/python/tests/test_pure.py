@@ -190,6 +190,7 @@ def test_errors_carry_code_name_flags_and_reason() -> None:
     assert kc.KrabkaTimeoutError(33).retriable
 
 
-def test_the_loaded_library_speaks_abi_1() -> None:
-    assert kc.ABI_VERSION == 1
-    assert kc.library_version() == "1.0.0"
+def test_the_loaded_library_speaks_abi_2() -> None:
+    assert kc.ABI_VERSION == 2
+    assert kc._native.lib.krabka_abi_version() == 2
+    assert kc.library_version() == "2.0.0"

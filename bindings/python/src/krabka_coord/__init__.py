@@ -16,7 +16,8 @@ library instead of the packaged one.
 
 from __future__ import annotations
 
-from ._native import ABI_VERSION, MAX_METADATA_BYTES as _MAX_METADATA_BYTES, ForkedProcessError, LibraryLoadError, lib as _lib, library_path
+from . import _abi
+from ._native import LibraryLoadError, lib as _lib, library_path
 from ._errors import (
     AuthorizationError,
     AuthenticationError,
@@ -28,6 +29,7 @@ from ._errors import (
     DataError,
     ErrorCode,
     FencedError,
+    ForkedProcessError,
     InvalidArgumentError,
     KrabkaError,
     KrabkaTimeoutError,
@@ -36,13 +38,20 @@ from ._errors import (
     TransportError,
     UnsupportedError,
 )
-from ._pure import (
+from ._values import (
     NO_EPOCH,
     FencingToken,
     Key,
     Kind,
+    LeadershipState,
     Lease,
+    ProduceResult,
     Registration,
+    RosterEntry,
+    Status,
+    WatchEvent,
+)
+from ._pure import (
     decode_key,
     decode_lease,
     decode_registration,
@@ -59,17 +68,10 @@ from ._pure import (
     validate_role,
     validate_token,
 )
-from ._watch import Watch, WatchEvent
 from ._verify import Verdict, Verifier
-from ._client import (
-    Client,
-    Leadership,
-    LeadershipState,
-    ProduceResult,
-    RosterEntry,
-    Status,
-    TryAcquireResult,
-)
+from ._leadership import Leadership, TryAcquireResult
+from ._watch import Watch
+from ._client import Client
 
 __version__ = "2.0.0"
 
@@ -79,10 +81,13 @@ def library_version() -> str:
     return (_lib.krabka_version() or b"").decode("ascii")
 
 
-NAME_MAX = 249
+ABI_VERSION = _abi.ABI_VERSION
+"""The ABI version this package needs (krabka_abi_version() of the library)."""
+
+NAME_MAX = _abi.NAME_MAX
 """Longest role or member id in bytes."""
 
-MAX_METADATA_BYTES = _MAX_METADATA_BYTES
+MAX_METADATA_BYTES = _abi.MAX_METADATA_BYTES
 """Most bytes of metadata of a term or of a member (KRABKA_MAX_METADATA_BYTES)."""
 
 __all__ = [

@@ -4,7 +4,8 @@
 
 Constants are the header's #define KRABKA_* without the prefix; every typedef
 enum is an enum.IntEnum (members without their common prefix); ERROR_DESCS is
-coord.ErrorTable as (code, name, text, retriable, fatal); every struct of the
+coord.ErrorTable as (code, name, text, retriable, fatal); DATA_CATEGORIES maps
+each data error code to its category word; every struct of the
 header is a ctypes Structure; PROTOTYPES gives every function's (restype,
 argtypes) and bind(lib) declares them on a CDLL.
 
@@ -201,6 +202,25 @@ ERROR_DESCS: Tuple[Tuple[int, str, str, bool, bool], ...] = (
     (42, "FORKED", "called in a child process after fork(); the library works only in the process that loaded it", False, True),
     (50, "INTERNAL", "internal error in the library", False, True),
 )
+
+# The data error codes (coord.ErrorTable's Category): code -> category word.
+DATA_CATEGORIES: Dict[int, str] = {
+    10: "truncated",
+    11: "trailing_bytes",
+    12: "unsupported_version",
+    13: "unknown_kind",
+    14: "negative_length",
+    15: "invalid_utf8",
+    16: "lease_key_has_member",
+    17: "empty_role",
+    18: "empty_member",
+    19: "role_too_long",
+    20: "member_too_long",
+    21: "negative_token",
+    22: "token_form",
+    23: "invalid_partition_count",
+    24: "invalid_lease_config",
+}
 
 
 class ErrDesc(Structure):

@@ -8,7 +8,9 @@ import datetime
 import math
 from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._native import INT64_MAX
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 
 Name = Union[str, bytes, bytearray, memoryview]
 Timeout = Union[int, float, datetime.timedelta, None]

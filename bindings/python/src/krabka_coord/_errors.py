@@ -1,10 +1,21 @@
-"""Exceptions: one base class carrying the C error code, and subclasses
-for the outcomes callers handle by type."""
+"""Exceptions: one base class carrying the C error code, and subclasses for
+the outcomes callers handle by type.
+
+The table of codes (name, text, retriable, fatal) is the loaded library's
+own, krabka_get_err_descs (the generated _abi.ERROR_DESCS when the library
+gives none); the data codes and their category words are the generated
+_abi.DATA_CATEGORIES. A code the library adds needs no edit here: it raises
+a base KrabkaError carrying the library's name and text for it (a data code
+a DataError), and only the codes below that callers catch by type have a
+class of their own.
+"""
 
 from __future__ import annotations
 
-from typing import Optional
+import ctypes
+from typing import Dict, Iterable, Mapping, NamedTuple, Optional, Tuple, Type
 
+from . import _abi
 from ._native import lib
 
 __all__ = [
@@ -24,49 +35,56 @@ __all__ = [
     "UnsupportedError",
     "TransportError",
     "ClosedError",
+    "ForkedProcessError",
     "ErrorCode",
+    "error_for",
     "raise_for",
 ]
 
+#: The krabka_err_t numbers (they never change), generated from the header.
+ErrorCode = _abi.ErrorCode
 
-class ErrorCode:
-    """The krabka_err_t numbers (they never change)."""
 
-    OK = 0
-    INVALID_ARG = 1
-    INVALID_HANDLE = 2
-    BUFFER_TOO_SMALL = 3
-    UNKNOWN_CONFIG = 4
-    INVALID_CONFIG = 5
-    TRUNCATED = 10
-    TRAILING_BYTES = 11
-    UNSUPPORTED_VERSION = 12
-    UNKNOWN_KIND = 13
-    NEGATIVE_LENGTH = 14
-    INVALID_UTF8 = 15
-    LEASE_KEY_HAS_MEMBER = 16
-    EMPTY_ROLE = 17
-    EMPTY_MEMBER = 18
-    ROLE_TOO_LONG = 19
-    MEMBER_TOO_LONG = 20
-    NEGATIVE_TOKEN = 21
-    TOKEN_FORM = 22
-    INVALID_PARTITION_COUNT = 23
-    INVALID_LEASE_CONFIG = 24
-    FENCED = 30
-    LEASE_EXPIRED = 31
-    NOT_LEADER = 32
-    TIMEOUT = 33
-    AUTHORIZATION = 34
-    UNSUPPORTED = 35
-    TRANSPORT = 36
-    CLOSED = 37
-    AUTHENTICATION = 38
-    MESSAGE_TOO_LARGE = 39
-    UNKNOWN_TOPIC_OR_PARTITION = 40
-    TLS = 41
-    FORKED = 42
-    INTERNAL = 50
+class ErrorInfo(NamedTuple):
+    name: str
+    text: str
+    retriable: bool
+    fatal: bool
+
+
+def _library_descs() -> Tuple[Tuple[int, str, str, bool, bool], ...]:
+    """krabka_get_err_descs of the loaded library."""
+    descs = ctypes.POINTER(_abi.ErrDesc)()
+    count = ctypes.c_size_t()
+    lib.krabka_get_err_descs(ctypes.byref(descs), ctypes.byref(count))
+    out = []
+    for i in range(count.value if descs else 0):
+        d = descs[i]
+        out.append((int(d.code), (d.name or b"").decode("utf-8", "replace"),
+                    (d.desc or b"").decode("utf-8", "replace"), bool(d.retriable), bool(d.fatal)))
+    return tuple(out)
+
+
+def build_table(descs: Iterable[Tuple[int, str, str, bool, bool]]) -> Dict[int, ErrorInfo]:
+    return {code: ErrorInfo(name, text, retriable, fatal) for code, name, text, retriable, fatal in descs}
+
+
+#: code -> (name, text, retriable, fatal), from the library (else _abi).
+TABLE: Dict[int, ErrorInfo] = build_table(_library_descs() or _abi.ERROR_DESCS)
+
+
+def info_of(code: int, table: Mapping[int, ErrorInfo] = TABLE) -> ErrorInfo:
+    """The table's row of a code; for a code no table knows, the library's
+    own answers (krabka_err2name says "UNKNOWN")."""
+    row = table.get(code)
+    if row is not None:
+        return row
+    return ErrorInfo(
+        (lib.krabka_err2name(code) or b"UNKNOWN").decode("utf-8", "replace"),
+        (lib.krabka_err2str(code) or b"unknown error").decode("utf-8", "replace"),
+        bool(lib.krabka_err_is_retriable(code)),
+        bool(lib.krabka_err_is_fatal(code)),
+    )
 
 
 class KrabkaError(Exception):
@@ -90,18 +108,16 @@ class KrabkaError(Exception):
 
     def __init__(self, code: int, reason: Optional[str] = None) -> None:
         self.code = int(code)
-        self.name = (lib.krabka_err2name(self.code) or b"UNKNOWN").decode("utf-8", "replace")
-        self.retriable = bool(lib.krabka_err_is_retriable(self.code))
-        self.fatal = bool(lib.krabka_err_is_fatal(self.code))
-        if not reason:
-            reason = (lib.krabka_err2str(self.code) or b"").decode("utf-8", "replace")
-        self.reason = reason
-        super().__init__(self.code, reason)
+        row = info_of(self.code)
+        self.name = row.name
+        self.retriable = row.retriable
+        self.fatal = row.fatal
+        self.reason = reason or row.text
+        super().__init__(self.code, self.reason)
 
     def __str__(self) -> str:
         # The library's reason already names the category ("krabka: fenced:
-        # ...", "krabka: token: producer_epoch: token_form: ..."); the name
-        # is prefixed only to the generic description.
+        # ..."); the name is prefixed only to the generic description.
         if self.reason.startswith("krabka: "):
             return self.reason
         return "%s: %s" % (self.name, self.reason)
@@ -131,7 +147,7 @@ class DataError(KrabkaError, ValueError):
 
     @property
     def category(self) -> str:
-        return self.name.lower()
+        return _abi.DATA_CATEGORIES.get(self.code, self.name.lower())
 
 
 class FencedError(KrabkaError):
@@ -183,34 +199,74 @@ class ClosedError(KrabkaError):
     """The client was closed."""
 
 
-_BY_CODE: dict[int, type[KrabkaError]] = {
-    ErrorCode.INVALID_ARG: InvalidArgumentError,
-    ErrorCode.UNKNOWN_CONFIG: ConfigError,
-    ErrorCode.INVALID_CONFIG: ConfigError,
-    ErrorCode.FENCED: FencedError,
-    ErrorCode.LEASE_EXPIRED: LeaseExpiredError,
-    ErrorCode.NOT_LEADER: NotLeaderError,
-    ErrorCode.TIMEOUT: KrabkaTimeoutError,
-    ErrorCode.AUTHORIZATION: AuthorizationError,
-    ErrorCode.UNSUPPORTED: UnsupportedError,
-    ErrorCode.TRANSPORT: TransportError,
-    ErrorCode.CLOSED: ClosedError,
-    ErrorCode.AUTHENTICATION: AuthenticationError,
-    ErrorCode.MESSAGE_TOO_LARGE: MessageTooLargeError,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: UnknownTopicOrPartitionError,
-    ErrorCode.TLS: TLSError,
+class ForkedProcessError(KrabkaError, RuntimeError):
+    """KRABKA_ERR_FORKED: the library was used in a child process created by
+    fork() without exec().
+
+    The Go runtime inside libkrabka_coord does not survive fork(), so the
+    library answers every call in the child with FORKED at once (its own
+    guard). Create clients in the child after a fresh start (the
+    multiprocessing "spawn" or "forkserver" start methods) instead.
+    """
+
+    HINT = ("use the multiprocessing 'spawn' or 'forkserver' start method, "
+            "or import krabka_coord only in the child")
+
+    def __init__(self, code: int = int(ErrorCode.FORKED), reason: Optional[str] = None) -> None:
+        super().__init__(code, reason)
+        if self.HINT not in self.reason:
+            self.reason = "%s (%s)" % (self.reason, self.HINT)
+            self.args = (self.code, self.reason)
+
+
+#: The classes callers catch by type, by the code's NAME (not its number
+#: range): a code not named here is a base KrabkaError, or a DataError when
+#: _abi.DATA_CATEGORIES lists it.
+CLASS_BY_NAME: Dict[str, Type[KrabkaError]] = {
+    "INVALID_ARG": InvalidArgumentError,
+    "UNKNOWN_CONFIG": ConfigError,
+    "INVALID_CONFIG": ConfigError,
+    "FENCED": FencedError,
+    "LEASE_EXPIRED": LeaseExpiredError,
+    "NOT_LEADER": NotLeaderError,
+    "TIMEOUT": KrabkaTimeoutError,
+    "AUTHORIZATION": AuthorizationError,
+    "UNSUPPORTED": UnsupportedError,
+    "TRANSPORT": TransportError,
+    "CLOSED": ClosedError,
+    "AUTHENTICATION": AuthenticationError,
+    "MESSAGE_TOO_LARGE": MessageTooLargeError,
+    "UNKNOWN_TOPIC_OR_PARTITION": UnknownTopicOrPartitionError,
+    "TLS": TLSError,
+    "FORKED": ForkedProcessError,
 }
-for _c in range(ErrorCode.TRUNCATED, ErrorCode.INVALID_LEASE_CONFIG + 1):
-    _BY_CODE[_c] = DataError
+
+
+def class_for(code: int, table: Mapping[int, ErrorInfo] = TABLE,
+              data: Mapping[int, str] = _abi.DATA_CATEGORIES) -> Type[KrabkaError]:
+    """The exception class of a code."""
+    if code in data:
+        return DataError
+    row = table.get(code)
+    if row is None:
+        return KrabkaError
+    return CLASS_BY_NAME.get(row.name, KrabkaError)
+
+
+_CLASS: Dict[int, Type[KrabkaError]] = {code: class_for(code) for code in TABLE}
 
 
 def error_for(code: int, errbuf: Optional[object] = None) -> KrabkaError:
+    """The exception for a krabka_err_t, with the reason of `errbuf` (a
+    ctypes char buffer, or str) when it holds one."""
     reason = None
-    if errbuf is not None:
+    if isinstance(errbuf, str):
+        reason = errbuf or None
+    elif errbuf is not None:
         raw = errbuf.value  # type: ignore[attr-defined]
         if raw:
             reason = raw.decode("utf-8", "replace")
-    cls = _BY_CODE.get(code, KrabkaError)
+    cls = _CLASS.get(code) or class_for(code)
     return cls(code, reason)
 
 
@@ -218,4 +274,3 @@ def raise_for(code: int, errbuf: Optional[object] = None) -> None:
     """Raise the exception for a non-zero krabka_err_t."""
     if code:
         raise error_for(code, errbuf)
-

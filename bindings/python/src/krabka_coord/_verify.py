@@ -1,38 +1,28 @@
-"""The verifier of consumed guarded writes (COORDINATION.md 11.5): does a
+"""The verifier of consumed guarded writes (docs/PROTOCOL.md 11.5): does a
 record carry the token its batch was written with, and is that token not
 older than one already seen?"""
 
 from __future__ import annotations
 
 import ctypes
-import enum
 from typing import Any, Optional
 
-from . import _native
+from . import _abi
 from ._args import Bytes
 from ._errors import ClosedError, ErrorCode, raise_for
-from ._native import Token, lib
-from ._pure import FencingToken
+from ._native import Handle, lib
+from ._values import FencingToken
 
 __all__ = ["Verdict", "Verifier"]
 
-
-class Verdict(enum.IntEnum):
-    """krabka_verdict_t: the judgement of one consumed record."""
-
-    #: krabka.token names the record batch's producer id and epoch, and the
-    #: batch is not older than the highest token seen for the scope.
-    OK = 0
-    #: the batch's token is older than the highest seen for the scope: a
-    #: write of a deposed holder (or of another writer) landed after a newer
-    #: holder's.
-    STALE = 1
-    #: krabka.token is not a token, or not the batch's (a copied header).
-    MISMATCH = 2
-    #: the record has no krabka.token (written outside the library, or with
-    #: krabka.produce.token.header=false); its batch still counts for
-    #: staleness.
-    UNSTAMPED = 3
+#: krabka_verdict_t, the judgement of one consumed record: OK (krabka.token
+#: names the record batch's producer id and epoch, not older than the
+#: highest seen for the scope), STALE (the batch's token is older than the
+#: highest seen: a deposed holder's write landed after a newer one's),
+#: MISMATCH (krabka.token is not a token, or not the batch's: a copied
+#: header), UNSTAMPED (no krabka.token: written outside the library, or with
+#: krabka.produce.token.header=false; its batch still counts for staleness).
+Verdict = _abi.Verdict
 
 
 def _scope_bytes(scope: object) -> bytes:
@@ -59,16 +49,11 @@ class Verifier:
     """
 
     def __init__(self) -> None:
-        from ._client import _Handle
-
-        _native.check_fork()
-        _native.require("krabka_verifier_new")
         out = ctypes.c_void_p()
         raise_for(lib.krabka_verifier_new(ctypes.byref(out)))
-        self._h = _Handle(out.value, lib.krabka_verifier_destroy)  # type: ignore[arg-type]
+        self._h = Handle(out.value, lib.krabka_verifier_destroy)  # type: ignore[arg-type]
 
     def _ptr(self) -> int:
-        _native.check_fork()
         p = self._h.get()
         if p is None:
             raise ClosedError(ErrorCode.CLOSED, "this Verifier was closed")
@@ -97,7 +82,7 @@ class Verifier:
         it was judged OK or UNSTAMPED. Never blocks."""
         s = _scope_bytes(scope)
         has = ctypes.c_int()
-        tok = Token()
+        tok = _abi.Token()
         raise_for(lib.krabka_verifier_highest(self._ptr(), s, len(s), ctypes.byref(has), ctypes.byref(tok)))
         return FencingToken._from_c(tok) if has.value else None
 
@@ -107,8 +92,6 @@ class Verifier:
 
     def close(self) -> None:
         """Release the verifier (idempotent); later calls raise ClosedError."""
-        if self._h.get() is not None:
-            _native.check_fork()
         self._h.release()
 
     def __enter__(self) -> "Verifier":
