@@ -155,7 +155,7 @@ func TestDestroyedHandlesStayQuarantined(t *testing.T) {
 	}
 }
 
-// The event types capi names (eventTypeNames, used in the accessors'
+// The event types capi names (eventTypeName, from the generated headerEnums, used in the accessors'
 // errors) are exactly the header's krabka_event_type_t.
 func TestEventTypeNamesAreTheHeadersEnum(t *testing.T) {
 	hdr, err := os.ReadFile("../include/krabka_coord.h")

@@ -21,37 +21,21 @@ import (
 // accessor passes it to the caller as a new handle; destroying the event,
 // or the queue it still waits in, disposes of what was not taken.
 
-// eventTypeNames names every krabka_event_type_t (the header's enum; a test
-// compares the two).
-var eventTypeNames = map[C.krabka_event_type_t]string{
-	C.KRABKA_EVENT_NONE:         "KRABKA_EVENT_NONE",
-	C.KRABKA_EVENT_ACQUIRE:      "KRABKA_EVENT_ACQUIRE",
-	C.KRABKA_EVENT_ENDED:        "KRABKA_EVENT_ENDED",
-	C.KRABKA_EVENT_LOG:          "KRABKA_EVENT_LOG",
-	C.KRABKA_EVENT_WATCH:        "KRABKA_EVENT_WATCH",
-	C.KRABKA_EVENT_PRODUCE:      "KRABKA_EVENT_PRODUCE",
-	C.KRABKA_EVENT_RENEW:        "KRABKA_EVENT_RENEW",
-	C.KRABKA_EVENT_RESIGN:       "KRABKA_EVENT_RESIGN",
-	C.KRABKA_EVENT_DESCRIBE:     "KRABKA_EVENT_DESCRIBE",
-	C.KRABKA_EVENT_TRY_ACQUIRE:  "KRABKA_EVENT_TRY_ACQUIRE",
-	C.KRABKA_EVENT_LEAVE:        "KRABKA_EVENT_LEAVE",
-	C.KRABKA_EVENT_WATCH_OPEN:   "KRABKA_EVENT_WATCH_OPEN",
-	C.KRABKA_EVENT_SET_METADATA: "KRABKA_EVENT_SET_METADATA",
-}
-
+// eventTypeName names an event type as the header does (headerEnums, which
+// internal/gen writes from the header's enum).
 func eventTypeName(t C.krabka_event_type_t) string {
-	if n, ok := eventTypeNames[t]; ok {
+	if n, ok := headerEnums["krabka_event_type_t"][int(t)]; ok {
 		return n
 	}
 	return fmt.Sprintf("event type %d", int(t))
 }
 
-// eventTypeTable is eventTypeNames by number (for the tests, which cannot
-// use C).
+// eventTypeTable is the event types capi names, by number (for the tests,
+// which cannot use C).
 func eventTypeTable() map[int]string {
 	out := map[int]string{}
-	for t, n := range eventTypeNames {
-		out[int(t)] = n
+	for n := range headerEnums["krabka_event_type_t"] {
+		out[n] = eventTypeName(C.krabka_event_type_t(n))
 	}
 	return out
 }

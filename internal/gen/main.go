@@ -38,6 +38,7 @@ const headerPath = "include/krabka_coord.h"
 // outputs lists every generated file, in the order they are written.
 var outputs = []output{
 	{"capi/kc_guard.c", renderGuard},
+	{"capi/enums_gen.go", renderCapiEnums},
 	{"bindings/python/src/krabka_coord/_abi.py", renderPython},
 	{"bindings/node/lib/abi.js", renderJS},
 	{"bindings/node/abi.d.ts", renderTS},
