@@ -68,6 +68,8 @@ var headerEnums = map[string]map[int]string{
 		10: "KRABKA_EVENT_LEAVE",
 		11: "KRABKA_EVENT_WATCH_OPEN",
 		12: "KRABKA_EVENT_SET_METADATA",
+		13: "KRABKA_EVENT_TERM",
+		14: "KRABKA_EVENT_LEASE",
 	},
 	"krabka_log_level_t": {
 		3: "KRABKA_LOG_ERROR",
@@ -86,5 +88,25 @@ var headerEnums = map[string]map[int]string{
 		1: "KRABKA_VERDICT_STALE",
 		2: "KRABKA_VERDICT_MISMATCH",
 		3: "KRABKA_VERDICT_UNSTAMPED",
+	},
+	"krabka_term_event_kind_t": {
+		1: "KRABKA_TERM_STARTED",
+		2: "KRABKA_TERM_AT_RISK",
+		3: "KRABKA_TERM_RECOVERED",
+		4: "KRABKA_TERM_STOPPED",
+		5: "KRABKA_TERM_NEW_LEADER",
+	},
+	"krabka_stop_reason_t": {
+		0: "KRABKA_STOP_NONE",
+		1: "KRABKA_STOP_FENCED",
+		2: "KRABKA_STOP_EXPIRED",
+		3: "KRABKA_STOP_RESIGNED",
+		4: "KRABKA_STOP_CLOSED",
+		5: "KRABKA_STOP_LOST_AT_RISK",
+	},
+	"krabka_lease_event_kind_t": {
+		1: "KRABKA_LEASE_AT_RISK",
+		2: "KRABKA_LEASE_RECOVERED",
+		3: "KRABKA_LEASE_ENDED",
 	},
 }

@@ -53,6 +53,9 @@ type eventObj struct {
 	logLine  string                      // LOG
 	retryAt  int64                       // TRY_ACQUIRE not won
 	results  []coord.ProduceResult       // PRODUCE
+	term     termData                    // TERM (elector.go)
+	lease    C.krabka_lease_event_kind_t // LEASE
+	deadline int64                       // TERM, LEASE: epoch ms
 
 	mu         sync.Mutex
 	leadership *leadershipObj // ACQUIRE, TRY_ACQUIRE: until taken
@@ -61,6 +64,7 @@ type eventObj struct {
 	watchEvent *watchEventObj // WATCH: until taken
 	cLine      *C.char        // LOG: the line as C text, made on first use
 	disposed   bool           // destroyed: nothing may be taken any more
+	release    func()         // TERM STOPPED: lets the elector campaign again (run once, on dispose)
 }
 
 // fail records why the call failed.
@@ -81,8 +85,13 @@ func (e *eventObj) dispose() {
 	e.mu.Lock()
 	l, w, line := e.leadership, e.watch, e.cLine
 	e.leadership, e.watch, e.status, e.watchEvent, e.cLine = nil, nil, nil, nil, nil
+	rel := e.release
+	e.release = nil
 	e.disposed = true
 	e.mu.Unlock()
+	if rel != nil {
+		rel()
+	}
 	if l != nil {
 		l.close()
 	}
@@ -166,7 +175,7 @@ func kc_go_event_error(ev *C.kc_cevent_t, code *C.krabka_err_t, errstr *C.char, 
 //export kc_go_event_take_leadership
 func kc_go_event_take_leadership(ev *C.krabka_event_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE, C.KRABKA_EVENT_TERM)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
@@ -191,7 +200,7 @@ func kc_go_event_retry_at(ev *C.kc_cevent_t, retry_at_ms *C.int64_t, errstr *C.c
 //export kc_go_event_state
 func kc_go_event_state(ev *C.kc_cevent_t, out *C.krabka_leadership_state_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_state", "leadership state", C.KRABKA_EVENT_ENDED)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_state", "leadership state", C.KRABKA_EVENT_ENDED, C.KRABKA_EVENT_LEASE)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

@@ -79,7 +79,9 @@ func (o *leadershipObj) eventFd() (C.int, error) {
 
 // close ends the leadership (without resigning) and closes its eventfd.
 func (o *leadershipObj) close() {
-	o.l.Close()
+	if !o.borrowed { // an elector's term: the elector ends it
+		o.l.Close()
+	}
 	s := &o.sig
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -47,6 +47,7 @@ const (
 	kindVerifier
 	kindEvent
 	kindWatchEvent
+	kindElector
 )
 
 func (k handleKind) String() string {
@@ -69,6 +70,8 @@ func (k handleKind) String() string {
 		return "krabka_event_t"
 	case kindWatchEvent:
 		return "krabka_watch_event_t"
+	case kindElector:
+		return "krabka_elector_t"
 	}
 	return "handle"
 }

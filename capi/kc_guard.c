@@ -263,6 +263,18 @@ extern krabka_err_t kc_go_verifier_new(krabka_verifier_t **out);
 extern krabka_err_t kc_go_verifier_judge(krabka_verifier_t *verifier, const char *scope, size_t scope_len, const uint8_t *header, size_t header_len, krabka_token_t batch, krabka_verdict_t *out);
 extern krabka_err_t kc_go_verifier_highest(krabka_verifier_t *verifier, const char *scope, size_t scope_len, int *has, krabka_token_t *out);
 extern krabka_err_t kc_go_verifier_destroy(krabka_verifier_t *verifier);
+extern krabka_err_t kc_go_elector_new(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_set_eligible(krabka_elector_t *elector, int eligible, int64_t timeout_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_healthy(krabka_elector_t *elector, int *healthy, char *reason, size_t reason_size);
+extern krabka_err_t kc_go_elector_destroy(krabka_elector_t *elector);
+extern krabka_err_t kc_go_event_term_kind(const krabka_event_t *ev, krabka_term_event_kind_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_term(const krabka_event_t *ev, uint64_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_token(const krabka_event_t *ev, krabka_token_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_holder(const krabka_event_t *ev, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_deadline(const krabka_event_t *ev, int64_t *deadline_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_stop_reason(const krabka_event_t *ev, krabka_stop_reason_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_events_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_lease_kind(const krabka_event_t *ev, krabka_lease_event_kind_t *out, char *errstr, size_t errstr_size);
 
 const char *krabka_version(void) {
     if (kc_forked()) { return KRABKA_VERSION_STRING; }
@@ -719,4 +731,52 @@ krabka_err_t krabka_verifier_highest(krabka_verifier_t *verifier, const char *sc
 krabka_err_t krabka_verifier_destroy(krabka_verifier_t *verifier) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_verifier_destroy(verifier);
+}
+krabka_err_t krabka_elector_new(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_elector_new", errstr, errstr_size);
+    return kc_go_elector_new(client, role, role_len, member, member_len, flags, queue, tag, out, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_set_eligible(krabka_elector_t *elector, int eligible, int64_t timeout_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_elector_set_eligible", errstr, errstr_size);
+    return kc_go_elector_set_eligible(elector, eligible, timeout_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_healthy(krabka_elector_t *elector, int *healthy, char *reason, size_t reason_size) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_elector_healthy(elector, healthy, reason, reason_size);
+}
+krabka_err_t krabka_elector_destroy(krabka_elector_t *elector) {
+    if (kc_forked_blocking()) return KRABKA_ERR_FORKED;
+    return kc_go_elector_destroy(elector);
+}
+krabka_err_t krabka_event_term_kind(const krabka_event_t *ev, krabka_term_event_kind_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_term_kind", errstr, errstr_size);
+    return kc_go_event_term_kind(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_term(const krabka_event_t *ev, uint64_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_term", errstr, errstr_size);
+    return kc_go_event_term(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_token(const krabka_event_t *ev, krabka_token_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_token", errstr, errstr_size);
+    return kc_go_event_token(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_holder(const krabka_event_t *ev, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_holder", errstr, errstr_size);
+    return kc_go_event_holder(ev, buf, buf_size, len, errstr, errstr_size);
+}
+krabka_err_t krabka_event_deadline(const krabka_event_t *ev, int64_t *deadline_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_deadline", errstr, errstr_size);
+    return kc_go_event_deadline(ev, deadline_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_event_stop_reason(const krabka_event_t *ev, krabka_stop_reason_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_stop_reason", errstr, errstr_size);
+    return kc_go_event_stop_reason(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_events_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_leadership_events_async", errstr, errstr_size);
+    return kc_go_leadership_events_async(leadership, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_event_lease_kind(const krabka_event_t *ev, krabka_lease_event_kind_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_lease_kind", errstr, errstr_size);
+    return kc_go_event_lease_kind(ev, out, errstr, errstr_size);
 }

@@ -20,6 +20,9 @@ type leadershipObj struct {
 	l              *coord.Leadership
 	requestTimeout time.Duration
 	sig            endSignal // krabka_leadership_event_fd (events.go)
+	// borrowed: the leadership of an elector's term (elector.go); closing
+	// the handle leaves the leadership to the elector.
+	borrowed bool
 }
 
 func leadershipOf(p unsafe.Pointer) (*leadershipObj, error) {

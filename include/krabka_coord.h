@@ -674,7 +674,13 @@ typedef enum krabka_event_type {
                                         take_leadership, retry_at */
     KRABKA_EVENT_LEAVE = 10,       /**< krabka_client_leave_async */
     KRABKA_EVENT_WATCH_OPEN = 11,  /**< krabka_client_watch_async: take_watch */
-    KRABKA_EVENT_SET_METADATA = 12 /**< krabka_leadership_set_metadata_async */
+    KRABKA_EVENT_SET_METADATA = 12, /**< krabka_leadership_set_metadata_async */
+    KRABKA_EVENT_TERM = 13,        /**< an elector's term event
+                                        (krabka_elector_new): term_kind, term,
+                                        token, holder, deadline,
+                                        stop_reason, take_leadership */
+    KRABKA_EVENT_LEASE = 14        /**< krabka_leadership_events_async:
+                                        lease_kind, deadline, state */
 } krabka_event_type_t;
 
 /** Log levels (syslog numbers, as librdkafka). */
@@ -1180,6 +1186,139 @@ krabka_err_t krabka_verifier_highest(krabka_verifier_t *verifier,
                                      const char *scope, size_t scope_len,
                                      int *has, krabka_token_t *out);
 krabka_err_t krabka_verifier_destroy(krabka_verifier_t *verifier);
+
+/* ------------------------------------------------------------------------ */
+/* The elector (docs/ELECTOR.md): campaign, renew, stop, campaign again      */
+/* ------------------------------------------------------------------------ */
+
+/** An elector runs the election loop of one member for one role on the
+ *  library's threads (Go's coord.Elector) and posts its events to a queue
+ *  as KRABKA_EVENT_TERM events. Destroy with krabka_elector_destroy. */
+typedef struct krabka_elector krabka_elector_t;
+
+/** What a KRABKA_EVENT_TERM reports (Go's TermEventKind, same numbers). */
+typedef enum krabka_term_event_kind {
+    KRABKA_TERM_STARTED = 1,   /**< the member won the role: a term begins */
+    KRABKA_TERM_AT_RISK = 2,   /**< the term's lease is at risk */
+    KRABKA_TERM_RECOVERED = 3, /**< a renewal succeeded after AT_RISK */
+    KRABKA_TERM_STOPPED = 4,   /**< the term ended (stop_reason, error);
+                                    exactly one follows every STARTED */
+    KRABKA_TERM_NEW_LEADER = 5 /**< the log shows another holder or token
+                                    (anyone's term, this member's too) */
+} krabka_term_event_kind_t;
+
+/** Why a term stopped (Go's StopReason, same numbers). */
+typedef enum krabka_stop_reason {
+    KRABKA_STOP_NONE = 0,        /**< not a STOPPED event */
+    KRABKA_STOP_FENCED = 1,      /**< the cluster superseded the token */
+    KRABKA_STOP_EXPIRED = 2,     /**< renewals failed until the deadline */
+    KRABKA_STOP_RESIGNED = 3,    /**< the elector resigned (destroy,
+                                      set_eligible off) */
+    KRABKA_STOP_CLOSED = 4,      /**< closed without resigning (the client
+                                      destroyed, the leadership destroyed) */
+    KRABKA_STOP_LOST_AT_RISK = 5 /**< at risk until the stop margin: ended
+                                      before the deadline */
+} krabka_stop_reason_t;
+
+/** Do not campaign again after a lost term (the loop ends after the first
+ *  STOPPED; Go's ElectRecampaign(false)). */
+#define KRABKA_ELECT_NO_RECAMPAIGN 1
+/** Start withdrawn (Go's ElectEligible(false)): krabka_elector_set_eligible
+ *  turns the candidacy on. */
+#define KRABKA_ELECT_INELIGIBLE 2
+
+/** Starts the election loop of member (member_len bytes) for role
+ *  (role_len bytes) on client; every term event is posted to queue with tag
+ *  (KRABKA_EVENT_TERM). The client's metadata for role and member
+ *  (krabka_client_set_metadata, as set now) goes with every acquire.
+ *  flags: 0 or KRABKA_ELECT_* or'ed; an unknown bit is INVALID_ARG.
+ *  Ownership: the leadership of a STARTED event stays the elector's (the
+ *  elector renews it, resigns it, closes it); krabka_event_take_leadership
+ *  hands out a handle to it for guarded writes, valid until the caller
+ *  destroys it, and its calls fail (NOT_LEADER, CLOSED) once the term is
+ *  over. Destroying a taken handle does not end the term; destroy it after
+ *  the term's STOPPED. Release: the elector campaigns again after a
+ *  STOPPED only once that event was destroyed (krabka_event_destroy, or
+ *  with its queue), so the host never sees a STARTED before it dealt with
+ *  the previous STOPPED. A queue destroyed before the elector: later
+ *  events are dropped (a dropped STOPPED releases its term). Returns once
+ *  the loop runs (microseconds); never waits on the cluster. */
+krabka_err_t krabka_elector_new(krabka_client_t *client, const char *role,
+                                size_t role_len, const char *member,
+                                size_t member_len, int flags,
+                                krabka_queue_t *queue, uint64_t tag,
+                                krabka_elector_t **out, char *errstr,
+                                size_t errstr_size);
+/** Withdraws (eligible 0) or restores (1) the candidacy: a holder resigns
+ *  (its term STOPPED, RESIGNED), a standby leaves the roster; restored, the
+ *  member registers again at the tail of the roster. Returns once that was
+ *  written (or failed: errstr says why) within timeout_ms
+ *  (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms). */
+krabka_err_t krabka_elector_set_eligible(krabka_elector_t *elector,
+                                         int eligible, int64_t timeout_ms,
+                                         char *errstr, size_t errstr_size);
+/** *healthy 1 while campaigning, standing by, withdrawn or holding the role
+ *  with its lease renewed on time; 0 (reason copied, truncated, into
+ *  reason; reason may be NULL) while the held lease is at risk and after
+ *  the loop ended. Never blocks. */
+krabka_err_t krabka_elector_healthy(krabka_elector_t *elector, int *healthy,
+                                    char *reason, size_t reason_size);
+/** Ends the loop: a held term is resigned (its STOPPED, RESIGNED, is still
+ *  posted), and waits until the loop ended. Events still in the queue stay
+ *  there and are destroyed with it (or by the host). Blocks. */
+krabka_err_t krabka_elector_destroy(krabka_elector_t *elector);
+
+/** TERM: the kind. */
+krabka_err_t krabka_event_term_kind(const krabka_event_t *ev,
+                                    krabka_term_event_kind_t *out,
+                                    char *errstr, size_t errstr_size);
+/** TERM: the term number (1, 2, ... per elector; the STARTED, AT_RISK,
+ *  RECOVERED and STOPPED of one term share it; 0 on NEW_LEADER). */
+krabka_err_t krabka_event_term(const krabka_event_t *ev, uint64_t *out,
+                               char *errstr, size_t errstr_size);
+/** TERM: the term's token (NEW_LEADER: the new holder's). */
+krabka_err_t krabka_event_token(const krabka_event_t *ev, krabka_token_t *out,
+                                char *errstr, size_t errstr_size);
+/** TERM: the holder (this member on term events, the new holder on
+ *  NEW_LEADER), copied with a NUL; *len its byte length (KRABKA_NAME_BUF
+ *  suffices; a smaller buffer: KRABKA_ERR_BUFFER_TOO_SMALL with *len set;
+ *  len may be NULL). */
+krabka_err_t krabka_event_holder(const krabka_event_t *ev, char *buf,
+                                 size_t buf_size, size_t *len, char *errstr,
+                                 size_t errstr_size);
+/** TERM, LEASE: the lease deadline (epoch ms; 0 when unknown). */
+krabka_err_t krabka_event_deadline(const krabka_event_t *ev,
+                                   int64_t *deadline_ms, char *errstr,
+                                   size_t errstr_size);
+/** TERM: why the term stopped (KRABKA_STOP_NONE unless STOPPED; the
+ *  error is krabka_event_error's). */
+krabka_err_t krabka_event_stop_reason(const krabka_event_t *ev,
+                                      krabka_stop_reason_t *out, char *errstr,
+                                      size_t errstr_size);
+
+/** What a KRABKA_EVENT_LEASE reports (Go's LeadershipEventKind). */
+typedef enum krabka_lease_event_kind {
+    KRABKA_LEASE_AT_RISK = 1,   /**< the deadline is within
+                                     krabka.lease.risk.margin.ms and no
+                                     renewal succeeded since it fell due */
+    KRABKA_LEASE_RECOVERED = 2, /**< a renewal succeeded after AT_RISK */
+    KRABKA_LEASE_ENDED = 3      /**< the leadership ended (the last event;
+                                     krabka_event_error says why) */
+} krabka_lease_event_kind_t;
+
+/** Subscribes to the lease events of a leadership: each is posted to queue
+ *  with tag as a KRABKA_EVENT_LEASE (AT_RISK and RECOVERED as they happen,
+ *  ENDED last; a subscription made while at risk starts with AT_RISK, one
+ *  made after the end gets ENDED only). Nothing is posted after ENDED.
+ *  Never blocks. */
+krabka_err_t krabka_leadership_events_async(krabka_leadership_t *leadership,
+                                            krabka_queue_t *queue,
+                                            uint64_t tag, char *errstr,
+                                            size_t errstr_size);
+/** LEASE: the kind (ENDED: krabka_event_state gives the final state). */
+krabka_err_t krabka_event_lease_kind(const krabka_event_t *ev,
+                                     krabka_lease_event_kind_t *out,
+                                     char *errstr, size_t errstr_size);
 
 #ifdef __cplusplus
 }

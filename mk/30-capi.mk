@@ -11,10 +11,14 @@
 #   make capi-async    every *_async form on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      one event each (type, tag, error, data), a queue destroyed with
 #                      calls pending, message sizes; produced records read back with kread
-#   make capi-valgrind-live  the live, events, blind and async tests under valgrind
+#   make capi-elect    the elector (krabka_elector_*, KRABKA_EVENT_TERM) and lease events
+#                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
+#                      failovers by destroy and by a destroyed client, re-campaign, the
+#                      release rule, eligibility and the roster's tail, AT_RISK, misuse
+#   make capi-valgrind-live  the live, events, blind, async and elect tests under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set)
-#   make examples      build/examples/device_host
+#   make examples      build/examples/device_host, build/examples/controller
 #   make install PREFIX=/usr/local [DESTDIR=...]   library, header, pkg-config file
 CC ?= cc
 CXX ?= c++
@@ -34,7 +38,7 @@ TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-async capi-headers-live capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-headers-live capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -96,7 +100,7 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/kread
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP is not set" >&2; exit 1; }
 	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP_TV1 is not set" >&2; exit 1; }
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
@@ -108,10 +112,11 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_ASYNC_TOPIC) 3
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-headers-live
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-headers-live
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).
@@ -138,6 +143,12 @@ capi-async: lib $(CAPI_BUILD)/async $(CAPI_BUILD)/kread
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_ASYNC_TOPIC) 3
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/async
+
+# The elector and lease events (tests/c/elect.c) on both clusters.
+capi-elect: lib $(CAPI_BUILD)/elect
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-elect: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
+	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-elect: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
+	$(CAPI_BUILD)/elect
 
 # Record headers through the C ABI (tests/c/headers.c): metadata, resign to
 # a named successor, guarded writes with headers, the verifier.
@@ -171,7 +182,12 @@ build/examples/device_host: examples/c/device_host.c include/krabka_coord.h | li
 	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
 		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
 
-capi-examples: build/examples/device_host
+build/examples/controller: examples/c/controller.c include/krabka_coord.h | lib
+	@mkdir -p build/examples
+	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
+		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
+
+capi-examples: build/examples/device_host build/examples/controller
 
 capi-install: lib
 	@test -n "$(PREFIX)" || { echo "install: set PREFIX, e.g. make install PREFIX=/usr/local" >&2; exit 1; }

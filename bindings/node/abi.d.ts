@@ -122,8 +122,10 @@ export type EventTypeName =
   | 'TRY_ACQUIRE'
   | 'LEAVE'
   | 'WATCH_OPEN'
-  | 'SET_METADATA';
-export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12;
+  | 'SET_METADATA'
+  | 'TERM'
+  | 'LEASE';
+export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14;
 export interface EventTypeMap {
   readonly NONE: 0;
   readonly ACQUIRE: 1;
@@ -138,6 +140,8 @@ export interface EventTypeMap {
   readonly LEAVE: 10;
   readonly WATCH_OPEN: 11;
   readonly SET_METADATA: 12;
+  readonly TERM: 13;
+  readonly LEASE: 14;
 }
 
 // krabka_log_level_t
@@ -180,6 +184,52 @@ export interface VerdictMap {
   readonly STALE: 1;
   readonly MISMATCH: 2;
   readonly UNSTAMPED: 3;
+}
+
+// krabka_term_event_kind_t
+export type TermEventKindName =
+  | 'STARTED'
+  | 'AT_RISK'
+  | 'RECOVERED'
+  | 'STOPPED'
+  | 'NEW_LEADER';
+export type TermEventKindNumber = 1 | 2 | 3 | 4 | 5;
+export interface TermEventKindMap {
+  readonly STARTED: 1;
+  readonly AT_RISK: 2;
+  readonly RECOVERED: 3;
+  readonly STOPPED: 4;
+  readonly NEW_LEADER: 5;
+}
+
+// krabka_stop_reason_t
+export type StopReasonName =
+  | 'NONE'
+  | 'FENCED'
+  | 'EXPIRED'
+  | 'RESIGNED'
+  | 'CLOSED'
+  | 'LOST_AT_RISK';
+export type StopReasonNumber = 0 | 1 | 2 | 3 | 4 | 5;
+export interface StopReasonMap {
+  readonly NONE: 0;
+  readonly FENCED: 1;
+  readonly EXPIRED: 2;
+  readonly RESIGNED: 3;
+  readonly CLOSED: 4;
+  readonly LOST_AT_RISK: 5;
+}
+
+// krabka_lease_event_kind_t
+export type LeaseEventKindName =
+  | 'AT_RISK'
+  | 'RECOVERED'
+  | 'ENDED';
+export type LeaseEventKindNumber = 1 | 2 | 3;
+export interface LeaseEventKindMap {
+  readonly AT_RISK: 1;
+  readonly RECOVERED: 2;
+  readonly ENDED: 3;
 }
 
 /** One row of coord.ErrorTable (lib/abi.js ERROR_DESCS). */

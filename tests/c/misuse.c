@@ -718,6 +718,91 @@ static void threads(void) {
     }
 }
 
+/* The elector's argument checks, handles and event accessors, on a client
+ * whose broker does not exist (127.0.0.1:1): the loop rides through the
+ * transport errors and krabka_elector_destroy still ends it. */
+static void elector(void) {
+    krabka_queue_t *q = NULL;
+    krabka_client_t *c = NULL;
+    krabka_elector_t *el = (krabka_elector_t *)0x1, *el2 = NULL;
+    krabka_conf_t *conf = krabka_conf_new();
+    krabka_term_event_kind_t kind;
+    krabka_lease_event_kind_t lkind;
+    krabka_stop_reason_t reason;
+    krabka_token_t token;
+    uint64_t term;
+    int64_t deadline;
+    int healthy = -1;
+    char buf[8], reasonbuf[128];
+
+    EXPECT_ERR(krabka_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_client_new(conf, &c, ES), KRABKA_OK);
+    krabka_conf_destroy(conf);
+    EXPECT_ERR(krabka_queue_new(&q), KRABKA_OK);
+
+    EXPECT_ERR(krabka_elector_new(NULL, "r", 1, "m", 1, 0, q, 0, &el, ES), H);
+    EXPECT(el == NULL); /* cleared on failure */
+    EXPECT_ERR(krabka_elector_new((krabka_client_t *)q, "r", 1, "m", 1, 0, q, 0, &el, ES), H);
+    EXPECT_ERR(krabka_elector_new(c, "r", 1, "m", 1, 0, NULL, 0, &el, ES), H);
+    EXPECT_ERR(krabka_elector_new(c, "r", 1, "m", 1, 0, (krabka_queue_t *)c, 0, &el, ES), H);
+    EXPECT_ERR(krabka_elector_new(c, "r", 1, "m", 1, 0, q, 0, NULL, ES), E);
+    EXPECT_ERR(krabka_elector_new(c, "r", 1, "m", 1, 4, q, 0, &el, ES), E);
+    EXPECT(strstr(errstr, "flags") != NULL);
+    EXPECT_ERR(krabka_elector_new(c, NULL, 1, "m", 1, 0, q, 0, &el, ES), E);
+    EXPECT(krabka_elector_new(c, "", 0, "m", 1, 0, q, 0, &el, ES) != KRABKA_OK);
+    EXPECT(krabka_elector_new(c, "r", 1, "", 0, 0, q, 0, &el, ES) != KRABKA_OK);
+    EXPECT_ERR(krabka_elector_set_eligible(NULL, 1, 0, ES), H);
+    EXPECT_ERR(krabka_elector_set_eligible((krabka_elector_t *)q, 1, 0, ES), H);
+    EXPECT_ERR(krabka_elector_healthy(NULL, &healthy, NULL, 0), H);
+    EXPECT_ERR(krabka_elector_destroy(NULL), H);
+    EXPECT_ERR(krabka_elector_destroy((krabka_elector_t *)c), H);
+    EXPECT_ERR(krabka_leadership_events_async(NULL, q, 0, ES), H);
+    EXPECT_ERR(krabka_leadership_events_async((krabka_leadership_t *)q, q, 0, ES), H);
+
+    /* Accessors on NULL and foreign events. */
+    EXPECT_ERR(krabka_event_term_kind(NULL, &kind, ES), H);
+    EXPECT_ERR(krabka_event_term(NULL, &term, ES), H);
+    EXPECT_ERR(krabka_event_token(NULL, &token, ES), H);
+    EXPECT_ERR(krabka_event_holder(NULL, buf, sizeof buf, NULL, ES), H);
+    EXPECT_ERR(krabka_event_deadline(NULL, &deadline, ES), H);
+    EXPECT_ERR(krabka_event_stop_reason(NULL, &reason, ES), H);
+    EXPECT_ERR(krabka_event_lease_kind(NULL, &lkind, ES), H);
+    EXPECT_ERR(krabka_event_term_kind((krabka_event_t *)q, &kind, ES), H);
+
+    /* Two electors that never reach a broker: healthy while campaigning or
+     * withdrawn, set_eligible bounded by its timeout, destroy ends them. */
+    EXPECT_ERR(krabka_elector_new(c, "r", KRABKA_NTS, "m", KRABKA_NTS, 0, q, 7, &el, ES), KRABKA_OK);
+    EXPECT_ERR(krabka_elector_new(c, "r", KRABKA_NTS, "m2", KRABKA_NTS, KRABKA_ELECT_INELIGIBLE | KRABKA_ELECT_NO_RECAMPAIGN,
+                                  q, 8, &el2, ES), KRABKA_OK);
+    EXPECT_ERR(krabka_elector_healthy(el, NULL, NULL, 0), E);
+    EXPECT_ERR(krabka_elector_healthy(el, &healthy, reasonbuf, sizeof reasonbuf), KRABKA_OK);
+    EXPECT(healthy == 1 && reasonbuf[0] == '\0');
+    EXPECT_ERR(krabka_elector_healthy(el2, &healthy, NULL, 0), KRABKA_OK);
+    EXPECT(healthy == 1);
+    EXPECT_ERR(krabka_elector_set_eligible(el, 0, -1, ES), E);
+    EXPECT_ERR(krabka_elector_destroy(el), KRABKA_OK);
+    EXPECT_ERR(krabka_elector_destroy(el2), KRABKA_OK);
+    EXPECT_ERR(krabka_elector_destroy(el), H);
+    EXPECT_ERR(krabka_elector_healthy(el, &healthy, NULL, 0), H);
+    EXPECT_ERR(krabka_elector_set_eligible(el2, 1, 0, ES), H);
+
+    /* No term was won: no TERM event but NEW_LEADER could exist; none of
+     * STARTED or STOPPED. */
+    krabka_event_t *ev = NULL;
+    int terms = 0;
+    for (;;) {
+        EXPECT_ERR(krabka_queue_poll(q, &ev), KRABKA_OK);
+        if (!ev)
+            break;
+        if (krabka_event_term_kind(ev, &kind, ES) == KRABKA_OK && (kind == KRABKA_TERM_STARTED || kind == KRABKA_TERM_STOPPED))
+            terms++;
+        krabka_event_destroy(ev);
+    }
+    EXPECT(terms == 0);
+    EXPECT_ERR(krabka_queue_destroy(q), KRABKA_OK);
+    EXPECT_ERR(krabka_client_destroy(c), KRABKA_OK);
+}
+
 int main(void) {
     pure_functions();
     threads();
@@ -725,6 +810,7 @@ int main(void) {
     configuration();
     client_and_leadership();
     events_and_queues();
+    elector();
     error_descriptions();
     printf("misuse: %d checks, %d passed, %d failed\n", checks, checks - failures, failures);
     return failures ? 1 : 0;

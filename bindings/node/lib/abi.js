@@ -42,6 +42,8 @@ const CONSTANTS = Object.freeze({
   PARTITION_ANY: -1,
   WATCH_RENEWALS: 1,
   MAX_METADATA_BYTES: 4096,
+  ELECT_NO_RECAMPAIGN: 1,
+  ELECT_INELIGIBLE: 2,
 });
 
 // Constants the header writes as a cast: load() gives their value on this platform.
@@ -166,6 +168,8 @@ const EventType = Object.freeze({
   LEAVE: 10,
   WATCH_OPEN: 11,
   SET_METADATA: 12,
+  TERM: 13,
+  LEASE: 14,
 });
 const EventTypeName = Object.freeze({
   0: 'NONE',
@@ -181,6 +185,8 @@ const EventTypeName = Object.freeze({
   10: 'LEAVE',
   11: 'WATCH_OPEN',
   12: 'SET_METADATA',
+  13: 'TERM',
+  14: 'LEASE',
 });
 
 // krabka_log_level_t
@@ -225,7 +231,53 @@ const VerdictName = Object.freeze({
   3: 'UNSTAMPED',
 });
 
-const ENUMS = Object.freeze({ ErrorCode, Kind, LeadershipState, EventType, LogLevel, WatchEventKind, Verdict });
+// krabka_term_event_kind_t
+const TermEventKind = Object.freeze({
+  STARTED: 1,
+  AT_RISK: 2,
+  RECOVERED: 3,
+  STOPPED: 4,
+  NEW_LEADER: 5,
+});
+const TermEventKindName = Object.freeze({
+  1: 'STARTED',
+  2: 'AT_RISK',
+  3: 'RECOVERED',
+  4: 'STOPPED',
+  5: 'NEW_LEADER',
+});
+
+// krabka_stop_reason_t
+const StopReason = Object.freeze({
+  NONE: 0,
+  FENCED: 1,
+  EXPIRED: 2,
+  RESIGNED: 3,
+  CLOSED: 4,
+  LOST_AT_RISK: 5,
+});
+const StopReasonName = Object.freeze({
+  0: 'NONE',
+  1: 'FENCED',
+  2: 'EXPIRED',
+  3: 'RESIGNED',
+  4: 'CLOSED',
+  5: 'LOST_AT_RISK',
+});
+
+// krabka_lease_event_kind_t
+const LeaseEventKind = Object.freeze({
+  AT_RISK: 1,
+  RECOVERED: 2,
+  ENDED: 3,
+});
+const LeaseEventKindName = Object.freeze({
+  1: 'AT_RISK',
+  2: 'RECOVERED',
+  3: 'ENDED',
+});
+
+const ENUMS = Object.freeze({ ErrorCode, Kind, LeadershipState, EventType, LogLevel, WatchEventKind, Verdict, TermEventKind, StopReason, LeaseEventKind });
 
 // coord.ErrorTable, in numeric order.
 const ERROR_DESCS = Object.freeze([
@@ -278,6 +330,7 @@ function defineTypes(koffi) {
   T.krabka_queue_t = koffi.pointer('krabka_queue_t', koffi.opaque('krabka_queue'));
   T.krabka_event_t = koffi.pointer('krabka_event_t', koffi.opaque('krabka_event'));
   T.krabka_verifier_t = koffi.pointer('krabka_verifier_t', koffi.opaque('krabka_verifier'));
+  T.krabka_elector_t = koffi.pointer('krabka_elector_t', koffi.opaque('krabka_elector'));
   T.krabka_log_cb = koffi.proto('void krabka_log_cb(void *opaque, int level, const char *line)');
   T.krabka_err_desc_t = koffi.struct('krabka_err_desc_t', {
     code: 'int',
@@ -455,6 +508,18 @@ const DECLS = Object.freeze([
   ['krabka_verifier_judge', 'int krabka_verifier_judge(krabka_verifier_t verifier, const uint8_t *scope, size_t scope_len, const uint8_t *header, size_t header_len, krabka_token_t batch, _Out_ int *out)'],
   ['krabka_verifier_highest', 'int krabka_verifier_highest(krabka_verifier_t verifier, const uint8_t *scope, size_t scope_len, _Out_ int *has, _Out_ krabka_token_t *out)'],
   ['krabka_verifier_destroy', 'int krabka_verifier_destroy(krabka_verifier_t verifier)'],
+  ['krabka_elector_new', 'int krabka_elector_new(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int flags, krabka_queue_t queue, uint64_t tag, _Out_ krabka_elector_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_set_eligible', 'int krabka_elector_set_eligible(krabka_elector_t elector, int eligible, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_healthy', 'int krabka_elector_healthy(krabka_elector_t elector, _Out_ int *healthy, uint8_t *reason, size_t reason_size)'],
+  ['krabka_elector_destroy', 'int krabka_elector_destroy(krabka_elector_t elector)'],
+  ['krabka_event_term_kind', 'int krabka_event_term_kind(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_term', 'int krabka_event_term(krabka_event_t ev, _Out_ uint64_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_token', 'int krabka_event_token(krabka_event_t ev, _Out_ krabka_token_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_holder', 'int krabka_event_holder(krabka_event_t ev, uint8_t *buf, size_t buf_size, _Out_ size_t *len, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_deadline', 'int krabka_event_deadline(krabka_event_t ev, _Out_ int64_t *deadline_ms, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_stop_reason', 'int krabka_event_stop_reason(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_events_async', 'int krabka_leadership_events_async(krabka_leadership_t leadership, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_lease_kind', 'int krabka_event_lease_kind(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
 ]);
 
 /** A cast constant's value for this platform: a number, or a BigInt beyond 2**53. */
@@ -521,6 +586,12 @@ module.exports = {
   WatchEventKindName,
   Verdict,
   VerdictName,
+  TermEventKind,
+  TermEventKindName,
+  StopReason,
+  StopReasonName,
+  LeaseEventKind,
+  LeaseEventKindName,
   ENUMS,
   ERROR_DESCS,
   DECLS,

@@ -60,6 +60,8 @@ TIMEOUT_DEFAULT = 0
 PARTITION_ANY = -1
 WATCH_RENEWALS = 1
 MAX_METADATA_BYTES = 4096
+ELECT_NO_RECAMPAIGN = 1
+ELECT_INELIGIBLE = 2
 
 
 class ErrorCode(enum.IntEnum):
@@ -135,6 +137,8 @@ class EventType(enum.IntEnum):
     LEAVE = 10
     WATCH_OPEN = 11
     SET_METADATA = 12
+    TERM = 13
+    LEASE = 14
 
 
 class LogLevel(enum.IntEnum):
@@ -162,6 +166,35 @@ class Verdict(enum.IntEnum):
     STALE = 1
     MISMATCH = 2
     UNSTAMPED = 3
+
+
+class TermEventKind(enum.IntEnum):
+    """krabka_term_event_kind_t."""
+
+    STARTED = 1
+    AT_RISK = 2
+    RECOVERED = 3
+    STOPPED = 4
+    NEW_LEADER = 5
+
+
+class StopReason(enum.IntEnum):
+    """krabka_stop_reason_t."""
+
+    NONE = 0
+    FENCED = 1
+    EXPIRED = 2
+    RESIGNED = 3
+    CLOSED = 4
+    LOST_AT_RISK = 5
+
+
+class LeaseEventKind(enum.IntEnum):
+    """krabka_lease_event_kind_t."""
+
+    AT_RISK = 1
+    RECOVERED = 2
+    ENDED = 3
 
 
 # coord.ErrorTable: (code, name, text, retriable, fatal), in numeric order.
@@ -446,6 +479,18 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_verifier_judge": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, Token, POINTER(c_int)]),
     "krabka_verifier_highest": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_int), POINTER(Token)]),
     "krabka_verifier_destroy": (c_int, [c_void_p]),
+    "krabka_elector_new": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int, c_void_p, c_uint64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_elector_set_eligible": (c_int, [c_void_p, c_int, c_int64, c_char_p, c_size_t]),
+    "krabka_elector_healthy": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_elector_destroy": (c_int, [c_void_p]),
+    "krabka_event_term_kind": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_event_term": (c_int, [c_void_p, POINTER(c_uint64), c_char_p, c_size_t]),
+    "krabka_event_token": (c_int, [c_void_p, POINTER(Token), c_char_p, c_size_t]),
+    "krabka_event_holder": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t), c_char_p, c_size_t]),
+    "krabka_event_deadline": (c_int, [c_void_p, POINTER(c_int64), c_char_p, c_size_t]),
+    "krabka_event_stop_reason": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_leadership_events_async": (c_int, [c_void_p, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_event_lease_kind": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
 }
 
 

@@ -1,0 +1,307 @@
+package main
+
+/*
+#include "kc_types.h"
+*/
+import "C"
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/krabka/krabka-coord/core/coord"
+)
+
+// The elector (krabka_elector_t): coord.Elector with ElectManualRelease on
+// the library's goroutines. A pump goroutine takes every TermEvent (Next)
+// and posts it to the host's queue as a KRABKA_EVENT_TERM; the STOPPED
+// event carries the Release of its term, run when the event is disposed of
+// (krabka_event_destroy, the queue destroyed, or the post finding the queue
+// gone), so the elector campaigns again only after the host dealt with it.
+// A STARTED event's leadership is borrowed (leadershipObj.borrowed): the
+// elector keeps renewing, resigning and closing it; a handle taken from the
+// event only reaches it.
+
+// termData is what a TERM event carries.
+type termData struct {
+	kind   C.krabka_term_event_kind_t
+	n      uint64
+	token  C.krabka_token_t
+	holder string
+	reason C.krabka_stop_reason_t
+}
+
+type electorObj struct {
+	e              *coord.Elector
+	cancel         context.CancelFunc
+	done           chan struct{} // closed when Run and the pump returned
+	requestTimeout time.Duration // KRABKA_TIMEOUT_DEFAULT of set_eligible
+}
+
+func electorOf(p unsafe.Pointer) (*electorObj, error) { return object[*electorObj](p, kindElector) }
+
+// termEvent turns a TermEvent into a queue event.
+func termEvent(c *clientObj, el *coord.Elector, tag uint64, te coord.TermEvent) *eventObj {
+	ev := &eventObj{typ: C.KRABKA_EVENT_TERM, tag: tag, term: termData{
+		kind: C.krabka_term_event_kind_t(te.Kind), n: te.Term, token: cToken(te.Token),
+		holder: te.Holder.String(), reason: C.krabka_stop_reason_t(te.Reason)}}
+	if !te.Deadline.IsZero() {
+		ev.deadline = te.Deadline.UnixMilli()
+	}
+	switch te.Kind {
+	case coord.TermStarted:
+		if te.Leadership != nil {
+			lo := newLeadershipObj(c, te.Leadership)
+			lo.borrowed = true
+			ev.leadership = lo
+		}
+	case coord.TermStopped:
+		ev.fail(te.Err)
+		n := te.Term
+		ev.release = func() { el.Release(n) }
+	}
+	return ev
+}
+
+//export kc_go_elector_new
+func kc_go_elector_new(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, flags C.int, queue *C.krabka_queue_t, tag C.uint64_t, out **C.krabka_elector_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	if out != nil {
+		*out = nil
+	}
+	var unused *C.krabka_leadership_t
+	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &unused)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	q, err := queueOf(unsafe.Pointer(queue))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if out == nil {
+		return fail(invalidArg("krabka: krabka_elector_new: out is NULL"), errstr, errstr_size)
+	}
+	const known = C.KRABKA_ELECT_NO_RECAMPAIGN | C.KRABKA_ELECT_INELIGIBLE
+	if flags&^known != 0 {
+		return fail(invalidArg("krabka: krabka_elector_new: unknown flags 0x%x", int(flags&^known)), errstr, errstr_size)
+	}
+	opts := []coord.ElectOption{coord.ElectManualRelease(), coord.ElectAcquireOptions(c.acquireOptions(ro, me)...)}
+	if flags&C.KRABKA_ELECT_NO_RECAMPAIGN != 0 {
+		opts = append(opts, coord.ElectRecampaign(false))
+	}
+	if flags&C.KRABKA_ELECT_INELIGIBLE != 0 {
+		opts = append(opts, coord.ElectEligible(false))
+	}
+	el, err := coord.NewElector(c.c, ro, me, opts...)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &electorObj{e: el, cancel: cancel, done: make(chan struct{}), requestTimeout: c.requestTimeout}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	ran := make(chan struct{})
+	go func() { // the loop; its end ends the pump through Next (ErrClosed)
+		defer wg.Done()
+		defer close(ran)
+		el.Run(ctx)
+	}()
+	// Return once Run has started (Healthy answers nil from then on until
+	// the lease is at risk or Run returned), so that krabka_elector_healthy
+	// never reports a loop that is only about to start. Microseconds.
+	for el.Healthy() != nil {
+		select {
+		case <-ran:
+		case <-time.After(100 * time.Microsecond):
+			continue
+		}
+		break
+	}
+	go func() {
+		defer wg.Done()
+		for {
+			te, err := el.Next(context.Background())
+			if err != nil {
+				return
+			}
+			post(q, termEvent(c, el, uint64(tag), te))
+		}
+	}()
+	go func() { wg.Wait(); close(o.done) }()
+	*out = (*C.krabka_elector_t)(newHandle(kindElector, o))
+	return C.KRABKA_OK
+}
+
+//export kc_go_elector_set_eligible
+func kc_go_elector_set_eligible(elector *C.krabka_elector_t, eligible C.int, timeout_ms C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	o, err := electorOf(unsafe.Pointer(elector))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel, err := callContext(timeout_ms, o.requestTimeout)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	defer cancel()
+	return finish(o.e.SetEligible(ctx, eligible != 0), errstr, errstr_size)
+}
+
+//export kc_go_elector_healthy
+func kc_go_elector_healthy(elector *C.krabka_elector_t, healthy *C.int, reason *C.char, reason_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, reason, reason_size)
+	o, err := electorOf(unsafe.Pointer(elector))
+	if err != nil {
+		return fail(err, reason, reason_size)
+	}
+	if healthy == nil {
+		return fail(invalidArg("krabka: krabka_elector_healthy: healthy is NULL"), reason, reason_size)
+	}
+	if h := o.e.Healthy(); h != nil {
+		*healthy = 0
+		writeErrstr(reason, reason_size, h.Error())
+	} else {
+		*healthy = 1
+		writeErrstr(reason, reason_size, "")
+	}
+	return C.KRABKA_OK
+}
+
+//export kc_go_elector_destroy
+func kc_go_elector_destroy(elector *C.krabka_elector_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	return destroy(unsafe.Pointer(elector), kindElector, func(a any) {
+		o := a.(*electorObj)
+		o.cancel()
+		<-o.done
+	})
+}
+
+// ---- TERM and LEASE accessors ----
+
+//export kc_go_event_term_kind
+func kc_go_event_term_kind(ev *C.kc_cevent_t, out *C.krabka_term_event_kind_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_term_kind", "term event kind", C.KRABKA_EVENT_TERM)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = e.term.kind
+	return C.KRABKA_OK
+}
+
+//export kc_go_event_term
+func kc_go_event_term(ev *C.kc_cevent_t, out *C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_term", "term number", C.KRABKA_EVENT_TERM)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = C.uint64_t(e.term.n)
+	return C.KRABKA_OK
+}
+
+//export kc_go_event_token
+func kc_go_event_token(ev *C.kc_cevent_t, out *C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_token", "token", C.KRABKA_EVENT_TERM)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = e.term.token
+	return C.KRABKA_OK
+}
+
+//export kc_go_event_holder
+func kc_go_event_holder(ev *C.kc_cevent_t, buf *C.char, buf_size C.size_t, n *C.size_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	e, err := eventOf(unsafe.Pointer(ev))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	if e.typ != C.KRABKA_EVENT_TERM {
+		return fail(invalidArg("krabka: krabka_event_holder: a %s event carries no holder (only KRABKA_EVENT_TERM)", eventTypeName(e.typ)), errstr, errstr_size)
+	}
+	switch code := putNameBuf(e.term.holder, buf, buf_size, n); code {
+	case C.KRABKA_OK:
+		writeErrstr(errstr, errstr_size, "")
+		return code
+	case C.KRABKA_ERR_BUFFER_TOO_SMALL:
+		return fail(&cError{code, "krabka: krabka_event_holder: the buffer is too small for the holder"}, errstr, errstr_size)
+	default:
+		return fail(invalidArg("krabka: krabka_event_holder: buf is NULL with buf_size %d", uint64(buf_size)), errstr, errstr_size)
+	}
+}
+
+//export kc_go_event_deadline
+func kc_go_event_deadline(ev *C.kc_cevent_t, out *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_deadline", "lease deadline", C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_LEASE)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = C.int64_t(e.deadline)
+	return C.KRABKA_OK
+}
+
+//export kc_go_event_stop_reason
+func kc_go_event_stop_reason(ev *C.kc_cevent_t, out *C.krabka_stop_reason_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_stop_reason", "stop reason", C.KRABKA_EVENT_TERM)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = e.term.reason
+	return C.KRABKA_OK
+}
+
+//export kc_go_event_lease_kind
+func kc_go_event_lease_kind(ev *C.kc_cevent_t, out *C.krabka_lease_event_kind_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_lease_kind", "lease event kind", C.KRABKA_EVENT_LEASE)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	*out = e.lease
+	return C.KRABKA_OK
+}
+
+// ---- lease events of a plain leadership ----
+
+//export kc_go_leadership_events_async
+func kc_go_leadership_events_async(leadership *C.krabka_leadership_t, queue *C.krabka_queue_t, tag C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
+	defer guard(&rc, errstr, errstr_size)
+	l, err := leadershipOf(unsafe.Pointer(leadership))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	q, err := queueOf(unsafe.Pointer(queue))
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := l.l.Events(ctx)
+	go func() {
+		defer cancel()
+		for le := range ch {
+			ev := &eventObj{typ: C.KRABKA_EVENT_LEASE, tag: uint64(tag), lease: C.krabka_lease_event_kind_t(le.Kind),
+				state: C.KRABKA_LEADERSHIP_ACTIVE}
+			if !le.Deadline.IsZero() {
+				ev.deadline = le.Deadline.UnixMilli()
+			}
+			if le.Kind == coord.LeadershipEnded {
+				ev.state = stateCodes[le.State]
+				ev.fail(le.Err)
+			}
+			if !q.push(ev) {
+				return // the queue is gone: the subscription ends
+			}
+			if le.Kind == coord.LeadershipEnded {
+				return
+			}
+		}
+	}()
+	return C.KRABKA_OK
+}
