@@ -1,7 +1,10 @@
 # Node binding (bindings/node): koffi over libkrabka_coord.so.
 #   make node-test    npm ci (when node_modules is missing or stale), then the
 #                     node:test suite: conformance vectors, misuse, typings
-#                     (tsc --noEmit) and the live failover on $KRABKA_BOOTSTRAP
+#                     (tsc --noEmit), struct layouts against the header (needs
+#                     a C compiler), module layout, the package's files, and on
+#                     $KRABKA_BOOTSTRAP (and $KRABKA_BOOTSTRAP_TV1) the live
+#                     failover and the event-queue completion path
 #   make node-bench   per-call overhead of the binding (µs per call)
 #   make node-deps    just the npm ci
 NODE ?= node

@@ -151,7 +151,8 @@ grep -q "^krabka_coord-$VERSION/native/go.mod$" "$STAGE/sdist.list" || die "the 
 log "$(basename "$sdist")"
 
 # ---- npm ------------------------------------------------------------------
-# The main package: bindings/node's published files; its optionalDependencies
+# The main package: bindings/node's published files (docs/PROTOCOL.md and
+# docs/ABI.md from the repository's docs/); its optionalDependencies
 # name one package per platform at exactly this version (npm installs the one
 # matching os/cpu/libc). Platform packages carry the library alone.
 main=$STAGE/npm/krabka-coord
@@ -165,7 +166,8 @@ done
 const fs = require("fs"), path = require("path");
 const [dest, optional] = process.argv.slice(1);
 const p = JSON.parse(fs.readFileSync("package.json", "utf8"));
-for (const f of p.files) fs.cpSync(f, path.join(dest, f), { recursive: true, dereference: true });
+// docs/* come from the repository docs/ (in a checkout, npm prepack copies them).
+for (const f of p.files) fs.cpSync(f.startsWith("docs/") ? path.join("..", "..", f) : f, path.join(dest, f), { recursive: true, dereference: true });
 delete p.devDependencies;
 delete p.scripts;
 p.optionalDependencies = JSON.parse("{" + optional + "}");

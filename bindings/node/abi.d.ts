@@ -232,6 +232,24 @@ export interface LeaseEventKindMap {
   readonly ENDED: 3;
 }
 
+/** The category words of the data error codes (lib/abi.js DATA_CATEGORIES). */
+export type DataCategory =
+  | 'truncated'
+  | 'trailing_bytes'
+  | 'unsupported_version'
+  | 'unknown_kind'
+  | 'negative_length'
+  | 'invalid_utf8'
+  | 'lease_key_has_member'
+  | 'empty_role'
+  | 'empty_member'
+  | 'role_too_long'
+  | 'member_too_long'
+  | 'negative_token'
+  | 'token_form'
+  | 'invalid_partition_count'
+  | 'invalid_lease_config';
+
 /** One row of coord.ErrorTable (lib/abi.js ERROR_DESCS). */
 export interface ErrorDesc {
   readonly code: ErrorCodeNumber;

@@ -1,9 +1,25 @@
 // Type declarations of krabka-coord (kept in sync with lib/ by hand; checked
 // by test/typings.test.js, which runs `tsc --noEmit` on test/types/usage.ts).
+// The unions of the C enums (error names, states, event types, watch kinds,
+// log levels, verdicts) come from abi.d.ts, which internal/gen writes from
+// include/krabka_coord.h.
 
 /// <reference types="node" />
 
 import { EventEmitter } from 'node:events';
+import type {
+  DataCategory,
+  ErrorCodeMap,
+  ErrorCodeName,
+  EventTypeName,
+  KindMap,
+  LeadershipStateName,
+  LogLevelName,
+  VerdictName,
+  WatchEventKindName,
+} from './abi';
+
+export type { DataCategory, ErrorCodeName, EventTypeName, LeadershipStateName, LogLevelName, VerdictName, WatchEventKindName };
 
 /** A role name or member id: a string (encoded as UTF-8) or its UTF-8 bytes. */
 export type Name = string | Uint8Array;
@@ -19,10 +35,11 @@ export interface CallOptions {
   /** Aborts the wait: the Promise rejects at once with an AbortError (name
    *  'AbortError', code 'ABORT_ERR', cause: signal.reason). The library's
    *  call goes on in the background and its result is disposed of: a role
-   *  won by an aborted acquire or tryAcquire is resigned and released, an
-   *  aborted renew/produce/resign/leave may still have taken effect. An
-   *  aborted acquire (or watch next) no longer keeps the process alive, so a
-   *  process with a pending unbounded acquire can exit. */
+   *  won by an aborted acquire or tryAcquire is resigned and released, a
+   *  watch opened by an aborted watch() is closed, an aborted
+   *  renew/produce/resign/leave may still have taken effect. An aborted
+   *  acquire (or watch next) no longer keeps the process alive, so a process
+   *  with a pending unbounded acquire can exit. */
   signal?: AbortSignal;
 }
 
@@ -139,7 +156,8 @@ export interface Status {
   readonly removed: number;
 }
 
-export type LeadershipState = 'active' | 'fenced' | 'expired' | 'resigned' | 'closed';
+/** 'ACTIVE' | 'FENCED' | 'EXPIRED' | 'RESIGNED' | 'CLOSED' (krabka_leadership_state_t). */
+export type LeadershipState = LeadershipStateName;
 
 export interface TryAcquireResult {
   /** The won role, or null when it was not won. */
@@ -151,14 +169,15 @@ export interface TryAcquireResult {
 
 /** One line of the library's log ('log' event of a Client). */
 export interface LogLine {
-  level: 'error' | 'warning' | 'info' | 'debug';
+  /** 'ERROR' | 'WARNING' | 'INFO' | 'DEBUG' (krabka_log_level_t). */
+  level: LogLevelName;
   /** "krabka: role won client=... role=... token=..." */
   message: string;
 }
 
 /** How a leadership ended (Leadership.ended). */
 export interface LeadershipEnd {
-  state: Exclude<LeadershipState, 'active'>;
+  state: Exclude<LeadershipState, 'ACTIVE'>;
   /** The library's reason text. */
   reason: string;
   /** The error its calls now reject with (FencedError, LeaseExpiredError, ...). */
@@ -167,7 +186,8 @@ export interface LeadershipEnd {
 
 /** One change of a watched role (the same fields as Go's coord.Event). */
 export interface WatchEvent {
-  kind: 'HOLDER_CHANGED' | 'LEASE_RENEWED' | 'ROSTER_CHANGED' | 'ROLE_FREE';
+  /** 'HOLDER_CHANGED' | 'LEASE_RENEWED' | 'ROSTER_CHANGED' | 'ROLE_FREE' (krabka_watch_event_kind_t). */
+  kind: WatchEventKindName;
   role: string;
   /** The member the current lease names (null: no lease). */
   holder: string | null;
@@ -252,10 +272,10 @@ export class Client extends EventEmitter {
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   /** Counters and gauges (docs/STATISTICS.md). Never blocks. */
   stats(): Stats;
-  /** Watches a role without taking part; each next() waits without a pool thread. */
+  /** Watches a role without taking part; each next() waits on the event queue. */
   watch(role: Name, options?: CallOptions & { renewals?: boolean }): Promise<Watch>;
-  /** Waits on the library's threads (no libuv pool thread); keeps the
-   *  process alive while pending, until options.signal aborts. */
+  /** Waits on the library's threads (completed through the event queue);
+   *  keeps the process alive while pending, until options.signal aborts. */
   acquire(role: Name, member: Name, options?: AcquireOptions): Promise<Leadership>;
   tryAcquire(role: Name, member: Name, options?: AcquireOptions): Promise<TryAcquireResult>;
   /** Removes member's registration of role; a later acquire registers it
@@ -278,7 +298,7 @@ export class Leadership {
   /** The term's metadata as last written, or null. Never blocks. */
   readonly metadata: Buffer | null;
   readonly state: LeadershipState;
-  /** state === 'active' */
+  /** state === 'ACTIVE' */
   readonly active: boolean;
   /** Resolves when the leadership is no longer active; never rejects.
    *  Keeps the process alive only once the leadership ended (after its
@@ -300,10 +320,10 @@ export class Leadership {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Verifier.judge's verdicts. */
-export type Verdict = 'ok' | 'stale' | 'mismatch' | 'unstamped';
+/** Verifier.judge's verdicts: 'OK' | 'STALE' | 'MISMATCH' | 'UNSTAMPED' (krabka_verdict_t). */
+export type Verdict = VerdictName;
 
-/** Judges consumed guarded writes (COORDINATION.md 11.5): the highest token
+/** Judges consumed guarded writes (docs/PROTOCOL.md 11.5): the highest token
  *  seen per scope, and the krabka.token header against the batch's token. */
 export class Verifier {
   constructor();
@@ -326,49 +346,16 @@ export class Verifier {
 /** Most bytes of metadata of a term or a member (4096). */
 export const MAX_METADATA_BYTES: number;
 
-export const ErrorCode: {
-  readonly OK: 0;
-  readonly INVALID_ARG: 1;
-  readonly INVALID_HANDLE: 2;
-  readonly BUFFER_TOO_SMALL: 3;
-  readonly UNKNOWN_CONFIG: 4;
-  readonly INVALID_CONFIG: 5;
-  readonly TRUNCATED: 10;
-  readonly TRAILING_BYTES: 11;
-  readonly UNSUPPORTED_VERSION: 12;
-  readonly UNKNOWN_KIND: 13;
-  readonly NEGATIVE_LENGTH: 14;
-  readonly INVALID_UTF8: 15;
-  readonly LEASE_KEY_HAS_MEMBER: 16;
-  readonly EMPTY_ROLE: 17;
-  readonly EMPTY_MEMBER: 18;
-  readonly ROLE_TOO_LONG: 19;
-  readonly MEMBER_TOO_LONG: 20;
-  readonly NEGATIVE_TOKEN: 21;
-  readonly TOKEN_FORM: 22;
-  readonly INVALID_PARTITION_COUNT: 23;
-  readonly INVALID_LEASE_CONFIG: 24;
-  readonly FENCED: 30;
-  readonly LEASE_EXPIRED: 31;
-  readonly NOT_LEADER: 32;
-  readonly TIMEOUT: 33;
-  readonly AUTHORIZATION: 34;
-  readonly UNSUPPORTED: 35;
-  readonly TRANSPORT: 36;
-  readonly CLOSED: 37;
-  readonly AUTHENTICATION: 38;
-  readonly MESSAGE_TOO_LARGE: 39;
-  readonly UNKNOWN_TOPIC_OR_PARTITION: 40;
-  readonly TLS: 41;
-  readonly FORKED: 42;
-  readonly INTERNAL: 50;
-};
+/** The krabka_err_t numbers (they never change). */
+export const ErrorCode: ErrorCodeMap;
 
 export class KrabkaError extends Error {
   /** krabka_err_t number (stable). */
   readonly code: number;
-  /** Symbolic name without the prefix: "FENCED", "TIMEOUT". */
-  readonly codeName: string;
+  /** Symbolic name without the prefix: "FENCED", "TIMEOUT" (the library's
+   *  name for a code this binding was generated without; "UNKNOWN" for a
+   *  code no table knows). */
+  readonly codeName: ErrorCodeName | (string & {});
   /** The library's description of the code. */
   readonly description: string;
   /** The reason text the library gave (also the message). */
@@ -378,15 +365,15 @@ export class KrabkaError extends Error {
   /** The object the call was made on can no longer be used for that purpose. */
   readonly fatal: boolean;
   /** Conformance vocabulary word for data errors ('truncated', ...), else null. */
-  readonly category: string | null;
+  readonly category: DataCategory | null;
 }
 export class FencedError extends KrabkaError {}
 export class LeaseExpiredError extends KrabkaError {}
 export class DecodeError extends KrabkaError {
-  readonly category: string;
+  readonly category: DataCategory;
 }
 
-export const Kind: { readonly REGISTRATION: 0; readonly LEASE: 1 };
+export const Kind: KindMap;
 
 export interface Key {
   kind: 0 | 1;
@@ -395,7 +382,8 @@ export interface Key {
   member: string;
 }
 export interface KeyInput {
-  kind: 0 | 1 | 'registration' | 'lease';
+  /** A krabka_kind_t number or its name (any letter case). */
+  kind: 0 | 1 | 'REGISTRATION' | 'LEASE' | 'registration' | 'lease';
   role: Name;
   member?: Name | null;
 }
@@ -430,11 +418,13 @@ export function decodeLease(data: Uint8Array): Lease;
 export function parseToken(text: string | Uint8Array): FencingToken;
 export function formatToken(token: FencingToken): string;
 
-/** Version of the loaded library, e.g. "1.0.0". */
+/** Version of the loaded library, e.g. "2.0.0". */
 export function version(): string;
 /** Path of the loaded libkrabka_coord.so. */
 export function libraryPath(): string;
-/** The ABI version this binding needs (1). */
+/** The ABI version this binding needs (KRABKA_ABI_VERSION: 2). */
 export const ABI_VERSION: number;
-/** Calls currently running on (or queued for) the libuv thread pool. */
+/** krabka-coord calls in flight: submitted to the library's event queue and
+ *  not completed yet (a Leadership.ended waiter is not a call), and closes
+ *  running on the libuv pool. */
 export function pendingCalls(): number;

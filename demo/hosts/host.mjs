@@ -105,7 +105,7 @@ async function lead(leadership) {
         return false;
       }
       errorEvent('ERROR', op, err, { token });
-      if (leadership.state !== 'active') return false;
+      if (leadership.state !== 'ACTIVE') return false;
     }
     await sleep(dispatchIntervalMs);
   }

@@ -161,9 +161,10 @@ const jsHeader = `'use strict';
 // CONSTANTS (#define KRABKA_* without the prefix; CAST_CONSTANTS are the ones
 // whose value depends on the platform, resolved by load()), every typedef
 // enum as a frozen name -> number object and a number -> name object
-// (<Enum>Name), ERROR_DESCS (coord.ErrorTable), DECLS (every function as a
-// koffi declaration) and load(koffi, libPath), which defines the types and
-// declares every function.
+// (<Enum>Name), ERROR_DESCS (coord.ErrorTable), DATA_CATEGORIES (each data
+// error code's category word), DECLS (every function as a koffi declaration)
+// and load(koffi, libPath), which defines the types and declares every
+// function.
 //
 // Type mapping (C -> koffi), in struct fields and callback parameters:
 //   enums -> 'int'; const char * -> 'const char *'; an opaque krabka_x_t * ->
@@ -190,7 +191,7 @@ func renderJS(in *inputs) (string, error) {
 	b.WriteString(jsHeader)
 	names := map[string]string{}
 	reserve := func(name, what string) error { return uniqueNames("abi.js", names, name, what) }
-	for _, n := range []string{"CONSTANTS", "CAST_CONSTANTS", "ENUMS", "ERROR_DESCS", "DECLS", "load", "defineTypes", "castValue", "typeCache"} {
+	for _, n := range []string{"CONSTANTS", "CAST_CONSTANTS", "ENUMS", "ERROR_DESCS", "DATA_CATEGORIES", "DECLS", "load", "defineTypes", "castValue", "typeCache"} {
 		if err := reserve(n, "the generator's own "+n); err != nil {
 			return "", err
 		}
@@ -256,6 +257,15 @@ func renderJS(in *inputs) (string, error) {
 			e.Code, jsString(e.Name), jsString(e.Text), e.Retriable, e.Fatal)
 	}
 	b.WriteString("]);\n")
+
+	// The data codes: their category word of the conformance vocabulary.
+	b.WriteString("\n// The data error codes (coord.ErrorTable's Category): code -> category word.\nconst DATA_CATEGORIES = Object.freeze({\n")
+	for _, e := range in.errors {
+		if e.Category != "" {
+			fmt.Fprintf(&b, "  %d: %s,\n", e.Code, jsString(string(e.Category)))
+		}
+	}
+	b.WriteString("});\n")
 
 	// Types: opaque handles first, then structs and callbacks in header order.
 	b.WriteString("\n// The header's types, defined once per koffi instance (koffi's type names are global).\n")
@@ -328,7 +338,7 @@ func renderJS(in *inputs) (string, error) {
 	for _, n := range enumNames {
 		fmt.Fprintf(&b, "  %s,\n  %sName,\n", n, n)
 	}
-	b.WriteString("  ENUMS,\n  ERROR_DESCS,\n  DECLS,\n  load,\n};\n")
+	b.WriteString("  ENUMS,\n  ERROR_DESCS,\n  DATA_CATEGORIES,\n  DECLS,\n  load,\n};\n")
 	return b.String(), nil
 }
 

@@ -53,6 +53,16 @@ func renderTS(in *inputs) (string, error) {
 	if errEnum != nil {
 		code, name = enumClass(*errEnum)+"Number", enumClass(*errEnum)+"Name"
 	}
+	var cats []string
+	for _, e := range in.errors {
+		if e.Category != "" {
+			cats = append(cats, jsString(string(e.Category)))
+		}
+	}
+	if len(cats) > 0 {
+		b.WriteString("\n/** The category words of the data error codes (lib/abi.js DATA_CATEGORIES). */\n")
+		fmt.Fprintf(&b, "export type DataCategory =\n  | %s;\n", strings.Join(cats, "\n  | "))
+	}
 	b.WriteString("\n/** One row of coord.ErrorTable (lib/abi.js ERROR_DESCS). */\n")
 	fmt.Fprintf(&b, "export interface ErrorDesc {\n  readonly code: %s;\n  readonly name: %s;\n  readonly text: string;\n  readonly retriable: boolean;\n  readonly fatal: boolean;\n}\n", code, name)
 	return b.String(), nil

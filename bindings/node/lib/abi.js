@@ -6,9 +6,10 @@
 // CONSTANTS (#define KRABKA_* without the prefix; CAST_CONSTANTS are the ones
 // whose value depends on the platform, resolved by load()), every typedef
 // enum as a frozen name -> number object and a number -> name object
-// (<Enum>Name), ERROR_DESCS (coord.ErrorTable), DECLS (every function as a
-// koffi declaration) and load(koffi, libPath), which defines the types and
-// declares every function.
+// (<Enum>Name), ERROR_DESCS (coord.ErrorTable), DATA_CATEGORIES (each data
+// error code's category word), DECLS (every function as a koffi declaration)
+// and load(koffi, libPath), which defines the types and declares every
+// function.
 //
 // Type mapping (C -> koffi), in struct fields and callback parameters:
 //   enums -> 'int'; const char * -> 'const char *'; an opaque krabka_x_t * ->
@@ -318,6 +319,25 @@ const ERROR_DESCS = Object.freeze([
   Object.freeze({ code: 50, name: 'INTERNAL', text: 'internal error in the library', retriable: false, fatal: true }),
 ]);
 
+// The data error codes (coord.ErrorTable's Category): code -> category word.
+const DATA_CATEGORIES = Object.freeze({
+  10: 'truncated',
+  11: 'trailing_bytes',
+  12: 'unsupported_version',
+  13: 'unknown_kind',
+  14: 'negative_length',
+  15: 'invalid_utf8',
+  16: 'lease_key_has_member',
+  17: 'empty_role',
+  18: 'empty_member',
+  19: 'role_too_long',
+  20: 'member_too_long',
+  21: 'negative_token',
+  22: 'token_form',
+  23: 'invalid_partition_count',
+  24: 'invalid_lease_config',
+});
+
 // The header's types, defined once per koffi instance (koffi's type names are global).
 function defineTypes(koffi) {
   const T = {};
@@ -594,6 +614,7 @@ module.exports = {
   LeaseEventKindName,
   ENUMS,
   ERROR_DESCS,
+  DATA_CATEGORIES,
   DECLS,
   load,
 };

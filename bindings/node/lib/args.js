@@ -102,44 +102,7 @@ function abortError(signal, what) {
   return e;
 }
 
-/**
- * Settles like `work` (a Promise of a call already started) unless `signal`
- * aborts first: then it rejects with an AbortError at once, and the call's
- * late result is handed to onLate (which disposes of what it holds) or, if
- * the call failed, dropped.
- */
-function abortable(signal, what, work, onLate) {
-  if (!signal) return work;
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const onAbort = () => {
-      if (settled) return;
-      settled = true;
-      reject(abortError(signal, what));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        if (!settled) {
-          settled = true;
-          resolve(v);
-        } else if (onLate) {
-          onLate(v);
-        }
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        if (!settled) {
-          settled = true;
-          reject(e);
-        }
-      },
-    );
-  });
-}
-
 /** Converts an int64 that koffi gave as number or bigint into a bigint. */
 const big = (v) => (typeof v === 'bigint' ? v : BigInt(v));
 
-module.exports = { nameBytes, bytesArg, ptr, int64Arg, intArg, timeoutArg, signalArg, abortError, abortable, big, describe, EMPTY };
+module.exports = { nameBytes, bytesArg, ptr, int64Arg, intArg, timeoutArg, signalArg, abortError, big, describe, EMPTY };

@@ -1,55 +1,53 @@
 'use strict';
-// Error classes. Codes and their names, descriptions and retriable/fatal
-// flags come from the C library (krabka_err2name & co), so they never drift.
+// Error classes. The codes and their names, descriptions and retriable/fatal
+// flags are the loaded library's own table (krabka_get_err_descs; the
+// generated ERROR_DESCS of lib/abi.js for a code only the binding knows), so
+// a code the library adds needs no edit here: it rejects with a KrabkaError
+// carrying the library's name and text for it. The data codes (DecodeError,
+// `category`) are the generated DATA_CATEGORIES.
 
-const { native } = require('./native');
+const abi = require('./abi');
+const { koffi, native } = require('./native');
 
 /** Error numbers of include/krabka_coord.h (they never change). */
-const ErrorCode = Object.freeze({
-  OK: 0,
-  INVALID_ARG: 1,
-  INVALID_HANDLE: 2,
-  BUFFER_TOO_SMALL: 3,
-  UNKNOWN_CONFIG: 4,
-  INVALID_CONFIG: 5,
-  TRUNCATED: 10,
-  TRAILING_BYTES: 11,
-  UNSUPPORTED_VERSION: 12,
-  UNKNOWN_KIND: 13,
-  NEGATIVE_LENGTH: 14,
-  INVALID_UTF8: 15,
-  LEASE_KEY_HAS_MEMBER: 16,
-  EMPTY_ROLE: 17,
-  EMPTY_MEMBER: 18,
-  ROLE_TOO_LONG: 19,
-  MEMBER_TOO_LONG: 20,
-  NEGATIVE_TOKEN: 21,
-  TOKEN_FORM: 22,
-  INVALID_PARTITION_COUNT: 23,
-  INVALID_LEASE_CONFIG: 24,
-  FENCED: 30,
-  LEASE_EXPIRED: 31,
-  NOT_LEADER: 32,
-  TIMEOUT: 33,
-  AUTHORIZATION: 34,
-  UNSUPPORTED: 35,
-  TRANSPORT: 36,
-  CLOSED: 37,
-  AUTHENTICATION: 38,
-  MESSAGE_TOO_LARGE: 39,
-  UNKNOWN_TOPIC_OR_PARTITION: 40,
-  TLS: 41,
-  FORKED: 42,
-  INTERNAL: 50,
-});
+const ErrorCode = abi.ErrorCode;
 
-const isDataCode = (code) => code >= 10 && code <= 24;
+let table = null; // code -> { name, text, retriable, fatal }
+
+/** code -> its row, the library's answers over the generated ones. */
+function errorTable() {
+  if (table) return table;
+  const t = new Map();
+  for (const d of abi.ERROR_DESCS) t.set(d.code, d);
+  const n = native();
+  const descs = [null];
+  const count = [0];
+  n.fns.krabka_get_err_descs(descs, count);
+  const len = Number(count[0]);
+  if (descs[0] && len > 0) {
+    for (const d of koffi.decode(descs[0], n.types.krabka_err_desc_t, len)) {
+      t.set(d.code, { code: d.code, name: d.name, text: d.desc, retriable: d.retriable === 1, fatal: d.fatal === 1 });
+    }
+  }
+  table = t;
+  return t;
+}
+
+/**
+ * { name, text, retriable, fatal } of a code: the library's table, and for a
+ * code no table holds the library's own answers (krabka_err2name says
+ * "UNKNOWN", krabka_err2str "unknown error").
+ */
+function describeCode(code) {
+  const row = errorTable().get(code);
+  if (row) return row;
+  const f = native().fns;
+  return { name: f.krabka_err2name(code), text: f.krabka_err2str(code), retriable: f.krabka_err_is_retriable(code) === 1, fatal: f.krabka_err_is_fatal(code) === 1 };
+}
 
 /** The conformance-vocabulary word of a data error code ("truncated"), else null. */
 function categoryOf(code) {
-  if (!isDataCode(code)) return null;
-  for (const [name, value] of Object.entries(ErrorCode)) if (value === code) return name.toLowerCase();
-  return null;
+  return Object.prototype.hasOwnProperty.call(abi.DATA_CATEGORIES, code) ? abi.DATA_CATEGORIES[code] : null;
 }
 
 /**
@@ -63,15 +61,14 @@ function categoryOf(code) {
  */
 class KrabkaError extends Error {
   constructor(code, reason) {
-    const n = native().fns;
-    const description = n.krabka_err2str(code);
-    super(reason || description);
+    const d = describeCode(code);
+    super(reason || d.text);
     this.code = code;
-    this.codeName = n.krabka_err2name(code);
-    this.description = description;
-    this.reason = reason || description;
-    this.retriable = n.krabka_err_is_retriable(code) === 1;
-    this.fatal = n.krabka_err_is_fatal(code) === 1;
+    this.codeName = d.name;
+    this.description = d.text;
+    this.reason = reason || d.text;
+    this.retriable = d.retriable;
+    this.fatal = d.fatal;
     this.category = categoryOf(code);
   }
   get name() {
@@ -90,7 +87,7 @@ class DecodeError extends KrabkaError {}
 function makeError(code, reason) {
   if (code === ErrorCode.FENCED) return new FencedError(code, reason);
   if (code === ErrorCode.LEASE_EXPIRED) return new LeaseExpiredError(code, reason);
-  if (isDataCode(code)) return new DecodeError(code, reason);
+  if (categoryOf(code) !== null) return new DecodeError(code, reason);
   return new KrabkaError(code, reason);
 }
 
@@ -116,4 +113,5 @@ module.exports = {
   check,
   errText,
   categoryOf,
+  describeCode,
 };

@@ -1,14 +1,17 @@
 'use strict';
-// Record headers (COORDINATION.md section 11): the metadata of a term and of
-// a member, the headers of guarded writes, and the Verifier of consumed
-// guarded writes. Argument checks and the copying of metadata out of C; the
-// rules (the 4096-byte limit, the reserved `krabka.` names, the verdicts)
-// are the library's.
+// Record headers (docs/PROTOCOL.md section 11): the metadata of a term and
+// of a member, the headers of guarded writes, and the Verifier of consumed
+// guarded writes. Argument checks; the rules (the 4096-byte limit, the
+// reserved `krabka.` names, the verdicts) are the library's.
 
-const { native, MAX_METADATA_BYTES } = require('./native');
+const { native, CONSTANTS } = require('./native');
 const { check, makeError, ErrorCode } = require('./errors');
 const { nameBytes, bytesArg, ptr, int64Arg, intArg, describe } = require('./args');
-const { FencingToken, tokenArg } = require('./pure');
+const { FencingToken, tokenArg } = require('./token');
+const { verdictName } = require('./values');
+
+/** Most bytes of metadata of a term or of a member (KRABKA_MAX_METADATA_BYTES). */
+const MAX_METADATA_BYTES = CONSTANTS.MAX_METADATA_BYTES;
 
 const fns = () => native().fns;
 
@@ -28,26 +31,6 @@ function metadataArg(value, what) {
 function metadataTooLong(bytes, what) {
   if (bytes === null || bytes.length <= MAX_METADATA_BYTES) return null;
   return makeError(ErrorCode.INVALID_ARG, `krabka: ${what} of ${bytes.length} bytes: at most ${MAX_METADATA_BYTES} allowed (krabka.meta)`);
-}
-
-const metaScratch = Buffer.alloc(MAX_METADATA_BYTES);
-
-/**
- * Metadata copied out of C: call(buf, bufSize, lenOut) is one of the
- * krabka_*_metadata functions. A Buffer of its own, or null for none.
- */
-function metadataFrom(call) {
-  const len = [0];
-  let buf = metaScratch;
-  let code = call(buf, buf.length, len);
-  if (code === ErrorCode.INVALID_ARG && Number(len[0]) > buf.length) {
-    // A library with a larger limit than this binding knows: one more try.
-    buf = Buffer.alloc(Number(len[0]));
-    code = call(buf, buf.length, len);
-  }
-  check(code);
-  const n = Number(len[0]);
-  return n === 0 ? null : Buffer.from(buf.subarray(0, n));
 }
 
 /** Two metadata values (Buffer or null) hold the same bytes. */
@@ -86,9 +69,6 @@ function headersArg(headers, what) {
 
 // ---------------------------------------------------------------------------
 
-/** Verdicts of Verifier.judge, in the order of krabka_verdict_t. */
-const VERDICTS = ['ok', 'stale', 'mismatch', 'unstamped'];
-
 const finalizer = new FinalizationRegistry((handle) => {
   try {
     fns().krabka_verifier_destroy(handle);
@@ -108,7 +88,7 @@ function batchArg(t, what) {
 }
 
 /**
- * Judges consumed guarded writes (COORDINATION.md 11.5): keeps the highest
+ * Judges consumed guarded writes (docs/PROTOCOL.md 11.5): keeps the highest
  * token seen per scope (a role, or however the consumer groups its
  * writers) and compares a record's krabka.token header with the producer
  * id and epoch of its record batch, which the broker accepted. Never
@@ -134,10 +114,11 @@ class Verifier {
    * `header` is the value of its krabka.token header (Buffer, Uint8Array or
    * string; null or undefined: the record has none), `batchToken` the
    * producer id and epoch of its record batch (a FencingToken or
-   * { producerId, producerEpoch }). Checked in order: 'mismatch' (the header
-   * is not the batch's token), 'stale' (the batch's token is older than the
-   * highest seen for the scope), 'unstamped' (no header), else 'ok'. A
-   * record that is neither 'mismatch' nor 'stale' raises the scope's highest.
+   * { producerId, producerEpoch }). Checked in order: 'MISMATCH' (the header
+   * is not the batch's token), 'STALE' (the batch's token is older than the
+   * highest seen for the scope), 'UNSTAMPED' (no header), else 'OK' (the
+   * names of krabka_verdict_t). A record that is neither 'MISMATCH' nor
+   * 'STALE' raises the scope's highest.
    */
   judge(scope, header, batchToken) {
     const s = nameBytes(scope, 'scope');
@@ -145,7 +126,7 @@ class Verifier {
     const batch = batchArg(batchToken, 'batchToken');
     const out = [0];
     check(fns().krabka_verifier_judge(this.#live(), ptr(s), s.length, h === null ? null : ptr(h), h === null ? 0 : h.length, batch, out));
-    return VERDICTS[out[0]] ?? `unknown(${out[0]})`;
+    return verdictName(out[0]);
   }
 
   /** The highest token seen for scope (a FencingToken), or null if none yet. */
@@ -178,4 +159,4 @@ class Verifier {
   }
 }
 
-module.exports = { metadataArg, metadataTooLong, metadataFrom, sameBytes, headersArg, Verifier, VERDICTS, MAX_METADATA_BYTES };
+module.exports = { metadataArg, metadataTooLong, sameBytes, headersArg, Verifier, MAX_METADATA_BYTES };

@@ -5,9 +5,11 @@
 const { ABI_VERSION, libraryPath } = require('./native');
 const errors = require('./errors');
 const pure = require('./pure');
-const { Client, Leadership, pendingCalls } = require('./client');
+const { Client } = require('./client');
+const { Leadership } = require('./leadership');
 const { Watch } = require('./watch');
 const { Verifier, MAX_METADATA_BYTES } = require('./headers');
+const { pendingCalls } = require('./calls');
 
 module.exports = {
   Client,

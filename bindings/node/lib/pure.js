@@ -2,24 +2,22 @@
 // Pure functions of the C API: tokens, names, murmur2, role partition and the
 // frozen record format. None blocks; all run on the calling thread.
 
-const { native, NAME_BUF, NAME_MAX, ERRSTR_SIZE } = require('./native');
-const { check, makeError, ErrorCode } = require('./errors');
+const abi = require('./abi');
+const { native, CONSTANTS, ERRSTR_SIZE } = require('./native');
+const { check, ErrorCode } = require('./errors');
 const { nameBytes, bytesArg, ptr, int64Arg, intArg, big, describe } = require('./args');
+const { FencingToken, tokenArg, C } = require('./token');
+const { nameFrom, leaseFromC } = require('./values');
+
+const { NAME_BUF, NAME_MAX } = CONSTANTS;
 
 // Scratch buffers for synchronous calls (the JS thread is the only user).
 const errbuf = Buffer.alloc(ERRSTR_SIZE);
 const i32out = new Int32Array(1);
-const sizeOut = new BigUint64Array(1);
+const sizeOut = [0]; // size_t out (koffi writes a number)
 let encBuf = Buffer.alloc(1024);
 
-const C = Symbol('krabka.ctoken');
-let rawConstruct = false; // set while building a token that came from C
 const fns = () => native().fns;
-
-/** Decodes a fixed name array of a C struct (len bytes of UTF-8). */
-function nameFrom(arr, len) {
-  return Buffer.from(arr.buffer, arr.byteOffset, len).toString('utf8');
-}
 
 /** The fixed 256-byte array for a name; names the struct cannot hold get the
  *  library's own verdict (too long) on the full bytes. */
@@ -34,123 +32,6 @@ function nameArray(bytes, what, validate) {
   arr.set(bytes);
   return arr;
 }
-
-/**
- * A fencing token: (producer id, producer epoch), ordered lexicographically
- * (producer id first). Immutable. Never compare epochs alone.
- */
-class FencingToken {
-  /**
-   * @param {bigint|number} producerId signed 64-bit, >= 0
-   * @param {number} producerEpoch signed 16-bit, >= 0
-   * Throws DecodeError (category negative_token) for negative halves.
-   */
-  constructor(producerId, producerEpoch) {
-    const id = int64Arg(producerId, 'producerId');
-    const epoch = intArg(producerEpoch, 'producerEpoch', 16);
-    const c = { producer_id: id, producer_epoch: epoch };
-    if (!rawConstruct) {
-      // In JavaScript, not through the library: every call from the main
-      // thread into it costs ~100 us (docs/PERFORMANCE.md); the token
-      // vectors of the conformance suite guard these rules.
-      if (id < 0n) throw makeError(ErrorCode.NEGATIVE_TOKEN, `krabka: token: producer_id: negative_token: ${id} is negative`);
-      if (epoch < 0) throw makeError(ErrorCode.NEGATIVE_TOKEN, `krabka: token: producer_epoch: negative_token: ${epoch} is negative`);
-    }
-    /** @type {bigint} */
-    this.producerId = id;
-    /** @type {number} */
-    this.producerEpoch = epoch;
-    Object.defineProperty(this, C, { value: c });
-    Object.freeze(this);
-  }
-
-  /** -1, 0 or 1 as this token is below, equal to or above `other`. */
-  compare(other) {
-    tokenArg(other, 'other');
-    if (this.producerId !== other.producerId) return this.producerId < other.producerId ? -1 : 1;
-    if (this.producerEpoch !== other.producerEpoch) return this.producerEpoch < other.producerEpoch ? -1 : 1;
-    return 0;
-  }
-
-  /** True if this token supersedes `other` (compare(other) === 1). */
-  supersedes(other) {
-    return this.compare(other) === 1;
-  }
-
-  /** True if both halves are equal. */
-  equals(other) {
-    return other instanceof FencingToken && this.compare(other) === 0;
-  }
-
-  /** True for NO_EPOCH (-1:-1), the token of a role nobody has taken. */
-  get isNoEpoch() {
-    return this.producerId === -1n && this.producerEpoch === -1;
-  }
-
-  /** The text form "<producer_id>:<producer_epoch>", e.g. "4242:7". */
-  toString() {
-    return `${this.producerId}:${this.producerEpoch}`;
-  }
-
-  toJSON() {
-    return this.toString();
-  }
-
-  [Symbol.for('nodejs.util.inspect.custom')]() {
-    return `FencingToken(${this.toString()})`;
-  }
-
-  /** Parses the text form; throws DecodeError (token_form or negative_token). */
-  static parse(text) {
-    // The rules of core.ParseFencingToken, on the bytes: exactly one colon,
-    // a signed 64-bit id and a signed 16-bit epoch in ASCII decimal (an
-    // optional '+' or '-' each), else token_form; negative halves are
-    // negative_token.
-    const s = bytesArg(text, 'text').toString('latin1');
-    const i = s.indexOf(':');
-    if (i < 0 || s.indexOf(':', i + 1) >= 0) {
-      throw makeError(ErrorCode.TOKEN_FORM, 'krabka: token: text: token_form: must contain exactly one colon');
-    }
-    const id = parseDecimal(s.slice(0, i), 64);
-    if (id === null) throw makeError(ErrorCode.TOKEN_FORM, 'krabka: token: producer_id: token_form: is not a 64-bit decimal integer');
-    const epoch = parseDecimal(s.slice(i + 1), 16);
-    if (epoch === null) throw makeError(ErrorCode.TOKEN_FORM, 'krabka: token: producer_epoch: token_form: is not a 16-bit decimal integer');
-    return new FencingToken(id, Number(epoch));
-  }
-
-  /** @internal a token from a C struct (no validation: NO_EPOCH is legal here). */
-  static fromC(c) {
-    rawConstruct = true;
-    try {
-      return new FencingToken(big(c.producer_id), c.producer_epoch);
-    } finally {
-      rawConstruct = false;
-    }
-  }
-}
-
-/** An optionally signed run of ASCII digits that fits a signed integer of
- *  `bits` bits, as a bigint; null otherwise. */
-function parseDecimal(s, bits) {
-  if (!/^[+-]?[0-9]+$/.test(s)) return null;
-  const v = BigInt(s);
-  const lim = 1n << BigInt(bits - 1);
-  return v < -lim || v >= lim ? null : v;
-}
-
-function tokenArg(t, what) {
-  if (t instanceof FencingToken) return t[C];
-  throw new TypeError(`${what} must be a FencingToken, got ${describe(t)}`);
-}
-
-let noEpoch = null;
-Object.defineProperty(FencingToken, 'NO_EPOCH', {
-  enumerable: true,
-  get() {
-    if (!noEpoch) noEpoch = FencingToken.fromC(fns().krabka_token_no_epoch());
-    return noEpoch;
-  },
-});
 
 /** Checks a role name (string or UTF-8 bytes); throws DecodeError
  *  (empty_role, role_too_long, invalid_utf8). Returns the name's bytes. */
@@ -194,15 +75,16 @@ function isTombstone(value) {
   return fns().krabka_value_is_tombstone(ptr(b), b.length) === 1;
 }
 
-/** Kinds of coordination records. */
-const Kind = Object.freeze({ REGISTRATION: 0, LEASE: 1 });
+/** Kinds of coordination records (krabka_kind_t). */
+const Kind = abi.Kind;
 
 function kindArg(kind) {
-  if (kind === 'registration') return 0;
-  if (kind === 'lease') return 1;
-  if (kind === 0 || kind === 1) return kind;
+  if (typeof kind === 'string') {
+    const k = kind.toUpperCase();
+    if (Object.prototype.hasOwnProperty.call(Kind, k)) return Kind[k];
+  }
   if (typeof kind === 'number') return intArg(kind, 'key.kind', 32); // other kinds: the library decides
-  throw new TypeError(`key.kind must be 0, 1, 'registration' or 'lease', got ${describe(kind)}`);
+  throw new TypeError(`key.kind must be a number or one of ${Object.keys(Kind).map((k) => `'${k}'`).join(', ')} (any letter case), got ${describe(kind)}`);
 }
 
 function objArg(o, what) {
@@ -270,16 +152,6 @@ function decodeRegistration(data) {
   return { member: nameFrom(r.member, r.member_len), registeredAt: big(r.registered_at) };
 }
 
-/** @internal */
-function leaseFromC(l) {
-  return Object.freeze({
-    member: nameFrom(l.member, l.member_len),
-    token: FencingToken.fromC(l.token),
-    grantedAt: big(l.granted_at),
-    deadline: big(l.deadline),
-  });
-}
-
 /** Encodes a lease value { member, token, grantedAt, deadline }. `token` is a
  *  FencingToken or { producerId, producerEpoch } (encoded as given; the
  *  encoder rejects negative halves). */
@@ -307,7 +179,7 @@ function decodeLease(data) {
   return leaseFromC(decodeWith('krabka_lease_decode', data));
 }
 
-/** Version of the loaded library ("1.0.0"). */
+/** Version of the loaded library ("2.0.0"). */
 function version() {
   return fns().krabka_version();
 }
@@ -326,8 +198,6 @@ module.exports = {
   decodeRegistration,
   encodeLease,
   decodeLease,
-  leaseFromC,
-  nameFrom,
   tokenArg,
   version,
 };

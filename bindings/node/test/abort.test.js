@@ -63,7 +63,11 @@ function createTopic(topic) {
 test('an aborted acquire rejects with AbortError; the role it wins later is resigned, not held', { timeout: 120_000 }, async () => {
   requireBroker();
   const role = unique('acquire');
-  const holder = client('abort-holder');
+  // The holder's lease outlasts the test as well: node-2 can take the role
+  // only after node-1's resign, however slow the machine (with a short lease
+  // a slow watch() let node-1's lease run out first, and its resign then
+  // found it superseded).
+  const holder = client('abort-holder', LONG);
   const waiter = client('abort-waiter', LONG);
   const observer = client('abort-observer');
   try {
@@ -151,14 +155,14 @@ test('renew, produce and resign reject with AbortError; the leadership goes on a
     await l.renew({ timeoutMs: 30_000 });
     const w = await l.produce(topic, 'after', { timeoutMs: 30_000, signal: new AbortController().signal });
     assert.equal(typeof w.offset, 'bigint');
-    assert.equal(l.state, 'active');
+    assert.equal(l.state, 'ACTIVE');
     ac = new AbortController();
     p = l.resign({ signal: ac.signal });
     ac.abort();
     await assert.rejects(p, (e) => assertAbortError(e));
     // The resign the library already runs still happens.
     const end = await l.ended;
-    assert.equal(end.state, 'resigned');
+    assert.equal(end.state, 'RESIGNED');
     await l.close();
   } finally {
     await c.close();
@@ -222,7 +226,9 @@ test('describe and acquire on a black-holed broker reject on abort', { timeout: 
 test('a process whose only work is an unbounded acquire exits once its signal aborts', { timeout: 120_000 }, async () => {
   requireBroker();
   const role = unique('exit');
-  const holder = client('abort-exit-holder');
+  // A holder whose lease outlasts the test: an aborted acquire that still
+  // held the child's event loop would keep it alive until the test's limit.
+  const holder = client('abort-exit-holder', LONG);
   try {
     await holder.acquire(role, 'node-1', { timeoutMs: 60_000 });
     const script = `

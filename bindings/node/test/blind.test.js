@@ -12,7 +12,7 @@
 // writes its lease to the topic the deposed holder follows, and the
 // library's live view ends the holder (FENCED, "the log shows a lease of
 // ...") before it writes anything; here the view learns nothing, A still
-// believes it holds (state 'active'), and only the broker's answer to its
+// believes it holds (state 'ACTIVE'), and only the broker's answer to its
 // transactional write, PRODUCER_FENCED (90) or INVALID_PRODUCER_EPOCH (47),
 // can stop it. That answer must reach the caller as the library's FENCED
 // error naming the broker's code, and none of A's late writes may be in the
@@ -132,7 +132,7 @@ for (const [label, variable] of CLUSTERS) {
           // A's view follows T1, where nothing happened: a few poll
           // intervals later A still believes it holds.
           await new Promise((r) => setTimeout(r, 1000));
-          assert.equal(a.state, 'active', `A must still believe it holds before its ${op}`);
+          assert.equal(a.state, 'ACTIVE', `A must still believe it holds before its ${op}`);
 
           const { values, call } = deposedOp(a, op, commands);
           expected.refused.push(...values);
@@ -149,14 +149,14 @@ for (const [label, variable] of CLUSTERS) {
           // Every refusal, a resign's included, ends A fenced with the
           // broker's error.
           const end = await a.ended;
-          assert.equal(end.state, 'fenced', `A's state after the refused ${op}`);
-          assert.equal(a.state, 'fenced');
+          assert.equal(end.state, 'FENCED', `A's state after the refused ${op}`);
+          assert.equal(a.state, 'FENCED');
           assert.ok(end.error instanceof FencedError, `the end's error: ${end.error && end.error.stack}`);
           assert.match(end.reason, BROKER_CODE, `the end's reason names the broker's code: ${end.reason}`);
 
           await b.produce(commands, `new-${op}-2`, { partition: 0, timeoutMs: 30_000 });
           expected.fresh.set(`new-${op}-2`, String(b.token));
-          assert.equal(b.state, 'active');
+          assert.equal(b.state, 'ACTIVE');
           await b.resign({ timeoutMs: 30_000 });
         } finally {
           await Promise.all([A.close(), B.close()]);

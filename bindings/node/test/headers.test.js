@@ -1,5 +1,5 @@
 'use strict';
-// Record headers (COORDINATION.md section 11) through the Node binding, on
+// Record headers (docs/PROTOCOL.md section 11) through the Node binding, on
 // the broker at $KRABKA_BOOTSTRAP: term and member metadata through
 // acquire, tryAcquire, describe, the roster, setMetadata and a watch; the
 // 4096-byte limit and wrong types refused before anything is written; a
@@ -219,14 +219,11 @@ test('metadata is per acquire: a later acquire of the pair without it writes non
     await third.resign({ timeoutMs: 30_000 });
     await third.close();
 
-    // Concurrent acquires of one pair with different metadata run one after
-    // the other: each leadership carries its own. The second is an acquire
-    // again by the same client, which ends the first (FENCED).
-    const [x, y] = await Promise.all([
-      c.tryAcquire(role, 'm', { metadata: Buffer.from('x'), timeoutMs: 30_000 }),
-      c.acquire(role, 'm', { metadata: Buffer.from('y'), timeoutMs: 30_000 }),
-    ]);
-    assert.ok(x.leadership, 'the first of the pair wins');
+    // An acquire again of the pair by the same client, with other metadata,
+    // ends the first (FENCED); each leadership carries its own.
+    const x = await c.tryAcquire(role, 'm', { metadata: Buffer.from('x'), timeoutMs: 30_000 });
+    assert.ok(x.leadership, 'the only member wins at once');
+    const y = await c.acquire(role, 'm', { metadata: Buffer.from('y'), timeoutMs: 30_000 });
     assert.deepEqual(x.leadership.metadata, Buffer.from('x'));
     assert.deepEqual(y.metadata, Buffer.from('y'));
     assert.ok(y.token.supersedes(x.leadership.token));
@@ -235,6 +232,30 @@ test('metadata is per acquire: a later acquire of the pair without it writes non
     await y.resign({ timeoutMs: 30_000 });
   } finally {
     await c.close();
+  }
+});
+
+test('an acquire uses the metadata it was called with, whatever a later call of the pair sets', { timeout: 120_000 }, async () => {
+  requireBroker();
+  const role = unique('snapshot');
+  const holder = client('node-hdr-snap-holder');
+  const c = client('node-hdr-snap');
+  try {
+    const h = await holder.acquire(role, 'holder', { timeoutMs: 30_000 });
+    // Waits behind the holder, with metadata 'p'.
+    const pending = c.acquire(role, 'm', { metadata: Buffer.from('p'), timeoutMs: 60_000 });
+    // A later call of the same pair with other metadata: not won (the
+    // holder is live), and it makes the library hold 'q' for the pair.
+    const t = await c.tryAcquire(role, 'm', { metadata: Buffer.from('q'), timeoutMs: 30_000 });
+    assert.equal(t.leadership, null);
+    await h.resign({ timeoutMs: 30_000 });
+    const won = await pending;
+    assert.deepEqual(won.metadata, Buffer.from('p'));
+    const st = await c.describe(role, { timeoutMs: 30_000 });
+    assert.deepEqual(st.metadata, Buffer.from('p'));
+    await won.resign({ timeoutMs: 30_000 });
+  } finally {
+    await Promise.all([holder.close(), c.close()]);
   }
 });
 
@@ -273,7 +294,7 @@ test('over 4096 bytes and wrong types are refused before anything is written', {
     st = await c.describe(role, { timeoutMs: 30_000 });
     assert.deepEqual(st.metadata, Buffer.from('kept'));
     assert.equal(st.lease.grantedAt, lease.grantedAt);
-    assert.equal(l.state, 'active');
+    assert.equal(l.state, 'ACTIVE');
 
     // Header arguments.
     assert.throws(() => l.produce('t', 'v', { headers: 'trace=1' }), { name: 'TypeError', message: /message\.headers must be an object of name -> value or an array/ });
@@ -320,7 +341,7 @@ test('resign({ successor }) hands the role to the rank-1 standby; the rank-0 one
 
     const t0 = Date.now();
     await a.resign({ successor: 'c', timeoutMs: 30_000 });
-    assert.equal(a.state, 'resigned');
+    assert.equal(a.state, 'RESIGNED');
     // Without the named successor b (rank 0) would win at once and c would
     // wait a stagger behind it; with it, c wins at once and b waits one
     // stagger (60 s) more.
@@ -392,7 +413,7 @@ test('produce and produceBatch with headers: kread shows the user headers and kr
       ]),
       isInvalidArg(/reserved/),
     );
-    assert.equal(l.state, 'active');
+    assert.equal(l.state, 'ACTIVE');
     const w5 = await l.produce(topic, 'v5', { partition: 0, headers: [] });
 
     const recs = readTopic(topic);
@@ -418,11 +439,11 @@ test('produce and produceBatch with headers: kread shows the user headers and kr
     const v = new Verifier();
     for (const r of recs) {
       const batch = { producerId: BigInt(r.producer_id), producerEpoch: r.producer_epoch };
-      assert.equal(v.judge(role, r.headers['krabka.token'], batch), 'ok', `record ${r.value}`);
+      assert.equal(v.judge(role, r.headers['krabka.token'], batch), 'OK', `record ${r.value}`);
     }
     assert.equal(v.highest(role).toString(), token);
     const first = recs[0];
-    assert.equal(v.judge(role, `${first.producer_id + 1}:${first.producer_epoch}`, new FencingToken(BigInt(first.producer_id), first.producer_epoch)), 'mismatch');
+    assert.equal(v.judge(role, `${first.producer_id + 1}:${first.producer_epoch}`, new FencingToken(BigInt(first.producer_id), first.producer_epoch)), 'MISMATCH');
     v.close();
     await l.resign({ timeoutMs: 30_000 });
   } finally {
@@ -435,34 +456,34 @@ test('Verifier: ok, stale, mismatch, unstamped; highest per scope; misuse', () =
   const t71 = new FencingToken(7n, 1);
   const t72 = new FencingToken(7n, 2);
   assert.equal(v.highest('r'), null);
-  assert.equal(v.judge('r', '7:1', t71), 'ok');
+  assert.equal(v.judge('r', '7:1', t71), 'OK');
   assert.equal(v.highest('r').toString(), '7:1');
-  assert.equal(v.judge('r', Buffer.from('7:2'), t72), 'ok');
+  assert.equal(v.judge('r', Buffer.from('7:2'), t72), 'OK');
   assert.ok(v.highest('r').equals(t72));
   assert.ok(v.highest('r') instanceof FencingToken);
   // An older batch than the highest seen.
-  assert.equal(v.judge('r', '7:1', t71), 'stale');
+  assert.equal(v.judge('r', '7:1', t71), 'STALE');
   // A stale batch without the header is still stale (staleness first).
-  assert.equal(v.judge('r', null, t71), 'stale');
+  assert.equal(v.judge('r', null, t71), 'STALE');
   // A header copied onto another batch; text that is no token.
-  assert.equal(v.judge('r', '7:2', t71), 'mismatch');
-  assert.equal(v.judge('r', 'not-a-token', t72), 'mismatch');
-  assert.equal(v.judge('r', '', t72), 'mismatch', 'an empty header is a header');
+  assert.equal(v.judge('r', '7:2', t71), 'MISMATCH');
+  assert.equal(v.judge('r', 'not-a-token', t72), 'MISMATCH');
+  assert.equal(v.judge('r', '', t72), 'MISMATCH', 'an empty header is a header');
   // Mismatch comes before stale.
-  assert.equal(v.judge('r', '9:9', t71), 'mismatch');
+  assert.equal(v.judge('r', '9:9', t71), 'MISMATCH');
   // No header on a current batch.
-  assert.equal(v.judge('r', null, t72), 'unstamped');
-  assert.equal(v.judge('r', undefined, { producerId: 7, producerEpoch: 3 }), 'unstamped');
+  assert.equal(v.judge('r', null, t72), 'UNSTAMPED');
+  assert.equal(v.judge('r', undefined, { producerId: 7, producerEpoch: 3 }), 'UNSTAMPED');
   // An unstamped record still raises the highest (it is neither mismatch nor stale).
   assert.equal(v.highest('r').toString(), '7:3');
-  assert.equal(v.judge('r', '7:2', t72), 'stale');
+  assert.equal(v.judge('r', '7:2', t72), 'STALE');
   // A mismatched record does not raise it.
-  assert.equal(v.judge('r', '8:1', new FencingToken(9n, 0)), 'mismatch');
+  assert.equal(v.judge('r', '8:1', new FencingToken(9n, 0)), 'MISMATCH');
   assert.equal(v.highest('r').toString(), '7:3');
   // Scopes are independent; a Buffer scope is the same scope as its string.
-  assert.equal(v.judge('other', '7:1', t71), 'ok');
+  assert.equal(v.judge('other', '7:1', t71), 'OK');
   assert.equal(v.highest(Buffer.from('other')).toString(), '7:1');
-  assert.equal(v.judge(Buffer.from('r'), new Uint8Array(Buffer.from('7:1')), t71), 'stale');
+  assert.equal(v.judge(Buffer.from('r'), new Uint8Array(Buffer.from('7:1')), t71), 'STALE');
   assert.equal(v.highest('never'), null);
 
   // Misuse: wrong types throw TypeError before anything reaches C.
@@ -484,12 +505,12 @@ test('Verifier: ok, stale, mismatch, unstamped; highest per scope; misuse', () =
   // Two verifiers share nothing.
   const a = new Verifier();
   const b = new Verifier();
-  assert.equal(a.judge('r', '7:2', t72), 'ok');
-  assert.equal(b.judge('r', '7:1', t71), 'ok');
+  assert.equal(a.judge('r', '7:2', t72), 'OK');
+  assert.equal(b.judge('r', '7:1', t71), 'OK');
   assert.equal(a.highest('r').toString(), '7:2');
   assert.equal(b.highest('r').toString(), '7:1');
   const u = new Verifier();
-  assert.equal(u.judge('s', '1:0', new FencingToken(1n, 0)), 'ok');
+  assert.equal(u.judge('s', '1:0', new FencingToken(1n, 0)), 'OK');
   u[Symbol.dispose]();
   assert.equal(u.closed, true);
   a.close();

@@ -2,9 +2,10 @@
 // The event loop stays alive exactly while a Promise of the binding is
 // bound to settle, on a real broker ($KRABKA_BOOTSTRAP). Each scenario runs
 // in a child process (test/helpers/keepalive-child.js) that holds no handle
-// of its own, with UV_THREADPOOL_SIZE=1 (a saturated pool): an event loop
-// that drains too early shows as the child exiting, code 0, before it
-// printed "done".
+// of its own, with UV_THREADPOOL_SIZE=1 (the binding's calls use the event
+// queue, not the pool; only the closes run there): an event loop that
+// drains too early shows as the child exiting, code 0, before it printed
+// "done".
 //
 // The failure this guards against: Leadership.ended is completed by a
 // library goroutine that posts to the event queue after the leadership
@@ -59,27 +60,26 @@ async function expectLines(scenario, lines) {
 }
 
 test('ended read after a resign resolves before the process can exit', { timeout: 120_000 }, () =>
-  expectLines('resign-then-ended', ['resigned', 'ended resigned', 'done']));
+  expectLines('resign-then-ended', ['resigned', 'ended RESIGNED', 'done']));
 
-test('ended resolves after an aborted resign among aborted renews on a one-thread pool', { timeout: 120_000 }, () =>
-  expectLines('aborted-resign', [...Array(5)].flatMap(() => ['resign AbortError', 'ended resigned']).concat('done')));
+test('ended resolves after an aborted resign among aborted renews (UV_THREADPOOL_SIZE=1)', { timeout: 120_000 }, () =>
+  expectLines('aborted-resign', [...Array(5)].flatMap(() => ['resign AbortError', 'ended RESIGNED']).concat('done')));
 
 test("ended of a client's leaderships resolves after the client's close", { timeout: 120_000 }, () =>
-  expectLines('client-close', ['closed', 'ended a closed', 'ended b closed', 'done']));
+  expectLines('client-close', ['closed', 'ended a CLOSED', 'ended b CLOSED', 'done']));
 
 test("ended read before the leadership's close resolves after it", { timeout: 120_000 }, () =>
-  expectLines('leadership-close', ['closed', 'ended closed', 'done']));
+  expectLines('leadership-close', ['closed', 'ended CLOSED', 'done']));
 
 test('ended resolves after a renew the broker refused (a successor on another coordination topic)', { timeout: 120_000 }, () =>
-  expectLines('fenced-renew', ['renew FencedError', 'ended fenced', 'done']));
+  expectLines('fenced-renew', ['renew FencedError', 'ended FENCED', 'done']));
 
 test('an active leadership\'s ended and an aborted acquire do not keep the process alive', { timeout: 120_000 }, async () => {
   requireBroker();
-  const started = Date.now();
-  const r = await runChild('nothing-pending', 60_000);
-  assert.equal(r.signal, null, `the child did not exit by itself within 60 s; it printed ${JSON.stringify(r.out)}; stderr:\n${r.err}`);
+  // The holder's lease (5 minutes) outlasts this limit, so only an exit by
+  // itself ends the child in time.
+  const r = await runChild('nothing-pending', 90_000);
+  assert.equal(r.signal, null, `the child did not exit by itself; it printed ${JSON.stringify(r.out)}; stderr:\n${r.err}`);
   assert.equal(r.code, 0, r.err);
   assert.deepEqual(r.out.trim().split('\n'), ['waiting', 'acquire AbortError']);
-  // Its lease is 3 s; an exit long after that would mean something kept it alive.
-  assert.ok(Date.now() - started < 30_000, `the child took ${Date.now() - started} ms to exit`);
 });

@@ -1,7 +1,12 @@
 'use strict';
-// The koffi struct declarations match the C header: sizes and field offsets
-// of every value struct, as a C compiler sees include/krabka_coord.h. It
-// skips only when there is no C compiler; a compile error fails it.
+// The koffi struct declarations of the generated lib/abi.js match the C
+// header: the size, the alignment and every field offset of EVERY struct
+// abi.js defines, as a C compiler sees include/krabka_coord.h. The list of
+// structs and fields is read from the loaded types (a struct the generator
+// adds is checked without an edit here), and it is checked against the
+// header's own `typedef struct ... {` definitions, so a struct the
+// generator left out fails too. A missing C compiler fails the test (CI
+// has gcc); so does one that cannot compile the header.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -9,24 +14,12 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { koffi, T } = require('../lib/native');
+const { koffi, native } = require('../lib/native');
 
 const header = path.resolve(__dirname, '..', '..', '..', 'include', 'krabka_coord.h');
 
-const FIELDS = {
-  token: ['krabka_token_t', ['producer_id', 'producer_epoch']],
-  key: ['krabka_key_t', ['kind', 'role_len', 'role', 'member_len', 'member']],
-  registration: ['krabka_registration_t', ['member_len', 'member', 'registered_at']],
-  lease: ['krabka_lease_t', ['member_len', 'member', 'token', 'granted_at', 'deadline']],
-  message: ['krabka_message_t', ['topic', 'partition', 'key', 'key_len', 'value', 'value_len']],
-  produceResult: ['krabka_produce_result_t', ['partition', 'offset']],
-  rosterEntry: ['krabka_roster_entry_t', ['member_len', 'member', 'offset', 'registered_at', 'rank']],
-  header: ['krabka_header_t', ['key', 'value', 'value_len']],
-};
-
-// The C compiler to use: $CC when set (its first word is the program; a
-// CC that names no program fails the test), else the first of cc and gcc
-// found on PATH; null when there is none.
+// The C compiler to use: $CC when set (its first word is the program), else
+// the first of cc and gcc found on PATH.
 function findCompiler() {
   const onPath = (name) => {
     if (name.includes('/')) return fs.existsSync(name) ? name : null;
@@ -53,41 +46,65 @@ function findCompiler() {
     const file = onPath(name);
     if (file) return { file, args: [], name };
   }
-  return null;
+  assert.fail('no C compiler: CC is not set and neither cc nor gcc is on PATH (the layout check needs one; CI has gcc)');
 }
 
-test('koffi struct layouts equal the C layouts of include/krabka_coord.h', (t) => {
-  if (!fs.existsSync(header)) {
-    t.skip('include/krabka_coord.h is not next to this package');
-    return;
+// Every struct type abi.js defined: name -> { size, alignment, fields: [[name, offset]] }.
+function koffiStructs() {
+  const out = {};
+  for (const [name, type] of Object.entries(native().types)) {
+    const info = koffi.type(type);
+    if (info.primitive !== 'Record') continue;
+    out[name] = {
+      size: info.size,
+      alignment: info.alignment,
+      fields: Object.entries(info.members).map(([f, m]) => [f, m.offset]),
+    };
   }
+  return out;
+}
+
+test('abi.js defines a koffi struct for every struct the header defines', () => {
+  const text = fs.readFileSync(header, 'utf8');
+  const defined = [...text.matchAll(/typedef\s+struct\s+\w+\s*\{[^}]*\}\s*(\w+)\s*;/g)].map((m) => m[1]).sort();
+  assert.ok(defined.length > 0, `the header's struct definitions were not found (${defined.join(', ')})`);
+  assert.deepEqual(Object.keys(koffiStructs()).sort(), defined);
+});
+
+test('every koffi struct of abi.js has the C size, alignment and field offsets of include/krabka_coord.h', () => {
+  const structs = koffiStructs();
+  assert.ok(Object.keys(structs).length > 0, 'abi.js defined no struct');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'krabka-layout-'));
-  const lines = ['#include <stdio.h>', '#include <stddef.h>', `#include "${header}"`, 'int main(void) {'];
-  for (const [key, [ctype, fields]] of Object.entries(FIELDS)) {
-    lines.push(`  printf("${key} size %zu\\n", sizeof(${ctype}));`);
-    for (const f of fields) lines.push(`  printf("${key} ${f} %zu\\n", offsetof(${ctype}, ${f}));`);
+  const lines = ['#include <stdio.h>', '#include <stddef.h>', '#include <stdalign.h>', `#include "${header}"`, 'int main(void) {'];
+  for (const [name, s] of Object.entries(structs)) {
+    lines.push(`  printf("${name} size %zu\\n", sizeof(${name}));`);
+    lines.push(`  printf("${name} align %zu\\n", alignof(${name}));`);
+    for (const [f] of s.fields) lines.push(`  printf("${name} .${f} %zu\\n", offsetof(${name}, ${f}));`);
   }
   lines.push('  return 0;', '}');
   fs.writeFileSync(path.join(dir, 'layout.c'), lines.join('\n'));
   const cc = findCompiler();
-  if (!cc) {
-    // The only skip: nothing to compile with. A compiler that exists and
-    // fails (a header that no longer compiles) fails the test.
-    t.skip('no C compiler: CC is not set and neither cc nor gcc is on PATH');
-    return;
-  }
   try {
-    execFileSync(cc.file, [...cc.args, '-o', path.join(dir, 'layout'), path.join(dir, 'layout.c')], { stdio: 'pipe' });
+    execFileSync(cc.file, [...cc.args, '-std=c11', '-o', path.join(dir, 'layout'), path.join(dir, 'layout.c')], { stdio: 'pipe' });
   } catch (e) {
     const stderr = e.stderr ? e.stderr.toString() : '';
     assert.fail(`${cc.name} (${cc.file}) failed to compile the layout program over ${header}: ${e.message}\n${stderr}`);
   }
   const out = execFileSync(path.join(dir, 'layout'), { encoding: 'utf8' });
   fs.rmSync(dir, { recursive: true, force: true });
+  const c = {};
   for (const line of out.trim().split('\n')) {
-    const [key, what, n] = line.split(' ');
-    const type = T[key];
-    const got = what === 'size' ? koffi.sizeof(type) : koffi.offsetof(type, what);
-    assert.equal(got, Number(n), `${FIELDS[key][0]} ${what}: koffi ${got}, C ${n}`);
+    const [name, what, n] = line.split(' ');
+    c[`${name} ${what}`] = Number(n);
   }
+  let checked = 0;
+  for (const [name, s] of Object.entries(structs)) {
+    assert.equal(s.size, c[`${name} size`], `${name}: sizeof: koffi ${s.size}, C ${c[`${name} size`]}`);
+    assert.equal(s.alignment, c[`${name} align`], `${name}: alignof: koffi ${s.alignment}, C ${c[`${name} align`]}`);
+    for (const [f, off] of s.fields) {
+      assert.equal(off, c[`${name} .${f}`], `${name}.${f}: offset: koffi ${off}, C ${c[`${name} .${f}`]}`);
+      checked++;
+    }
+  }
+  assert.equal(checked, Object.keys(c).length - 2 * Object.keys(structs).length, 'every offset the C program printed was compared');
 });

@@ -62,7 +62,7 @@ for (const [label, bootstrap] of clusters) {
     try {
       const l1 = await c1.acquire(role, 'node-1', { timeoutMs: 60_000 });
       const t1 = l1.token;
-      assert.equal(l1.state, 'active');
+      assert.equal(l1.state, 'ACTIVE');
       assert.equal(l1.active, true);
       assert.equal(l1.role, role);
       assert.equal(l1.member, 'node-1');
@@ -83,8 +83,9 @@ for (const [label, bootstrap] of clusters) {
       assert.ok(Number.isInteger(s1.partition) && s1.partition >= 0);
       assert.deepEqual(s1.roster.map((e) => e.member), ['node-1']);
 
-      // node-1 stops renewing (a hung leader). node-2 waits in acquire on a
-      // pool thread while the JS thread keeps running.
+      // node-1 stops renewing (a hung leader). node-2 waits in acquire (on
+      // the library's threads, completed through the event queue) while the
+      // JS thread keeps running.
       let ticks = 0;
       const timer = setInterval(() => ticks++, 20);
       const started = Date.now();
@@ -101,16 +102,16 @@ for (const [label, bootstrap] of clusters) {
       assert.ok(t2.supersedes(t1), `new token ${t2} must supersede ${t1}`);
 
       // node-1 learns that it was superseded from its client's view of the
-      // log (it may already be 'fenced'), or from the broker's answer to its
+      // log (it may already be 'FENCED'), or from the broker's answer to its
       // late guarded write: either way the write rejects with FencedError.
-      assert.ok(['active', 'fenced'].includes(l1.state), `node-1 is ${l1.state}`);
+      assert.ok(['ACTIVE', 'FENCED'].includes(l1.state), `node-1 is ${l1.state}`);
       await assert.rejects(l1.produce(topic, 'stale-command'), (e) => {
         assert.ok(e instanceof FencedError, `expected FencedError, got ${e && e.name}: ${e && e.message}`);
         assert.equal(e.code, ErrorCode.FENCED);
         assert.equal(e.fatal, true);
         return true;
       });
-      assert.equal(l1.state, 'fenced');
+      assert.equal(l1.state, 'FENCED');
 
       const w2 = await l2.produce(topic, Buffer.from('command-2'), { partition: 0 });
       assert.ok(w2.offset > w1.offset);
@@ -127,7 +128,7 @@ for (const [label, bootstrap] of clusters) {
       assert.equal(s2.token.compare(t2), 0);
 
       await l2.resign({ timeoutMs: 30_000 });
-      assert.equal(l2.state, 'resigned');
+      assert.equal(l2.state, 'RESIGNED');
       await l1.close();
       await l2.close();
       await l2.close(); // idempotent
@@ -171,7 +172,7 @@ for (const [label, bootstrap] of clusters) {
         assert.equal(e.retriable, false);
         return true;
       });
-      assert.equal(zombie.state, 'fenced');
+      assert.equal(zombie.state, 'FENCED');
       assert.equal(zombie.active, false);
       await assert.rejects(zombie.renew(), (e) => e instanceof KrabkaError && e.fatal);
       const w = await fresh.produce(topic, 'command', { partition: 0 });
@@ -188,8 +189,8 @@ for (const [label, bootstrap] of clusters) {
 
   test(`[${label}] many pending produce Promises on one leadership: all resolve, each writer's commands in its order`, { timeout: 120_000 }, async () => {
     requireBroker();
-    // The library commits concurrent guarded writes together; from Node as
-    // many are in flight as the libuv pool has threads.
+    // The library commits concurrent guarded writes together; from Node
+    // every pending produce() is in flight on the event queue.
     const topic = unique('group');
     createTopic(bootstrap, topic);
     const c = client('node-group', { 'request.timeout.ms': 30_000 });
@@ -213,7 +214,7 @@ for (const [label, bootstrap] of clusters) {
           if (i > 0) assert.ok(res[i].offset > res[i - 1].offset, `writer ${w}: ${res[i].offset} after ${res[i - 1].offset}`);
         }
       });
-      assert.equal(lead.state, 'active');
+      assert.equal(lead.state, 'ACTIVE');
       await lead.resign();
     } finally {
       await c.close();
@@ -255,7 +256,7 @@ for (const [label, bootstrap] of clusters) {
       await c2.close();
       await pending;
       await c1.close();
-      assert.equal(l1.state, 'closed');
+      assert.equal(l1.state, 'CLOSED');
       await assert.rejects(l1.produce('any-topic', 'x'), (e) => e instanceof KrabkaError && e.fatal);
       await l1.close();
     } finally {
@@ -285,7 +286,7 @@ for (const [label, bootstrap] of clusters) {
       assert.deepEqual(st.roster.map((e) => e.member), ['holder']);
       assert.equal(st.removed, 2);
       assert.equal(st.holder, 'holder');
-      assert.equal(l.state, 'active');
+      assert.equal(l.state, 'ACTIVE');
       await assert.rejects(holder.leave(role, ''), (e) => e instanceof Error && /empty_member/.test(`${e.category || ''} ${e.message}`));
     } finally {
       await Promise.all([holder.close(), waiter.close(), gone.close()]);

@@ -67,7 +67,7 @@ test("the library's warnings come through the 'log' event and nothing is written
     .map((l) => JSON.parse(l));
   const warning = lines.find((l) => l.message.includes('grow without bound'));
   assert.ok(warning, `no topic-settings warning among ${out}`);
-  assert.equal(warning.level, 'warning');
+  assert.equal(warning.level, 'WARNING');
   assert.match(warning.message, /client=log-heard/);
   assert.match(warning.message, new RegExp(`topic=${topic}\\b`));
   assert.match(warning.message, /cleanup\.policy=delete \(want compact\)/);

@@ -8,6 +8,7 @@ const assert = require('node:assert/strict');
 const net = require('node:net');
 const k = require('..');
 const { Client, KrabkaError, ErrorCode } = k;
+const runner = require('../lib/calls');
 
 // A client never connects before its first blocking call.
 const offline = () => new Client({ 'bootstrap.servers': '127.0.0.1:1', 'client.id': 'node-misuse' });
@@ -78,11 +79,9 @@ test('an acquire against an unreachable broker fails with a retriable error', as
   }
 });
 
-test('short blocking calls run on the libuv pool (acquire does not): a warning when they fill it, and the event loop keeps running', async () => {
-  // UV_THREADPOOL_SIZE is 4 unless set; start that many bounded calls.
-  const size = Number.parseInt(process.env.UV_THREADPOOL_SIZE || '4', 10);
-  // A "broker" that accepts connections and never answers: every call blocks
-  // its pool thread until its timeout, while this (JS) thread serves it.
+test('blocking calls run through the event queue, not the libuv pool: pendingCalls counts them and the event loop keeps running', async () => {
+  // A "broker" that accepts connections and never answers: every call waits
+  // until its timeout, while this (JS) thread goes on.
   const sockets = new Set();
   const silent = net.createServer((s) => {
     sockets.add(s);
@@ -95,17 +94,18 @@ test('short blocking calls run on the libuv pool (acquire does not): a warning w
   process.on('warning', onWarning);
   let ticks = 0;
   const timer = setInterval(() => ticks++, 10);
+  const before = k.pendingCalls();
   try {
-    const started = Date.now();
-    const calls = Array.from({ length: size }, () => c.describe('role', { timeoutMs: 1000 }).catch((e) => e));
-    assert.equal(k.pendingCalls(), size);
+    // More calls than the libuv pool has threads (4 unless UV_THREADPOOL_SIZE says otherwise).
+    const n = 16;
+    const calls = Array.from({ length: n }, () => c.describe('role', { timeoutMs: 1000 }).catch((e) => e));
+    assert.equal(k.pendingCalls(), before + n);
+    assert.equal(runner.stats().pool, 0, 'nothing runs on the libuv pool');
     const results = await Promise.all(calls);
     for (const r of results) assert.ok(r instanceof KrabkaError && r.retriable, `expected a retriable KrabkaError, got ${r}`);
-    assert.ok(Date.now() - started >= 900, 'the calls blocked until their timeout');
-    assert.equal(k.pendingCalls(), 0);
-    await new Promise((r) => setImmediate(r));
-    assert.ok(warnings.some((w) => w.code === 'KRABKA_THREADPOOL'), 'a KRABKA_THREADPOOL warning was emitted');
-    assert.ok(ticks >= 20, `the event loop kept running (${ticks} ticks of 10 ms)`);
+    assert.equal(k.pendingCalls(), before);
+    assert.ok(ticks >= 1, `the event loop kept running (${ticks} ticks of 10 ms)`);
+    assert.deepEqual(warnings.filter((w) => /krabka/i.test(`${w.code} ${w.message}`)), [], 'no warning about the pool');
   } finally {
     clearInterval(timer);
     process.off('warning', onWarning);
@@ -113,4 +113,22 @@ test('short blocking calls run on the libuv pool (acquire does not): a warning w
     for (const so of sockets) so.destroy();
     silent.close();
   }
+});
+
+test('bad names, signals and metadata, and calls on a closed client, are refused naming the problem', async () => {
+  const c = offline();
+  try {
+    assert.throws(() => c.describe('r', { signal: {} }), { name: 'TypeError', message: /options\.signal must be an AbortSignal/ });
+    assert.throws(() => c.watch(Symbol('r')), { name: 'TypeError', message: /role must be a string or a Buffer/ });
+    await assert.rejects(c.acquire(Buffer.from([0xff, 0xfe]), 'm', { timeoutMs: 1000 }), (e) => e instanceof KrabkaError && e.category === 'invalid_utf8');
+    assert.throws(() => c.acquire('\ud800', 'm'), (e) => e instanceof KrabkaError && e.category === 'invalid_utf8' && /lone surrogate/.test(e.message));
+    await assert.rejects(c.tryAcquire('r', 'm'.repeat(250), { timeoutMs: 1000 }), (e) => e instanceof KrabkaError && e.category === 'member_too_long');
+    await assert.rejects(c.acquire('r', 'm', { metadata: Buffer.alloc(k.MAX_METADATA_BYTES + 1) }), (e) => e instanceof KrabkaError && e.codeName === 'INVALID_ARG' && /4097 bytes/.test(e.message));
+  } finally {
+    await c.close();
+  }
+  await assert.rejects(c.leave('r', 'm'), (e) => e instanceof KrabkaError && e.code === ErrorCode.CLOSED);
+  await assert.rejects(c.watch('r'), (e) => e instanceof KrabkaError && e.code === ErrorCode.CLOSED);
+  assert.throws(() => c.stats(), (e) => e instanceof KrabkaError && e.code === ErrorCode.CLOSED);
+  assert.equal(runner.stats().pending - runner.stats().endWaiters, 0, 'no call of the closed client is left pending');
 });

@@ -18,6 +18,11 @@ import {
   type Verdict,
   type Leadership,
   type Status,
+  type LeadershipStateName,
+  type LogLevelName,
+  type WatchEventKindName,
+  type DataCategory,
+  type ErrorCodeName,
 } from 'krabka-coord';
 
 async function main(): Promise<void> {
@@ -28,13 +33,17 @@ async function main(): Promise<void> {
   const epoch: number = token.producerEpoch;
   console.log(id, epoch, token.supersedes(FencingToken.NO_EPOCH), token.compare(FencingToken.parse('1:2')));
   if (leadership.renewDue()) await leadership.renew();
-  client.on('log', (l) => console.log(l.level, l.message));
+  client.on('log', (l) => {
+    const level: LogLevelName = l.level;
+    if (level === 'WARNING') console.log(l.message);
+  });
   const stats = client.stats();
   const won: number = stats.acquisitions + (stats.roles['controller']?.lease_remaining_ms ?? 0);
-  leadership.ended.then((e) => console.log(e.state, e.reason, e.error?.code, won));
+  leadership.ended.then((e) => console.log(e.state === 'FENCED', e.reason, e.error?.code, won));
   for await (const ev of await client.watch('controller', { renewals: true })) {
     const h: string | null = ev.holder;
-    console.log(ev.kind, h, ev.token.toString(), ev.prevToken, ev.roster.length, ev.offset, ev.atMs);
+    const kind: WatchEventKindName = ev.kind;
+    console.log(kind === 'HOLDER_CHANGED', h, ev.token.toString(), ev.prevToken, ev.roster.length, ev.offset, ev.atMs);
     break;
   }
   try {
@@ -70,7 +79,7 @@ async function main(): Promise<void> {
   const verdict: Verdict = v.judge('router', Buffer.from('1:2'), new FencingToken(1n, 2));
   const again: Verdict = v.judge('router', null, { producerId: 1, producerEpoch: 2 });
   const hi: FencingToken | null = v.highest('router');
-  console.log(verdict === 'ok', again, hi?.toString(), v.closed);
+  console.log(verdict === 'OK', again === 'UNSTAMPED', hi?.toString(), v.closed);
   v.close();
   for await (const ev of await client.watch('router')) {
     const em: Buffer | null = ev.metadata;
@@ -79,7 +88,15 @@ async function main(): Promise<void> {
   }
 
   await leadership.resign();
-  console.log(leadership.state === 'resigned');
+  console.log(leadership.state === 'RESIGNED');
+  const st: LeadershipStateName = leadership.state;
+  // @ts-expect-error: states are UPPER_SNAKE, as in C
+  const lower: LeadershipStateName = 'active';
+  // @ts-expect-error: so are watch kinds
+  const kindLower: WatchEventKindName = 'holder_changed';
+  // @ts-expect-error: and verdicts
+  const verdictLower: Verdict = 'ok';
+  console.log(st, lower, kindLower, verdictLower);
   await client.close();
 
   const p: number = rolePartition('controller', 16);
@@ -90,7 +107,14 @@ async function main(): Promise<void> {
   try {
     decodeLease(Buffer.alloc(0));
   } catch (e) {
-    if (e instanceof DecodeError) console.log(e.category);
+    if (e instanceof DecodeError) {
+      const cat: DataCategory = e.category;
+      console.log(cat === 'truncated');
+    }
+    if (e instanceof KrabkaError) {
+      const n: ErrorCodeName | string = e.codeName;
+      console.log(n, ErrorCode.TRUNCATED === 10);
+    }
   }
 }
 
