@@ -144,11 +144,11 @@ node_without_platform_package() {
     echo '{ "private": true }' >"$dir/package.json"
     (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$DIST/krabka-coord-$VERSION.tgz")
     rm -rf "$dir/node_modules/@krabka"
-    (cd "$dir" && node -e '
+    (cd "$dir" && SONAME_MAJOR=${VERSION%%.*} node -e '
 const k = require("krabka-coord");
 try { k.version(); console.log("loaded?"); process.exit(1); } catch (e) {
   if (e.code !== "KRABKA_LIBRARY_NOT_FOUND" || !Array.isArray(e.tried) || e.tried.length < 2) { console.log(e); process.exit(1); }
-  if (!/@krabka\/coord-linux-x64-gnu/.test(e.message) || !/libkrabka_coord\.so\.1/.test(e.message)) { console.log(e.message); process.exit(1); }
+  if (!/@krabka\/coord-linux-x64-gnu/.test(e.message) || !new RegExp("libkrabka_coord\\.so\\." + process.env.SONAME_MAJOR + "\\b").test(e.message)) { console.log(e.message); process.exit(1); }
   console.log("smoke: ok: " + e.code + ", tried " + e.tried.length + " places");
 }')
 }
