@@ -505,6 +505,14 @@ do_env() {
   [[ "$TXN_VERSION" == 1 ]] && suffix+="_TV1"
   echo "export KRABKA_BOOTSTRAP${suffix}=$(bootstrap)"
   echo "export KRABKA_BOOTSTRAP${suffix}_DIR=$dir"
+  # Extra listener k: where its proxy must listen (advertised, what a client
+  # bootstraps on) and the broker's side (the proxy's target), per node.
+  local k i adv tgt
+  for ((k = 1; k <= EXTRA_N; k++)); do
+    adv=() tgt=()
+    for ((i = 1; i <= NODES; i++)); do adv+=("127.0.0.1:$(xadv "$i" "$k")"); tgt+=("127.0.0.1:$(xport "$i" "$k")"); done
+    echo "export KRABKA_BOOTSTRAP${suffix}_X${k}=$(IFS=,; echo "${adv[*]}") KRABKA_BOOTSTRAP${suffix}_X${k}_TARGET=$(IFS=,; echo "${tgt[*]}")"
+  done
 }
 
 case "$verb" in
