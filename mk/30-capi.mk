@@ -12,6 +12,7 @@
 #                      one event each (type, tag, error, data), a queue destroyed with
 #                      calls pending, message sizes; produced records read back with kread
 #   make capi-elect    the elector (krabka_elector_*, KRABKA_EVENT_TERM) and lease events
+#   make capi-elect-faults  20 forced failovers of electors (kills, pauses, resigns) and AT_RISK under a cut link
 #                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      failovers by destroy and by a destroyed client, re-campaign, the
 #                      release rule, eligibility and the roster's tail, AT_RISK, misuse
@@ -38,7 +39,7 @@ TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-headers-live capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -116,7 +117,7 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-headers-live
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).
@@ -149,6 +150,13 @@ capi-elect: lib $(CAPI_BUILD)/elect
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-elect: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
 	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-elect: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
 	$(CAPI_BUILD)/elect
+
+# Electors under failovers and a cut link (tests/c/elect_faults.c): tv2, its
+# extra listener (KRABKA_BOOTSTRAP_X1) and the proxy process build/kproxy.
+capi-elect-faults: lib kproxy $(CAPI_BUILD)/elect_faults
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-elect-faults: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
+	@test -n "$$KRABKA_BOOTSTRAP_X1" || { echo "capi-elect-faults: KRABKA_BOOTSTRAP_X1 is not set: run it via 'make test' (its tv2 cluster has the extra listener) or start a broker with cluster.sh --extra-listeners 1:PORT and export its env" >&2; exit 1; }
+	KRABKA_KPROXY=$(CURDIR)/build/kproxy $(CAPI_BUILD)/elect_faults
 
 # Record headers through the C ABI (tests/c/headers.c): metadata, resign to
 # a named successor, guarded writes with headers, the verifier.
