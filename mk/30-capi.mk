@@ -39,7 +39,7 @@ TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install
 build: lib
 examples: capi-examples
 install: capi-install
@@ -115,7 +115,7 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
 
-capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind
+capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme
 
 capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live
 
@@ -150,6 +150,10 @@ capi-elect: lib $(CAPI_BUILD)/elect
 	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-elect: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
 	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-elect: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
 	$(CAPI_BUILD)/elect
+
+# README.md's C quick start compiles (tests/c/readme_snippet.sh).
+capi-readme: lib
+	tests/c/readme_snippet.sh README.md $(CAPI_BUILD) $(CC)
 
 # Electors under failovers and a cut link (tests/c/elect_faults.c): tv2, its
 # extra listener (KRABKA_BOOTSTRAP_X1) and the proxy process build/kproxy.
