@@ -222,7 +222,9 @@ func GitCommit() (string, bool) {
 	if err != nil {
 		return "unknown", true
 	}
-	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results").Output()
+	// Pathspecs from the top of the tree, whatever the working directory
+	// (go test runs in the package's).
+	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)bench/results").Output()
 	return strings.TrimSpace(string(out)), err != nil || len(strings.TrimSpace(string(st))) > 0
 }
 
