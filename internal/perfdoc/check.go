@@ -16,7 +16,7 @@ var figure = regexp.MustCompile(`\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|%|/s|com
 // history with the commit they were taken at.
 var (
 	cite    = regexp.MustCompile(`bench/results/([A-Za-z0-9._-]+\.json)`)
-	history = regexp.MustCompile(`\(history, commit [0-9a-f]{7,40}\b`)
+	history = regexp.MustCompile(`[(;]\s*history,\s+commits?\s+[0-9a-f]{7,40}\b`)
 	code    = regexp.MustCompile("`[^`]*`")
 )
 
@@ -103,7 +103,7 @@ func checkText(path, text string, exists map[string]bool) []string {
 		if covered(blk.text) || (strings.HasPrefix(strings.TrimSpace(blk.text), "|") && i > 0 && covered(bs[i-1].text)) {
 			continue
 		}
-		problems = append(problems, fmt.Sprintf("%s:%d: figure %q names no results file (cite bench/results/FILE.json, or label it \"(history, commit HASH\")",
+		problems = append(problems, fmt.Sprintf("%s:%d: figure %q names no results file (cite bench/results/FILE.json, or label it \"(history, commit HASH)\")",
 			path, blk.line, strings.TrimSpace(f)))
 	}
 	return problems

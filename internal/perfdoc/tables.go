@@ -16,6 +16,7 @@ var tables = map[string]func(*gen) (string, error){
 	"node":    nodeTable,
 	"readme":  readmeTable,
 	"results": resultsList,
+	"client-runs": clientRuns,
 }
 
 // The clusters of the side-by-side tables, in column order.
@@ -253,7 +254,44 @@ func readmeTable(g *gen) (string, error) {
 		med := func(m *Measure) string { return num(m.P50) }
 		return num(m.P50) + " / " + g.other("node", "murmur2-buffer-main", med) + " / " + g.other("node", "murmur2-buffer-worker", med) + " µs"
 	})
-	return b.String() + "\nRuns (load average before / after each run):\n\n" + g.runs(used...), nil
+	var r strings.Builder
+	seen := map[string]bool{}
+	for _, f := range used {
+		if !seen[f.Name] {
+			seen[f.Name] = true
+			fmt.Fprintf(&r, "- %s: %s, load average %s before, %s after\n", g.link(f, ""), strings.Replace(f.Date, "T", " ", 1),
+				loadStr(f.LoadBefore[:1]), loadStr(f.LoadAfter[:1]))
+		}
+	}
+	return b.String() + "\nRuns (1-minute load average on 2 cores; commits, machine and broker settings in the files):\n\n" + r.String(), nil
+}
+
+// clientRuns: the main figures of every client results file, newest first,
+// so that the spread between runs is visible.
+func clientRuns(g *gen) (string, error) {
+	var b strings.Builder
+	b.WriteString("| run | load before / after | acquire | renew | produce | failover | 64 writers | results file |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+	n := 0
+	for i := len(g.files) - 1; i >= 0; i-- {
+		f := g.files[i]
+		if f.Bench != "client" {
+			continue
+		}
+		n++
+		cell := func(name string, fn func(*Measure) string) string {
+			if m := f.Measure(name); m != nil {
+				return fn(m)
+			}
+			return "not measured"
+		}
+		fmt.Fprintf(&b, "| %s, %s | %s / %s | %s | %s | %s | %s | %s | %s |\n", f.Cluster(), strings.Replace(f.Date, "T", " ", 1),
+			loadStr(f.LoadBefore[:1]), loadStr(f.LoadAfter[:1]), cell("acquire", lat), cell("renew", lat), cell("produce", lat),
+			cell("failover", lat), cell("group-64", group), g.link(f, f.Commit))
+	}
+	if n == 0 {
+		return "", fmt.Errorf("no client results file")
+	}
+	return b.String(), nil
 }
 
 func keysOf(m map[string]float64) map[string]bool {
