@@ -7,15 +7,15 @@ import (
 
 // tables maps a region name to its renderer.
 var tables = map[string]func(*gen) (string, error){
-	"client":  clientTable,
-	"group":   groupTable,
-	"follow":  followTable,
-	"core":    coreTable,
-	"capi":    capiTable,
-	"python":  pythonTable,
-	"node":    nodeTable,
-	"readme":  readmeTable,
-	"results": resultsList,
+	"client":      clientTable,
+	"group":       groupTable,
+	"follow":      followTable,
+	"core":        coreTable,
+	"capi":        capiTable,
+	"python":      pythonTable,
+	"node":        nodeTable,
+	"readme":      readmeTable,
+	"results":     resultsList,
 	"client-runs": clientRuns,
 }
 
