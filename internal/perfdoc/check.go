@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// figure matches a measured quantity in prose: a number with a unit of
-// time, rate, memory or share.
-var figure = regexp.MustCompile(`\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|%|/s|commands/s|MiB|KiB|GiB|M records/s|records/s)(?:[^\w]|$)`)
+// figure matches a measured quantity in prose: a number (not the tail of
+// a word such as p99) with a unit of time, rate, memory or share.
+var figure = regexp.MustCompile(`(?:^|[^\w.])\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|%|/s|commands/s|MiB|KiB|GiB|M records/s|records/s)(?:[^\w]|$)`)
 
 // cite is a reference to a results file; history marks figures kept as
 // history with the commit they were taken at.
@@ -104,7 +104,7 @@ func checkText(path, text string, exists map[string]bool) []string {
 			continue
 		}
 		problems = append(problems, fmt.Sprintf("%s:%d: figure %q names no results file (cite bench/results/FILE.json, or label it \"(history, commit HASH)\")",
-			path, blk.line, strings.TrimSpace(f)))
+			path, blk.line, strings.Trim(f, " \t\n(,;:.")))
 	}
 	return problems
 }

@@ -186,7 +186,7 @@ func TestGenerateAndCheck(t *testing.T) {
 	if problems, _ := Check(root); len(problems) != 1 || !strings.Contains(problems[0], `"4 ms"`) {
 		t.Fatalf("history paragraph and an uncaptioned table: %q", problems)
 	}
-	add("\nTable (history, commit 1234abc):\n\n| a | b |\n|---|---|\n| x | 4 ms |\n\nThe setting `linger.ms=1` and 1,000 roles are no figures.\n")
+	add("\nTable (history, commit 1234abc):\n\n| a | b |\n|---|---|\n| x | 4 ms |\n\nThe setting `linger.ms=1`, 1,000 roles and the p99s are no figures.\n")
 	if problems, _ := Check(root); len(problems) != 0 {
 		t.Fatalf("a captioned history table: %q", problems)
 	}

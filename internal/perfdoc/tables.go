@@ -17,6 +17,7 @@ var tables = map[string]func(*gen) (string, error){
 	"readme":      readmeTable,
 	"results":     resultsList,
 	"client-runs": clientRuns,
+	"goals":       goalsTable,
 }
 
 // The clusters of the side-by-side tables, in column order.
@@ -320,4 +321,61 @@ func (g *gen) other(bench, measure string, fn func(*Measure) string) string {
 	}
 	g.used[f.Name] = true
 	return fn(f.Measure(measure))
+}
+
+// goal is a target from an issue, judged against the newest figures.
+type goal struct {
+	what, target, bench, measure string
+	met                          func(*Measure) bool
+	show                         func(*Measure) string
+}
+
+var goals = []goal{
+	{"planned handoff (issue 11)", "p50 <= 10 ms, p99 <= 30 ms, no double mint", "follow", "handoff",
+		func(m *Measure) bool { return m.P50 <= 10 && m.P99 <= 30 && m.Extra["minted_more_than_once"] == 0 }, handoff},
+	{"crash failover overhead (issue 11)", "p99 <= 25 ms", "client", "failover",
+		func(m *Measure) bool { return m.P99 <= 25 }, withN},
+	{"guarded writes, 64 writers (issue 18)", ">= 20,000 commands/s, p99 < 25 ms", "client", "group-64",
+		func(m *Measure) bool { return m.PerSecond >= 20000 && m.P99 < 25 }, group},
+}
+
+func goalsTable(g *gen) (string, error) {
+	var b strings.Builder
+	b.WriteString("| goal | target | 1 broker, tv2 | 3 brokers, RF 3, min ISR 2 | results files |\n|---|---|---|---|---|\n")
+	for _, gl := range goals {
+		fmt.Fprintf(&b, "| %s | %s", gl.what, gl.target)
+		var links []string
+		for _, c := range []string{"1n-tv2", "3n-tv2"} {
+			f := g.latest(gl.bench, c, gl.measure)
+			if f == nil {
+				b.WriteString(" | not measured")
+				continue
+			}
+			m := f.Measure(gl.measure)
+			verdict := "**not met**"
+			if gl.met(m) {
+				verdict = "met"
+			}
+			fmt.Fprintf(&b, " | %s: %s", verdict, gl.show(m))
+			links = append(links, g.link(f, c))
+		}
+		b.WriteString(" | " + strings.Join(links, ", ") + " |\n")
+	}
+	// The Node token operations on the main thread (issue 16): under 5 µs.
+	f := g.latest("node", "", "token-compare-a-compare-b-main")
+	if f != nil {
+		worst, name := 0.0, ""
+		for _, m := range f.Measures {
+			if strings.HasSuffix(m.Name, "-main") && (strings.HasPrefix(m.Name, "token-") || strings.HasPrefix(m.Name, "fencingtoken-parse")) && m.P50 > worst {
+				worst, name = m.P50, m.What
+			}
+		}
+		verdict := "**not met**"
+		if worst < 5 {
+			verdict = "met"
+		}
+		fmt.Fprintf(&b, "| Node token operations on the main thread (issue 16) | median < 5 µs each | %s: slowest %s µs (%s) | (no broker) | %s |\n",
+			verdict, num(worst), strings.TrimSuffix(name, ", main thread"), g.link(f, "node"))
+	}
+	return b.String(), nil
 }
