@@ -5,7 +5,10 @@
 #                    count of executions, not a duration: with a duration, Go 1.26's fuzz
 #                    coordinator can report a spurious "context deadline exceeded" failure when
 #                    the time runs out under CPU load (golang/go#75804, fixed in Go 1.27).
-#   make core-bench  codec, fold and rule benchmarks
+#   make core-bench  codec, fold and rule benchmarks (5 runs each), recorded in a results
+#                    file under bench/results (bench/README.md)
+#   make perf-doc    rewrite the generated tables of docs/PERFORMANCE.md and README.md from
+#                    bench/results (internal/perfdoc; core-test fails when they are stale)
 #   make sim-test    the simulation tier (core/sim, part of core-test): seeded whole failovers
 #                    against a model of Kafka with injected faults, no broker, until at least
 #                    SIM_FAILOVERS (100,000; -short changes nothing) under the checker; a failing
@@ -17,12 +20,14 @@ CORE_FUZZTIME ?= 300000x
 CORE_FUZZ_TARGETS := FuzzDecodeKey FuzzDecodeRegistration FuzzDecodeLease FuzzParseFencingToken
 # The Go conformance runner; `-json` prints per-group counts.
 CONFORMANCE_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go
+# Records a bench's samples in a results file (bench/README.md).
+PERFDOC ?= $(GO) run ./internal/perfdoc/cmd/perfdoc
 SIM_FAILOVERS ?= 100000
 
 TEST_TARGETS += core-test
 BENCH_TARGETS += core-bench
 
-.PHONY: core-test core-fuzz core-bench core-conformance generate sim-test
+.PHONY: core-test core-fuzz core-bench core-conformance generate sim-test perf-doc
 core-test:
 	$(GO) vet ./core ./tests/conformance/... ./internal/...
 	$(GO) test ./core ./tests/conformance/... ./internal/...
@@ -47,4 +52,7 @@ core-fuzz:
 	done
 
 core-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./core/
+	$(PERFDOC) record -bench core -gobench -- $(GO) test -run '^$$' -bench . -benchmem -count 5 ./core/
+
+perf-doc:
+	$(PERFDOC) generate

@@ -8,17 +8,25 @@
 #                       exported by tests/kafka/with-clusters.sh (`make test`);
 #                       when unset, kafkatest starts the clusters itself and
 #                       stops them at the end.
-#   make client-bench   p50/p99 of acquire, renew, guarded produce, describe and
-#                       the failover overhead on the local single-node brokers
+#   make client-bench   p50/p99 of acquire, renew, guarded produce, describe (view and
+#                       one-shot), the crash-failover overhead and guarded writes with
+#                       1/8/64/256 writers on the clusters of CLIENT_BENCH_CLUSTERS
+#                       (single node tv2 and tv1, and the production profile 3n-tv2:
+#                       three brokers, replication 3, min.insync.replicas 2)
 #                       (not part of make test: the bench files build only with
 #                       -tags bench, so make test cannot skip them). KRABKA_CLIENT_BENCH_N and
 #                       KRABKA_CLIENT_BENCH_FAILOVERS change the counts. Then the
-#                       live-view measures (TestFollowBench): planned handoffs,
-#                       a partition of 1,000,000 records, 1,000 roles on one
-#                       client (knobs in core/kafka/follow_bench_test.go).
+#                       live-view measures (TestFollowBench) on CLIENT_BENCH_FOLLOW_CLUSTERS:
+#                       planned handoffs, and on one node a partition of 1,000,000
+#                       records and 1,000 roles on one client (knobs in
+#                       core/kafka/follow_bench_test.go). Every cluster's run writes a
+#                       results file into bench/results (bench/README.md); then
+#                       `make perf-doc` regenerates the tables of docs/PERFORMANCE.md.
 GO ?= go
 CLIENT_TEST_TIMEOUT ?= 15m
 CLIENT_TEST_ARGS ?=
+CLIENT_BENCH_CLUSTERS ?= 1n-tv2,1n-tv1,3n-tv2
+CLIENT_BENCH_FOLLOW_CLUSTERS ?= 1n-tv2,3n-tv2
 
 .PHONY: client-test client-bench
 
@@ -28,4 +36,5 @@ client-test:
 	$(GO) test -count=1 -timeout $(CLIENT_TEST_TIMEOUT) $(CLIENT_TEST_ARGS) ./core/kafka/...
 
 client-bench:
-	$(GO) test -tags bench -count=1 -timeout 40m -run '^(TestClientBench|TestFollowBench)$$' -v ./core/kafka/
+	KRABKA_CLIENT_BENCH_CLUSTERS=$(CLIENT_BENCH_CLUSTERS) KRABKA_CLIENT_BENCH_FOLLOW_CLUSTERS=$(CLIENT_BENCH_FOLLOW_CLUSTERS) \
+	$(GO) test -tags bench -count=1 -timeout 60m -run '^(TestClientBench|TestFollowBench)$$' -v ./core/kafka/

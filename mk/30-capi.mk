@@ -18,7 +18,8 @@
 #                      release rule, eligibility and the roster's tail, AT_RISK, misuse
 #   make capi-valgrind-live  the live, events, blind, async and elect tests under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
-#                      and leadership token when $KRABKA_BOOTSTRAP is set)
+#                      and leadership token when $KRABKA_BOOTSTRAP is set), recorded in a
+#                      results file under bench/results
 #   make examples      build/examples/device_host, build/examples/controller
 #   make install PREFIX=/usr/local [DESTDIR=...]   library, header, pkg-config file
 CC ?= cc
@@ -187,7 +188,7 @@ $(CAPI_BUILD)/bench: tests/c/bench.c include/krabka_coord.h | lib
 	$(CC) $(CAPI_CFLAGS) -O2 $< -o $@ $(CAPI_LDFLAGS)
 
 capi-bench: lib $(CAPI_BUILD)/bench
-	$(CAPI_BUILD)/bench
+	KRABKA_BENCH_SAMPLES=1 $(PERFDOC) record -bench capi -- $(CAPI_BUILD)/bench
 
 build/examples/device_host: examples/c/device_host.c include/krabka_coord.h | lib
 	@mkdir -p build/examples

@@ -6,7 +6,8 @@
 #                       the sdist, the live failover and the blind deposed holder on
 #                       $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1 (fail, never
 #                       skip, when unset: run them via `make test`)
-#   make python-bench   per-call overhead of the binding (µs per call)
+#   make python-bench   per-call overhead of the binding (µs per call), recorded in a
+#                       results file under bench/results
 #   make python-conformance   just the conformance runner (N passed, N failed)
 #   make python-typecheck     mypy --strict over the package
 # Set PYTEST_ARGS to pass options, e.g. PYTEST_ARGS='-k pure'.
@@ -43,7 +44,7 @@ python-conformance: python-lib
 	$(PY_ENV_VARS) $(PYTHON) $(PY_DIR)/tests/conformance.py
 
 python-bench: python-lib
-	$(PY_ENV_VARS) $(PYTHON) $(PY_DIR)/bench/bench.py
+	$(PY_ENV_VARS) KRABKA_BENCH_SAMPLES=1 $(PERFDOC) record -bench python -- $(PYTHON) $(PY_DIR)/bench/bench.py
 
 # mypy --strict over the package (installs mypy into the venv under build/).
 .PHONY: python-typecheck

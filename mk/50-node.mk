@@ -5,7 +5,8 @@
 #                     a C compiler), module layout, the package's files, and on
 #                     $KRABKA_BOOTSTRAP (and $KRABKA_BOOTSTRAP_TV1) the live
 #                     failover and the event-queue completion path
-#   make node-bench   per-call overhead of the binding (µs per call)
+#   make node-bench   per-call overhead of the binding (µs per call), recorded in a
+#                     results file under bench/results
 #   make node-deps    just the npm ci
 NODE ?= node
 NPM ?= npm
@@ -42,4 +43,4 @@ node-conformance: node-deps node-lib
 	$(NODE_ENV_VARS) $(NODE) $(NODE_DIR)/test/conformance.mjs
 
 node-bench: node-deps node-lib
-	$(NODE_ENV_VARS) $(NODE) $(NODE_DIR)/bench/bench.js
+	$(NODE_ENV_VARS) KRABKA_BENCH_SAMPLES=1 $(PERFDOC) record -bench node -- $(NODE) $(NODE_DIR)/bench/bench.js

@@ -10,6 +10,11 @@ package kafka_test
 //   KRABKA_CLIENT_BENCH_ROLES         roles one client holds (default 1000)
 //   KRABKA_CLIENT_BENCH_FOLLOW=0      skips these measures
 //   KRABKA_CLIENT_BENCH_ONLY_HANDOFF=1 measures the handoffs only
+//   KRABKA_CLIENT_BENCH_FOLLOW_CLUSTERS clusters (default "1n-tv2"; the big
+//                                     partition and the many roles run on
+//                                     single-node clusters only)
+// Each cluster's run writes a results file follow-<cluster>-<date>-<commit>.json
+// (bench/README.md).
 
 import (
 	"context"
@@ -28,6 +33,7 @@ import (
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/internal/perfdoc"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
 
@@ -35,16 +41,27 @@ func TestFollowBench(t *testing.T) {
 	if os.Getenv("KRABKA_CLIENT_BENCH_FOLLOW") == "0" {
 		t.Skip("KRABKA_CLIENT_BENCH_FOLLOW=0: the live-view measures are switched off")
 	}
-	c := kafkatest.Start(t, kafkatest.Options{})
-	fmt.Printf("follow bench: single local broker %s, GOMAXPROCS %d, load %s\n", c.Bootstrap, runtime.GOMAXPROCS(0), loadAvg())
-	benchHandoff(t, c, envInt("KRABKA_CLIENT_BENCH_HANDOFFS", 100))
-	if os.Getenv("KRABKA_CLIENT_BENCH_ONLY_HANDOFF") == "1" {
-		return
+	for _, o := range benchClusters(t, "KRABKA_CLIENT_BENCH_FOLLOW_CLUSTERS", "1n-tv2") {
+		c := kafkatest.Start(t, o)
+		f := perfdoc.NewFile("follow")
+		f.Kafka = kafkaInfo(t, c)
+		fmt.Printf("follow bench: %s at %s, GOMAXPROCS %d, load %s\n", f.Kafka.Label(), c.Bootstrap, runtime.GOMAXPROCS(0), loadAvg())
+		handoffs := envInt("KRABKA_CLIENT_BENCH_HANDOFFS", 100)
+		f.Settings = map[string]string{"handoffs": strconv.Itoa(handoffs),
+			"handoff": "lease 5 s, renew 1.67 s, stagger 5 s, poll 1 s, three standbys registered long before, resigner rejoins at the tail"}
+		f.Measures = append(f.Measures, benchHandoff(t, c, handoffs)...)
+		if os.Getenv("KRABKA_CLIENT_BENCH_ONLY_HANDOFF") != "1" && o.Nodes == 1 {
+			roles := envInt("KRABKA_CLIENT_BENCH_ROLES", 1000)
+			records := envInt("KRABKA_CLIENT_BENCH_BIG_RECORDS", 1_000_000)
+			idle := envInt("KRABKA_CLIENT_BENCH_IDLE_SECONDS", 60)
+			f.Settings["roles"], f.Settings["big_records"], f.Settings["idle_seconds"] = strconv.Itoa(roles), strconv.Itoa(records), strconv.Itoa(idle)
+			// Many roles first: the big partition's read leaves memory behind that
+			// would blur the resident-memory figure.
+			f.Measures = append(f.Measures, benchManyRoles(t, c, roles)...)
+			f.Measures = append(f.Measures, benchBigPartition(t, c, records, idle)...)
+		}
+		writeResults(t, f)
 	}
-	// Many roles first: the big partition's read leaves memory behind that
-	// would blur the resident-memory figure.
-	benchManyRoles(t, c, envInt("KRABKA_CLIENT_BENCH_ROLES", 1000))
-	benchBigPartition(t, c, envInt("KRABKA_CLIENT_BENCH_BIG_RECORDS", 1_000_000), envInt("KRABKA_CLIENT_BENCH_IDLE_SECONDS", 60))
 }
 
 func loadAvg() string {
@@ -64,7 +81,7 @@ func loadAvg() string {
 // returning. 5 s lease, renew 1.67 s, stagger 5 s, as in the issue's
 // comparison with etcd and ZooKeeper. Counts handoffs that minted more than
 // once (the coordinator's epoch rose by more than one).
-func benchHandoff(t *testing.T, c *kafkatest.Cluster, n int) {
+func benchHandoff(t *testing.T, c *kafkatest.Cluster, n int) []perfdoc.Measure {
 	kv := []string{"krabka.topic", uniq("bench_handoff_"), "krabka.topic.partitions", "1",
 		"krabka.lease.ms", "5000", "krabka.renew.interval.ms", "1670", "krabka.challenge.stagger.ms", "5000",
 		"krabka.renew.background", "true", "krabka.poll.interval.ms", "1000"}
@@ -107,8 +124,10 @@ func benchHandoff(t *testing.T, c *kafkatest.Cluster, n int) {
 		holder, holderName = won.l, first
 	}
 	holder.Close()
-	report("planned handoff (resign -> acquire)", lat)
+	m := ms("handoff", "planned handoff (resign -> acquire)", lat)
 	fmt.Printf("    handoffs that minted more than once: %d of %d\n", extraMints, n)
+	m.Extra = map[string]float64{"minted_more_than_once": float64(extraMints)}
+	return []perfdoc.Measure{m}
 }
 
 func waitRosterB(t *testing.T, c *coord.Client, role core.Role, n int) *coord.Status {
@@ -128,7 +147,8 @@ func waitRosterB(t *testing.T, c *coord.Client, role core.Role, n int) *coord.St
 // records, as a week of renewals leaves them), then measures the first
 // catch-up of a view, Describe and one standby step on the followed
 // partition, and the CPU a waiting standby uses.
-func benchBigPartition(t *testing.T, c *kafkatest.Cluster, records, idleSeconds int) {
+func benchBigPartition(t *testing.T, c *kafkatest.Cluster, records, idleSeconds int) []perfdoc.Measure {
+	var out []perfdoc.Measure
 	topic := uniq("bench_big_")
 	kv := []string{"krabka.topic", topic, "krabka.topic.partitions", "1",
 		"krabka.lease.ms", "120000", "krabka.renew.interval.ms", "40000", "krabka.challenge.stagger.ms", "5000", "request.timeout.ms", "30000"}
@@ -157,7 +177,9 @@ func benchBigPartition(t *testing.T, c *kafkatest.Cluster, records, idleSeconds 
 		t.Fatalf("filling: %v (%d failed)", err, failed.Load())
 	}
 	pr.Close()
-	fmt.Printf("  big partition: %d records written in %v\n", records, time.Since(fillStart).Round(time.Millisecond))
+	fill := time.Since(fillStart)
+	fmt.Printf("  big partition: %d records written in %v\n", records, fill.Round(time.Millisecond))
+	out = append(out, perfdoc.Value("big-fill", fmt.Sprintf("writing %d records (plain producer)", records), "ms", float64(fill)/1e6))
 
 	role := core.MustRole(uniq("bench-big-"))
 	holderC := newClient(t, c.Bootstrap, kv...)
@@ -171,7 +193,9 @@ func benchBigPartition(t *testing.T, c *kafkatest.Cluster, records, idleSeconds 
 	if _, err := cold.Describe(ctxFor(t, 5*time.Minute), role); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("  one-shot read (Describe without a view) of %d records: %v\n", records, time.Since(s).Round(time.Millisecond))
+	d := time.Since(s)
+	fmt.Printf("  one-shot read (Describe without a view) of %d records: %v\n", records, d.Round(time.Millisecond))
+	out = append(out, perfdoc.Value("big-oneshot-read", fmt.Sprintf("one-shot read (Describe without a view) of %d records", records), "ms", float64(d)/1e6))
 	sb := newClient(t, c.Bootstrap, kv...)
 	s = time.Now()
 	w, err := sb.Watch(ctxFor(t, 5*time.Minute), role)
@@ -179,7 +203,9 @@ func benchBigPartition(t *testing.T, c *kafkatest.Cluster, records, idleSeconds 
 		t.Fatal(err)
 	}
 	defer w.Close()
-	fmt.Printf("  first catch-up of a live view (Watch) over %d records: %v\n", records, time.Since(s).Round(time.Millisecond))
+	d = time.Since(s)
+	fmt.Printf("  first catch-up of a live view (Watch) over %d records: %v\n", records, d.Round(time.Millisecond))
+	out = append(out, perfdoc.Value("big-watch-catchup", fmt.Sprintf("first catch-up of a live view (Watch) over %d records", records), "ms", float64(d)/1e6))
 
 	var desc, step []time.Duration
 	for i := 0; i < 100; i++ {
@@ -196,8 +222,8 @@ func benchBigPartition(t *testing.T, c *kafkatest.Cluster, records, idleSeconds 
 		}
 		step = append(step, time.Since(s))
 	}
-	report(fmt.Sprintf("describe (view, %d records)", records), desc)
-	report(fmt.Sprintf("standby step (view, %d records)", records), step)
+	out = append(out, ms("big-describe-view", fmt.Sprintf("describe (view, %d records)", records), desc))
+	out = append(out, ms("big-standby-step", fmt.Sprintf("standby step (view, %d records)", records), step))
 
 	// A standby waiting in Acquire for a minute: the process's CPU time
 	// (nothing else runs in it: the holder's lease lasts two minutes and it
@@ -214,6 +240,9 @@ func benchBigPartition(t *testing.T, c *kafkatest.Cluster, records, idleSeconds 
 	<-ch
 	fmt.Printf("  waiting standby over %v: CPU %v = %.3f%% of a core (whole test process)\n",
 		wall.Round(time.Second), used.Round(time.Millisecond), 100*used.Seconds()/wall.Seconds())
+	m := perfdoc.Value("idle-cpu", "a standby waiting in Acquire: CPU of the whole test process, % of a core", "%", 100*used.Seconds()/wall.Seconds())
+	m.Extra = map[string]float64{"cpu_ms": float64(used) / 1e6, "wall_s": wall.Seconds()}
+	return append(out, m)
 }
 
 func cpuTime() time.Duration {
@@ -226,7 +255,7 @@ func cpuTime() time.Duration {
 
 // benchManyRoles: one client acquires n roles, renews them all, and the
 // resident memory and goroutines per held role are reported.
-func benchManyRoles(t *testing.T, c *kafkatest.Cluster, n int) {
+func benchManyRoles(t *testing.T, c *kafkatest.Cluster, n int) []perfdoc.Measure {
 	kv := []string{"krabka.topic", uniq("bench_roles_"), "krabka.lease.ms", "120000", "krabka.renew.interval.ms", "40000",
 		"krabka.challenge.stagger.ms", "5000", "request.timeout.ms", "30000"}
 	cl := newClient(t, c.Bootstrap, kv...)
@@ -283,6 +312,14 @@ func benchManyRoles(t *testing.T, c *kafkatest.Cluster, n int) {
 		float64(int64(m1.HeapInuse)-int64(m0.HeapInuse))/1024/float64(n), g0, g1, float64(g1-g0)/float64(n))
 	for _, l := range ls {
 		l.Close()
+	}
+	what := fmt.Sprintf("%d roles on one client, 32 at a time", n)
+	return []perfdoc.Measure{
+		perfdoc.Value("roles-acquire-all", what+": acquire all", "s", acqTime.Seconds()),
+		perfdoc.Value("roles-renew-all", what+": renew all", "s", renTime.Seconds()),
+		perfdoc.Value("roles-rss-per-role", what+": resident memory per role", "KiB", float64(rss1-rss0)/float64(n)),
+		perfdoc.Value("roles-heap-per-role", what+": Go heap in use per role", "KiB", float64(int64(m1.HeapInuse)-int64(m0.HeapInuse))/1024/float64(n)),
+		perfdoc.Value("roles-goroutines-per-role", what+": goroutines per role", "goroutines", float64(g1-g0)/float64(n)),
 	}
 }
 

@@ -2,7 +2,9 @@
  * The cost of one call across the C -> Go boundary of libkrabka_coord:
  * token compare, role partition, murmur2 and (with $KRABKA_BOOTSTRAP) reading
  * a leadership's token. A plain C token compare is the baseline. Prints ns
- * per call, the best of 5 runs of N calls each.
+ * per call, the best of 5 runs of N calls each. With KRABKA_BENCH_SAMPLES=1
+ * it also prints every run's ns per call as a KRABKA-SAMPLE line
+ * (bench/README.md), which `make capi-bench` records in a results file.
  *
  *   bench [N]      (default 1000000)
  */
@@ -64,13 +66,16 @@ static double run(enum which w, long n) {
     return (now_ns() - t0) / (double)n;
 }
 
-static void report(const char *name, enum which w, long n) {
+static void report(const char *id, const char *name, enum which w, long n) {
     double best = 1e18;
+    const char *samples = getenv("KRABKA_BENCH_SAMPLES");
     run(w, n / 10); /* warm up */
     for (int r = 0; r < 5; r++) {
         double ns = run(w, n);
         if (ns < best)
             best = ns;
+        if (samples && strcmp(samples, "1") == 0)
+            printf("KRABKA-SAMPLE\t%s\tns\t%.3f\t%s\n", id, ns, name);
     }
     printf("%-40s %8.1f ns/call\n", name, best);
 }
@@ -78,10 +83,12 @@ static void report(const char *name, enum which w, long n) {
 int main(int argc, char **argv) {
     long n = argc > 1 ? strtol(argv[1], NULL, 10) : 1000000;
     printf("libkrabka_coord %s, %ld calls per run, best of 5 runs\n", krabka_version(), n);
-    report("C baseline (token compare in C)", C_BASELINE, n);
-    report("krabka_token_compare", TOKEN_COMPARE, n);
-    report("krabka_murmur2 (10 bytes)", MURMUR2, n);
-    report("krabka_role_partition (\"controller\", 16)", ROLE_PARTITION, n);
+    if (getenv("KRABKA_BENCH_SAMPLES") && strcmp(getenv("KRABKA_BENCH_SAMPLES"), "1") == 0)
+        printf("KRABKA-SETTING\tcalls_per_run\t%ld\n", n);
+    report("c-baseline", "C baseline (token compare in C)", C_BASELINE, n);
+    report("token-compare", "krabka_token_compare", TOKEN_COMPARE, n);
+    report("murmur2", "krabka_murmur2 (10 bytes)", MURMUR2, n);
+    report("role-partition", "krabka_role_partition (\"controller\", 16)", ROLE_PARTITION, n);
 
     const char *bootstrap = getenv("KRABKA_BOOTSTRAP");
     if (!bootstrap || !*bootstrap) {
@@ -100,7 +107,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     krabka_conf_destroy(conf);
-    report("krabka_leadership_token", LEADERSHIP_TOKEN, n);
+    report("leadership-token", "krabka_leadership_token", LEADERSHIP_TOKEN, n);
     krabka_leadership_resign(leadership, KRABKA_TIMEOUT_DEFAULT, errstr, sizeof errstr);
     krabka_leadership_destroy(leadership);
     krabka_client_destroy(client);

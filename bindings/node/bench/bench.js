@@ -2,7 +2,10 @@
 // Per-call overhead of the Node binding over libkrabka_coord.so (koffi sync
 // calls), measured on the main JS thread and on a worker_threads thread.
 // Prints µs per call for each operation; --markdown prints a table for
-// docs/PERFORMANCE.md. No timing assertions anywhere.
+// docs/PERFORMANCE.md. No timing assertions anywhere. With
+// KRABKA_BENCH_SAMPLES=1 it also prints every batch's µs per call as a
+// KRABKA-SAMPLE line (bench/README.md; measure names end in -main or
+// -worker), which `make node-bench` records in a results file.
 //   node bench/bench.js [--markdown] [--seconds 1]
 //
 // Why two columns: koffi runs native calls on its own stack, and Go's cgo
@@ -61,8 +64,9 @@ function measure(fn) {
     for (let i = 0; i < batch; i++) fn();
     samples.push(Number(process.hrtime.bigint() - t0) / batch / 1000);
   }
+  const raw = samples.slice();
   samples.sort((x, y) => x - y);
-  return { median: samples[Math.floor(samples.length / 2)], min: samples[0], n: samples.length * batch };
+  return { median: samples[Math.floor(samples.length / 2)], min: samples[0], n: samples.length * batch, raw };
 }
 
 function runAll() {
@@ -75,6 +79,17 @@ if (!isMainThread) {
   const main = runAll();
   const worker = new Worker(__filename, { workerData: { args } });
   worker.once('message', (inWorker) => {
+    if (process.env.KRABKA_BENCH_SAMPLES === '1') {
+      const slug = (n) => n.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+      console.log(`KRABKA-SETTING\tnode\t${process.version}`);
+      console.log(`KRABKA-SETTING\tkoffi\t${koffi.version}`);
+      console.log(`KRABKA-SETTING\tmethod\tbatches of ~10 ms for ${seconds} s per operation; every batch's µs per call is a sample; tables give the median`);
+      for (const [where, rows] of [['main', main], ['worker', inWorker]]) {
+        for (const r of rows) {
+          for (const us of r.raw) console.log(`KRABKA-SAMPLE\t${slug(r.name)}-${where}\tus\t${us}\t${r.name}, ${where} thread`);
+        }
+      }
+    }
     if (markdown) {
       console.log('| operation | µs per call, main thread | µs per call, worker thread |');
       console.log('|---|---:|---:|');

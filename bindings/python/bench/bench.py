@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Per-call overhead of the Python binding (µs per call, best of 5 runs of
 timeit's autorange). Prints one line per case; --json prints a JSON object.
+With KRABKA_BENCH_SAMPLES=1 it also prints every run's µs per call as a
+KRABKA-SAMPLE line (bench/README.md), which `make python-bench` records in a
+results file.
 
     python3 bindings/python/bench/bench.py [--json]
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import timeit
@@ -45,18 +49,34 @@ CASES = [
 ]
 
 
-def measure(fn) -> float:  # type: ignore[no-untyped-def]
+SAMPLES = os.environ.get("KRABKA_BENCH_SAMPLES") == "1"
+
+
+def measure(name, fn) -> float:  # type: ignore[no-untyped-def]
     t = timeit.Timer(fn)
     n, _ = t.autorange()
-    best = min(t.repeat(repeat=5, number=n))
-    return best / n * 1e6
+    runs = [r / n * 1e6 for r in t.repeat(repeat=5, number=n)]
+    if SAMPLES:
+        for us in runs:
+            print("KRABKA-SAMPLE\t%s\tus\t%.6g\t%s" % (slug(name), us, name))
+    return min(runs)
+
+
+def slug(name: str) -> str:
+    out = "".join(c if c.isalnum() else "-" for c in name.lower())
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out.strip("-")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    results = {name: measure(fn) for name, fn in CASES}
+    if SAMPLES:
+        print("KRABKA-SETTING\tpython\t%s" % platform.python_version())
+        print("KRABKA-SETTING\tmethod\tbest of 5 runs of timeit's autorange; every run is a sample")
+    results = {name: measure(name, fn) for name, fn in CASES}
     if args.json:
         print(json.dumps({"python": platform.python_version(), "us_per_call": results}))
     else:
