@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/krabka/krabka-coord/core"
 )
 
 // Group commit of guarded writes.
@@ -46,6 +48,7 @@ type group struct {
 // produceCall is one Produce call waiting for its transaction.
 type produceCall struct {
 	ctx   context.Context
+	token core.FencingToken // the leadership's token when the call was made: what its messages were built for
 	msgs  []Message
 	bytes int
 	taken bool // in a transaction: the caller can no longer withdraw it (under group.mu)
@@ -249,6 +252,41 @@ func (l *Leadership) commitOne() bool {
 	base, stopBase := l.c.callCtx(context.Background())
 	defer stopBase()
 	tctx, cancel := l.txnContext(base, batch)
+	// An own epoch recovery left pending by an earlier failure changes the
+	// token before this transaction writes (docs/PROTOCOL.md 10.5). The
+	// messages of a call made under the old token were built for it (a
+	// host puts the token in its commands): they are not written under the
+	// new one. Those calls fail with a retriable error, and the caller
+	// builds them again with the token it reads now.
+	if r, ok := l.prod.(TokenRecoverer); ok {
+		cur, rerr := r.Recover(tctx)
+		if rerr != nil {
+			cancel()
+			rerr = l.failure(context.Background(), rerr, false)
+			release()
+			for _, c := range batch {
+				c.err = l.c.fail(c.ctx, rerr)
+				close(c.done)
+			}
+			return true
+		}
+		keep := batch[:0:0]
+		for _, c := range batch {
+			if c.token != cur {
+				c.err = l.c.fail(c.ctx, WrapError(ErrTransport, nil,
+					"the leadership of %s continues under token %s after an own epoch recovery (docs/PROTOCOL.md 10.5); these messages were built for token %s and were not written: build them again with the current token and retry",
+					l.role, cur, c.token))
+				close(c.done)
+				continue
+			}
+			keep = append(keep, c)
+		}
+		if batch = keep; len(batch) == 0 {
+			cancel()
+			release()
+			return true
+		}
+	}
 	var msgs []Message
 	if len(batch) == 1 {
 		msgs = batch[0].msgs

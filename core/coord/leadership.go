@@ -556,7 +556,7 @@ func CheckMessages(msgs []Message) error {
 func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]ProduceResult, error) {
 	cctx, cancel := l.c.callCtx(ctx)
 	defer cancel()
-	call := &produceCall{ctx: cctx, msgs: msgs, bytes: messageBytes(msgs), done: make(chan struct{})}
+	call := &produceCall{ctx: cctx, token: l.prod.Token(), msgs: msgs, bytes: messageBytes(msgs), done: make(chan struct{})}
 	l.enqueue(call)
 	select {
 	case <-call.done:

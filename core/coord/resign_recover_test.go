@@ -2,6 +2,8 @@ package coord_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +93,51 @@ func TestResignAfterPendingRecoveryWritesTheTransactionsToken(t *testing.T) {
 	st := core.FoldRaw(role, e.cluster.Records(cfg.Topic, p))
 	if st.Lease == nil || st.Lease.GrantedAt != st.Lease.Deadline || st.Lease.Token != cur {
 		t.Fatalf("resign wrote %+v; want an expired lease under the transaction's token %s", st.Lease, cur)
+	}
+}
+
+// A guarded write made under the token an own epoch recovery then replaces
+// is not written under the new token: its messages were built for the old
+// one (a host puts the token in its commands; found by the fault campaign,
+// seed 1010, where a retried write carrying 2:84 was appended by producer
+// 2:85). The call fails with a retriable error that names both tokens, the
+// leadership goes on under the new token, and a write made after the
+// recovery is written.
+func TestWriteBuiltForTheTokenBeforeARecoveryIsNotWritten(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	tr := &recoveringTransport{Transport: e.cluster.Transport(cfg.Topic)}
+	c, err := coord.NewClient(cfg, tr, e.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l, err := c.Acquire(bg(), role, ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minted := l.Token()
+	tr.last.pending = true
+	msg := coord.Message{Topic: "commands", Partition: 0, Value: []byte("built for " + minted.String())}
+	_, err = l.Produce(bg(), msg)
+	if err == nil || !errors.Is(err, coord.ErrTransport) || errors.Is(err, coord.ErrFenced) {
+		t.Fatalf("a write built for the token before the recovery: %v; want a retriable TRANSPORT error, not FENCED", err)
+	}
+	cur := l.Token()
+	if !cur.Supersedes(minted) || e.cluster.Token("controller") != cur {
+		t.Fatalf("after the recovery the leadership has %s (minted %s, coordinator %s)", cur, minted, e.cluster.Token("controller"))
+	}
+	if !strings.Contains(err.Error(), cur.String()) || !strings.Contains(err.Error(), minted.String()) {
+		t.Fatalf("the error does not name both tokens: %v", err)
+	}
+	if recs := e.cluster.Records("commands", 0); len(recs) != 0 {
+		t.Fatalf("%d records on the command topic, want none: %q", len(recs), recs[0].Value)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("the leadership ended: %v", err)
+	}
+	res, err := l.Produce(bg(), coord.Message{Topic: "commands", Partition: 0, Value: []byte("built for " + cur.String())})
+	if err != nil || len(res) != 1 || res[0].Offset != 0 {
+		t.Fatalf("the write after the recovery: %+v %v", res, err)
 	}
 }
