@@ -179,7 +179,7 @@ capi-bench: lib $(CAPI_BUILD)/bench
 
 build/examples/device_host: examples/c/device_host.c include/krabka_coord.h | lib
 	@mkdir -p build/examples
-	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
+	$(CC) -std=c99 -pthread -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
 		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
 
 build/examples/controller: examples/c/controller.c include/krabka_coord.h | lib

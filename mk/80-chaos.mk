@@ -2,6 +2,9 @@
 #   make chaos                               about 10 minutes of random faults, a fresh seed
 #   make chaos CHAOS_SEED=N CHAOS_DURATION=30m   replay a seed / run longer
 #   make chaos-short                         the 90 s campaign `make test` runs
+#   make chaos CHAOS_FLAGS='-txn-version 1 -port-base 25500'   (default: the seed's parity picks it)
+# The campaign needs root: its brokers and links run in network namespaces
+# it makes (ip netns, veth, a bridge, tc) and removes on every way out.
 # A run fails on a checker violation and on a missed minimum of acknowledged
 # commands, takeovers or faults (tests/chaos/minimums.go, docs/RELIABILITY.md).
 # Each run prints its seed first and last; logs and result.json go to build/chaos/<seed>/.
@@ -19,6 +22,6 @@ chaos: $(CHAOS_DEPS)
 chaos-short: $(CHAOS_DEPS)
 	$(GO) run ./tests/chaos/cmd/krabka-chaos -seed $(CHAOS_SEED) -duration $(CHAOS_SHORT_DURATION) $(CHAOS_FLAGS)
 
-# The checker and the fault proxy on their own (no broker).
+# The checker, the fault proxy and the namespace lab on their own (no broker).
 chaos-unit:
-	$(GO) test -count=1 ./tests/chaos/ ./tests/kafka/faultproxy/
+	$(GO) test -count=1 ./tests/chaos/ ./tests/chaos/netlab/ ./tests/kafka/faultproxy/

@@ -449,6 +449,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 		return nil, coord.WrapError(coord.ErrUnsupported, err,
 			"InitProducerId for %q gave no producer id: the cluster does not support transactions (InitProducerId), which taking a role needs (%s)", txnID, t.brokerVersion(ctx))
 	}
+	t.log().Info("krabka: minted a producer epoch (InitProducerId returned)", "transactional_id", txnID, "token", tok.String(), "at_ms", time.Now().UnixMilli())
 	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
 	t.mu.Lock()
 	if t.closed {

@@ -124,7 +124,7 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 	}
 	p.setToken(nt)
 	p.t.log().Info("krabka: own epoch recovery: this producer continues under a new token",
-		"transactional_id", p.txnID, "old_token", old.String(), "new_token", nt.String())
+		"transactional_id", p.txnID, "old_token", old.String(), "new_token", nt.String(), "at_ms", time.Now().UnixMilli())
 	return nil
 }
 

@@ -6,9 +6,15 @@
 //
 // While it leads it dispatches numbered commands to <topic> through guarded
 // writes (each one a transaction of the role's producer, so the broker
-// rejects it once the leadership is superseded), renews the lease when due,
+// rejects it once the leadership is superseded) from KRABKA_WRITERS
+// concurrent writers (default 1; concurrent produce calls on one
+// leadership are committed together by the library: run Node with a libuv
+// pool at least that large, UV_THREADPOOL_SIZE), renews the lease when due,
 // stops at once on FENCED or an expired lease, and then tries to take the
-// role again. Lease settings come from KRABKA_LEASE_MS,
+// role again. Sequence numbers count from 1 in each leadership; a writer
+// re-sends its number after an error until the leadership ends. The
+// library's line of each minted producer epoch becomes a MINTED event
+// (token, at_ms). Lease settings come from KRABKA_LEASE_MS,
 // KRABKA_RENEW_INTERVAL_MS, KRABKA_CHALLENGE_STAGGER_MS; the pace of
 // commands from KRABKA_DISPATCH_INTERVAL_MS; the pause after losing the role
 // before queueing again from KRABKA_REJOIN_DELAY_MS (default 1000). KRABKA_COORD_LIBRARY names the
@@ -39,6 +45,7 @@ const [bootstrap, role, member, topic] = args;
 const maxCommands = args.length === 5 ? Number.parseInt(args[4], 10) : 0;
 const dispatchIntervalMs = envMs('KRABKA_DISPATCH_INTERVAL_MS', 250);
 const rejoinDelayMs = envMs('KRABKA_REJOIN_DELAY_MS', 1000);
+const writers = Math.max(1, envMs('KRABKA_WRITERS', 1));
 const pollMs = 250;
 
 function emit(kind, fields = {}) {
@@ -63,6 +70,7 @@ const client = new kc.Client({
   'krabka.renew.interval.ms': envMs('KRABKA_RENEW_INTERVAL_MS', 1000),
   'krabka.challenge.stagger.ms': envMs('KRABKA_CHALLENGE_STAGGER_MS', 1000),
   'krabka.poll.interval.ms': 250,
+  'krabka.log.level': 'info', // the lines of minted epochs are info
   // request.timeout.ms, and the test-only clock offset (the chaos campaign)
   ...Object.fromEntries([
     ['KRABKA_REQUEST_TIMEOUT_MS', 'request.timeout.ms'],
@@ -70,51 +78,98 @@ const client = new kc.Client({
   ].filter(([e]) => (process.env[e] ?? '').trim() !== '').map(([e, k]) => [k, envMs(e, 0)])),
 });
 
-let seq = 0;
+// The library's lines of minted producer epochs become MINTED events.
+client.on('log', ({ message }) => {
+  const key = message.startsWith('krabka: minted a producer epoch') ? 'token'
+    : message.startsWith('krabka: own epoch recovery') ? 'new_token' : null;
+  if (key === null) return;
+  const fields = Object.fromEntries(message.split(' ').filter((f) => f.includes('=')).map((f) => {
+    const i = f.indexOf('=');
+    return [f.slice(0, i), f.slice(i + 1)];
+  }));
+  if (fields[key]) emit('MINTED', { token: fields[key], at_ms: fields.at_ms ?? '0' });
+});
 
-// Dispatches while leading. Resolves true when maxCommands was reached.
+let acked = 0; // acknowledged commands of this process
+
+// Dispatches while leading: the writers produce, this loop renews.
+// Resolves true when maxCommands was reached.
 async function lead(leadership) {
-  const token = leadership.token.toString();
-  emit('ACQUIRED', { token, deadline: leadership.lease.deadline });
-  let op = 'dispatch';
-  for (;;) {
+  emit('ACQUIRED', { token: leadership.token.toString(), deadline: leadership.lease.deadline });
+  const term = { stop: false, reported: false, done: false, seq: 0 };
+  const ended = (kind, op, err, token, n) => {
+    term.stop = true;
+    if (term.reported) return;
+    term.reported = true;
+    errorEvent(kind, op, err, { token, seq: n });
+  };
+  const classify = (err) => (err instanceof kc.FencedError ? 'FENCED'
+    : err instanceof kc.LeaseExpiredError ? 'EXPIRED' : null);
+  const nap = async (ms) => {
+    for (let left = ms; left > 0 && !term.stop; left -= 20) await sleep(Math.min(20, left));
+  };
+  async function writer(w) {
+    while (!term.stop) {
+      const n = ++term.seq;
+      for (let attempt = 1; !term.stop; attempt++) {
+        const token = leadership.token.toString(); // read again: an own epoch recovery changes it
+        const value = `seq=${n} member=${member} token=${token} writer=${w} try=${attempt} at=${Date.now()}`;
+        try {
+          const res = await leadership.produce(topic, value, { key: member, partition: 0 });
+          emit('DISPATCHED', { seq: n, token, partition: res.partition, offset: res.offset, writer: w });
+          acked++;
+          if (maxCommands > 0 && acked >= maxCommands) {
+            term.done = true;
+            term.stop = true;
+          }
+          break;
+        } catch (err) {
+          const kind = classify(err);
+          if (kind !== null) {
+            ended(kind, 'dispatch', err, token, n);
+            return;
+          }
+          errorEvent('ERROR', 'dispatch', err, { token, writer: w });
+          if (leadership.state !== 'ACTIVE') {
+            ended('ERROR', 'dispatch', err, token, n);
+            return;
+          }
+          await nap(dispatchIntervalMs);
+        }
+      }
+      await nap(dispatchIntervalMs);
+    }
+  }
+  const all = Array.from({ length: writers }, (_, i) => writer(i + 1));
+  while (!term.stop) {
     try {
       if (leadership.renewDue()) {
-        op = 'renew';
         await leadership.renew();
-        emit('RENEWED', { token, deadline: leadership.lease.deadline });
-      }
-      op = 'dispatch';
-      const next = seq + 1;
-      const value = `seq=${next} member=${member} token=${token} at=${Date.now()}`;
-      const res = await leadership.produce(topic, value, { key: member, partition: 0 });
-      seq = next;
-      emit('DISPATCHED', { seq, token, partition: res.partition, offset: res.offset });
-      if (maxCommands > 0 && seq >= maxCommands) {
-        await leadership.resign();
-        emit('RESIGNED', { token });
-        return true;
+        emit('RENEWED', { token: leadership.token.toString(), deadline: leadership.lease.deadline });
       }
     } catch (err) {
-      if (err instanceof kc.FencedError) {
-        errorEvent('FENCED', op, err, { token, seq: seq + 1 });
-        return false;
+      const kind = classify(err);
+      if (kind !== null) ended(kind, 'renew', err, leadership.token.toString(), 0);
+      else {
+        errorEvent('ERROR', 'renew', err, { token: leadership.token.toString() });
+        if (leadership.state !== 'ACTIVE') ended('ERROR', 'renew', err, leadership.token.toString(), 0);
       }
-      if (err instanceof kc.LeaseExpiredError) {
-        errorEvent('EXPIRED', op, err, { token, seq: seq + 1 });
-        return false;
-      }
-      errorEvent('ERROR', op, err, { token });
-      if (leadership.state !== 'ACTIVE') return false;
     }
-    await sleep(dispatchIntervalMs);
+    await nap(Math.min(dispatchIntervalMs, 100));
   }
+  await Promise.all(all);
+  if (term.done) {
+    await leadership.resign();
+    emit('RESIGNED', { token: leadership.token.toString() });
+    return true;
+  }
+  return false;
 }
 
 async function main() {
   emit('STARTED', { lang: 'node', pid: process.pid, library: kc.version() });
   let standby = false;
-  while (maxCommands <= 0 || seq < maxCommands) {
+  while (maxCommands <= 0 || acked < maxCommands) {
     let res;
     try {
       res = await client.tryAcquire(role, member, { timeoutMs: 5000 });

@@ -5,8 +5,13 @@
 
 While it leads it dispatches numbered commands to <topic> through guarded
 writes (each one a transaction of the role's producer, so the broker rejects
-it once the leadership is superseded), renews the lease when due, stops at
-once on FENCED or an expired lease, and then tries to take the role again.
+it once the leadership is superseded) from KRABKA_WRITERS threads (default
+1; concurrent calls on one leadership are committed together by the
+library), renews the lease when due, stops at once on FENCED or an expired
+lease, and then tries to take the role again. Sequence numbers count from 1
+in each leadership; a writer re-sends its number after an error until the
+leadership ends. The library's line of each minted producer epoch becomes a
+MINTED event (token, at_ms).
 Lease settings come from KRABKA_LEASE_MS, KRABKA_RENEW_INTERVAL_MS,
 KRABKA_CHALLENGE_STAGGER_MS; the pace of commands from
 KRABKA_DISPATCH_INTERVAL_MS; the pause after losing the role before queueing
@@ -24,8 +29,10 @@ build/libkrabka_coord.so (make demo does this).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+import threading
 import time
 
 import krabka_coord as kc
@@ -58,7 +65,13 @@ class Host:
         self.dispatch_interval = env_ms("KRABKA_DISPATCH_INTERVAL_MS", 250) / 1000.0
         self.poll = 0.25
         self.rejoin_delay = env_ms("KRABKA_REJOIN_DELAY_MS", 1000) / 1000.0
-        self.seq = 0
+        self.writers = max(1, env_ms("KRABKA_WRITERS", 1))
+        self.acked = 0  # acknowledged commands of this process
+        self.out_lock = threading.Lock()
+        self.count_lock = threading.Lock()
+        log = logging.getLogger("krabka_coord")
+        log.setLevel(logging.INFO)  # the client logs at this level: minted epochs are info
+        log.addHandler(_MintHandler(self))
         self.client = kc.Client(
             {
                 "bootstrap.servers": bootstrap,
@@ -78,7 +91,8 @@ class Host:
             if not text or any(c in text for c in ' "\\=\n\t'):
                 text = json.dumps(text)
             parts.append("%s=%s" % (key, text))
-        print(" ".join(parts), flush=True)
+        with self.out_lock:
+            print(" ".join(parts), flush=True)
 
     def error(self, kind: str, op: str, err: BaseException, **fields: object) -> None:
         if isinstance(err, kc.KrabkaError):
@@ -89,7 +103,7 @@ class Host:
     def run(self) -> int:
         self.emit("STARTED", lang="python", pid=os.getpid(), binding=kc.__version__, library=kc.library_version())
         standby = False
-        while self.max_commands <= 0 or self.seq < self.max_commands:
+        while self.max_commands <= 0 or self.acked < self.max_commands:
             try:
                 res = self.client.try_acquire(self.role, self.member, timeout=5)
             except kc.KrabkaError as err:
@@ -115,37 +129,116 @@ class Host:
         return 0
 
     def lead(self, lead: kc.Leadership) -> bool:
-        """Dispatch while leading. True when max_commands was reached."""
+        """Dispatch while leading: the writer threads produce, this thread
+        renews. True when max_commands was reached."""
         token = str(lead.token)
         self.emit("ACQUIRED", token=token, deadline=lead.lease.deadline)
-        op = "dispatch"
-        while True:
-            try:
-                if lead.renew_due:
-                    op = "renew"
-                    lead.renew()
-                    self.emit("RENEWED", token=token, deadline=lead.lease.deadline)
-                op = "dispatch"
-                seq = self.seq + 1
-                value = "seq=%d member=%s token=%s at=%d" % (seq, self.member, token, now_ms())
-                res = lead.produce(self.topic, value, key=self.member, partition=0)
-                self.seq = seq
-                self.emit("DISPATCHED", seq=seq, token=token, partition=res.partition, offset=res.offset)
-                if 0 < self.max_commands <= self.seq:
-                    lead.resign()
-                    self.emit("RESIGNED", token=token)
-                    return True
-            except kc.FencedError as err:
-                self.error("FENCED", op, err, token=token, seq=self.seq + 1)
-                return False
-            except kc.LeaseExpiredError as err:
-                self.error("EXPIRED", op, err, token=token, seq=self.seq + 1)
-                return False
-            except kc.KrabkaError as err:
-                self.error("ERROR", op, err, token=token)
-                if not lead.active:
-                    return False
-            time.sleep(self.dispatch_interval)
+        term = _Term()
+        threads = [threading.Thread(target=self.writer, args=(lead, term, w + 1), daemon=True)
+                   for w in range(self.writers)]
+        for t in threads:
+            t.start()
+        try:
+            while not term.stop.is_set():
+                try:
+                    if lead.renew_due:
+                        lead.renew()
+                        self.emit("RENEWED", token=str(lead.token), deadline=lead.lease.deadline)
+                except kc.FencedError as err:
+                    self.ended(term, "FENCED", "renew", err, str(lead.token), 0)
+                except kc.LeaseExpiredError as err:
+                    self.ended(term, "EXPIRED", "renew", err, str(lead.token), 0)
+                except kc.KrabkaError as err:
+                    self.error("ERROR", "renew", err, token=str(lead.token))
+                    if not lead.active:
+                        self.ended(term, "ERROR", "renew", err, str(lead.token), 0)
+                term.stop.wait(min(self.dispatch_interval, 0.1))
+        finally:
+            term.stop.set()
+            for t in threads:
+                t.join()
+        if term.done:
+            lead.resign()
+            self.emit("RESIGNED", token=str(lead.token))
+            return True
+        return False
+
+    def ended(self, term: "_Term", kind: str, op: str, err: BaseException, token: str, seq: int) -> None:
+        """The leadership ended: every writer stops; the first report wins."""
+        with term.lock:
+            first = not term.reported
+            term.reported = True
+            term.stop.set()
+        if first:
+            self.error(kind, op, err, token=token, seq=seq)
+
+    def writer(self, lead: kc.Leadership, term: "_Term", w: int) -> None:
+        """One writer: the next sequence number, re-sent until acknowledged
+        or the leadership ends; then the dispatch interval."""
+        while not term.stop.is_set():
+            with term.lock:
+                term.seq += 1
+                seq = term.seq
+            attempt = 0
+            while not term.stop.is_set():
+                attempt += 1
+                token = str(lead.token)  # read again: an own epoch recovery changes it
+                value = "seq=%d member=%s token=%s writer=%d try=%d at=%d" % (
+                    seq, self.member, token, w, attempt, now_ms())
+                try:
+                    res = lead.produce(self.topic, value, key=self.member, partition=0)
+                except kc.FencedError as err:
+                    self.ended(term, "FENCED", "dispatch", err, token, seq)
+                    return
+                except kc.LeaseExpiredError as err:
+                    self.ended(term, "EXPIRED", "dispatch", err, token, seq)
+                    return
+                except kc.KrabkaError as err:
+                    self.error("ERROR", "dispatch", err, token=token, writer=w)
+                    if not lead.active:
+                        self.ended(term, "ERROR", "dispatch", err, token, seq)
+                        return
+                    term.stop.wait(self.dispatch_interval)
+                    continue
+                self.emit("DISPATCHED", seq=seq, token=token, partition=res.partition, offset=res.offset, writer=w)
+                with self.count_lock:
+                    self.acked += 1
+                    if 0 < self.max_commands <= self.acked:
+                        term.done = True
+                        term.stop.set()
+                break
+            term.stop.wait(self.dispatch_interval)
+
+
+class _Term:
+    """What the writers of one leadership share."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.seq = 0
+        self.reported = False
+        self.done = False
+
+
+class _MintHandler(logging.Handler):
+    """Forwards the library's lines of minted producer epochs as MINTED."""
+
+    def __init__(self, host: Host) -> None:
+        super().__init__(logging.INFO)
+        self.host = host
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if msg.startswith("krabka: minted a producer epoch"):
+            key = "token"
+        elif msg.startswith("krabka: own epoch recovery"):
+            key = "new_token"
+        else:
+            return
+        fields = dict(f.split("=", 1) for f in msg.split() if "=" in f)
+        if fields.get(key):
+            self.host.emit("MINTED", token=fields[key], at_ms=fields.get("at_ms", "0"))
 
 
 def main(argv: list[str]) -> int:

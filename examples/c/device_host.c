@@ -15,22 +15,30 @@
  *     moment the leadership ends (for example a lease that expired while
  *     renewals failed), so the host stops dispatching at once;
  *   - a self-pipe written by the SIGTERM/SIGINT handler.
- * While leading it renews the lease when due and dispatches numbered
- * commands through the guarded write (krabka_leadership_produce), each
- * carrying the fencing token. On FENCED or LEASE_EXPIRED it stops
- * dispatching at once, drops the leadership and queues for the role again.
+ * While leading it renews the lease when due (main loop) and dispatches
+ * numbered commands through the guarded write (krabka_leadership_produce),
+ * each carrying the fencing token, from KRABKA_WRITERS writer threads
+ * (default 1): concurrent calls on one leadership, which the library
+ * commits together (group commit). Sequence numbers count from 1 in each
+ * leadership; a writer re-sends its number after an error until the
+ * leadership ends. On FENCED or LEASE_EXPIRED every writer stops at once,
+ * the leadership is dropped and the host queues for the role again.
  * On SIGTERM/SIGINT it resigns (so a standby takes over at once) and exits.
  *
  * Settings: KRABKA_LEASE_MS, KRABKA_RENEW_INTERVAL_MS,
  * KRABKA_CHALLENGE_STAGGER_MS (the coordination settings), KRABKA_REQUEST_TIMEOUT_MS
  * (request.timeout.ms),
- * KRABKA_DISPATCH_INTERVAL_MS (pace of commands, default 1000),
+ * KRABKA_DISPATCH_INTERVAL_MS (pace of commands per writer, default 1000),
+ * KRABKA_WRITERS (writer threads per leadership, default 1),
  * KRABKA_REJOIN_DELAY_MS (pause after losing the role, default 1000).
+ * The library logs at info; the line of each minted producer epoch
+ * ("krabka: minted a producer epoch", and an own epoch recovery's) is also
+ * printed as a MINTED event with its token and the instant (at_ms).
  *
  * Output: one line per event on stdout in the demo's line protocol
  *   EVENT <unix_ms> <member> <KIND> key=value ...
  * (KIND: STARTED STANDBY ACQUIRED RENEWED DISPATCHED FENCED EXPIRED RESIGNED
- * ERROR STOPPED), and the same event for people on stderr:
+ * ERROR STOPPED MINTED), and the same event for people on stderr:
  *   [c <member>] acquired role controller with token 12:4
  */
 #define _XOPEN_SOURCE 700 /* sigaction with SA_ONSTACK, nanosleep, clock_gettime */
@@ -38,6 +46,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,17 +128,52 @@ static void event(const char *kind, const char *human, const char *fmt, ...) {
     fprintf(stderr, "[c %s] %s\n", member, human);
 }
 
-/* errstr as a quoted protocol value (quotes and backslashes dropped). */
-static const char *quoted(const char *s) {
-    static char buf[600];
+/* s as a quoted protocol value in buf (quotes and backslashes dropped). */
+static const char *quoted_in(const char *s, char *buf, size_t size) {
     size_t n = 0;
     buf[n++] = '"';
-    for (; *s && n < sizeof buf - 2; s++)
+    for (; *s && n < size - 2; s++)
         if (*s != '"' && *s != '\\' && *s != '\n')
             buf[n++] = *s;
     buf[n++] = '"';
     buf[n] = '\0';
     return buf;
+}
+
+/* The main thread's quoted value (a static buffer: main thread only). */
+static const char *quoted(const char *s) {
+    static char buf[600];
+    return quoted_in(s, buf, sizeof buf);
+}
+
+/* Copies the value of " key=" in a log line into out ("" if absent). */
+static void line_field(const char *line, const char *key, char *out, size_t size) {
+    char pat[40];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(line, pat);
+    size_t n = 0;
+    if (p)
+        for (p += strlen(pat); *p && *p != ' ' && n < size - 1; p++)
+            out[n++] = *p;
+    out[n] = '\0';
+}
+
+/* A library line that reports a minted producer epoch (InitProducerId
+ * returned) becomes a MINTED event: the token and the instant it names. */
+static void forward_mint(const char *line) {
+    char tok[KRABKA_TOKEN_TEXT_MAX], at[32];
+    if (strncmp(line, "krabka: minted a producer epoch", 31) == 0)
+        line_field(line, "token", tok, sizeof tok);
+    else if (strncmp(line, "krabka: own epoch recovery", 26) == 0)
+        line_field(line, "new_token", tok, sizeof tok);
+    else
+        return;
+    line_field(line, "at_ms", at, sizeof at);
+    if (*tok) {
+        char human[200];
+        snprintf(human, sizeof human, "minted token %s at %s", tok, *at ? at : "?");
+        event("MINTED", human, "token=%s at_ms=%s", tok, *at ? at : "0");
+    }
 }
 
 /* Takes every waiting event off the queue: log lines go to stderr, an
@@ -146,6 +190,8 @@ static void drain_queue(krabka_event_t **acquired) {
             const char *line = "";
             krabka_event_log(ev, &level, &line, NULL, 0);
             fprintf(stderr, "[c %s] library %s: %s\n", member, levels[level & 7] ? levels[level & 7] : "?", line);
+            if (level == KRABKA_LOG_INFO)
+                forward_mint(line);
         } else if (type == KRABKA_EVENT_ACQUIRE && acquired) {
             *acquired = ev;
             return;
@@ -187,6 +233,8 @@ static krabka_client_t *connect_client(const char *bootstrap) {
         if (v && *v)
             err = krabka_conf_set(conf, settings[i].key, v, errstr, sizeof errstr);
     }
+    if (!err) /* info: the lines of minted epochs are forwarded as MINTED */
+        err = krabka_conf_set(conf, "krabka.log.level", "info", errstr, sizeof errstr);
     if (!err) /* the library's log lines come through the event queue */
         err = krabka_conf_set_log_queue(conf, queue, 0);
     if (!err)
@@ -201,10 +249,128 @@ static krabka_client_t *connect_client(const char *bootstrap) {
 
 enum outcome { LOST, DONE, STOPPING };
 
+/* What the writers of one leadership share (under mu). */
+struct lead_state {
+    krabka_leadership_t *l;
+    const char *topic;
+    int64_t interval;
+    long max_commands;
+    pthread_mutex_t mu;
+    int stop;      /* every writer stops: the leadership ended, a stop or the limit */
+    int lost;      /* the leadership ended */
+    int done;      /* max_commands acknowledged */
+    int reported;  /* its end was reported (one FENCED/EXPIRED/ERROR event) */
+    long next_seq; /* the last sequence number a writer took */
+};
+
+static pthread_mutex_t count_mu = PTHREAD_MUTEX_INITIALIZER;
+static long acked_total; /* acknowledged commands of this process (count_mu) */
+
+static int stopped(struct lead_state *s) {
+    pthread_mutex_lock(&s->mu);
+    int stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop || stop_requested;
+}
+
+/* Sleeps up to ms in short slices, less if the writers are told to stop. */
+static void writer_nap(struct lead_state *s, int64_t ms) {
+    while (ms > 0 && !stopped(s)) {
+        int64_t step = ms > 20 ? 20 : ms;
+        struct timespec ts = {(time_t)(step / 1000), (long)(step % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= step;
+    }
+}
+
+/* The leadership ended (err: why): every writer stops; the first caller
+ * reports it. */
+static void lead_ended(struct lead_state *s, krabka_err_t err, const char *op, const char *tok, long seq,
+                       const char *why) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = s->lost = 1;
+    if (!s->reported) {
+        char human[1024], q[600];
+        s->reported = 1;
+        int fenced = err == KRABKA_ERR_FENCED, expired = err == KRABKA_ERR_LEASE_EXPIRED;
+        snprintf(human, sizeof human, "%s on %s: token %s, stopped dispatching: %s", krabka_err2name(err), op, tok, why);
+        event(fenced ? "FENCED" : expired ? "EXPIRED" : "ERROR", human, "op=%s code=%s token=%s seq=%ld msg=%s", op,
+              krabka_err2name(err), tok, seq, quoted_in(why, q, sizeof q));
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+struct writer {
+    struct lead_state *s;
+    int id;
+    pthread_t thread;
+};
+
+/* One writer: takes the next sequence number, writes it through the
+ * guarded write until it is acknowledged or the leadership ends, waits the
+ * dispatch interval, and again. */
+static void *writer_main(void *arg) {
+    struct writer *w = arg;
+    struct lead_state *s = w->s;
+    char err_text[512], human[1024], q[600];
+    while (!stopped(s)) {
+        pthread_mutex_lock(&s->mu);
+        long n = ++s->next_seq;
+        pthread_mutex_unlock(&s->mu);
+        for (int attempt = 1; !stopped(s); attempt++) {
+            krabka_token_t token;
+            char tok[KRABKA_TOKEN_TEXT_MAX], value[256];
+            krabka_produce_result_t res = {-1, -1};
+            krabka_leadership_token(s->l, &token); /* read again: an own epoch recovery changes it */
+            krabka_token_format(token, tok, sizeof tok);
+            snprintf(value, sizeof value, "seq=%ld member=%s token=%s writer=%d try=%d at=%" PRId64, n, member, tok,
+                     w->id, attempt, now_ms());
+            krabka_message_t msg = {sizeof(krabka_message_t), s->topic, 0, (const uint8_t *)member, strlen(member),
+                                    (const uint8_t *)value, strlen(value), NULL, 0};
+            krabka_err_t err =
+                krabka_leadership_produce(s->l, &msg, 1, KRABKA_TIMEOUT_DEFAULT, &res, err_text, sizeof err_text);
+            if (!err) {
+                snprintf(human, sizeof human, "dispatched #%ld token %s (partition %d offset %" PRId64 ", writer %d)",
+                         n, tok, res.partition, res.offset, w->id);
+                event("DISPATCHED", human, "seq=%ld token=%s partition=%d offset=%" PRId64 " writer=%d", n, tok,
+                      res.partition, res.offset, w->id);
+                pthread_mutex_lock(&count_mu);
+                long total = ++acked_total;
+                pthread_mutex_unlock(&count_mu);
+                if (s->max_commands > 0 && total >= s->max_commands) {
+                    pthread_mutex_lock(&s->mu);
+                    s->stop = s->done = 1;
+                    pthread_mutex_unlock(&s->mu);
+                }
+                break;
+            }
+            if (err == KRABKA_ERR_FENCED || err == KRABKA_ERR_LEASE_EXPIRED) {
+                /* Stop dispatching at once: another member holds the role. */
+                lead_ended(s, err, "dispatch", tok, n, err_text);
+                return NULL;
+            }
+            snprintf(human, sizeof human, "error on dispatch (writer %d): %s: %s", w->id, krabka_err2name(err), err_text);
+            event("ERROR", human, "op=dispatch code=%s token=%s writer=%d msg=%s", krabka_err2name(err), tok, w->id,
+                  quoted_in(err_text, q, sizeof q));
+            krabka_leadership_state_t st = KRABKA_LEADERSHIP_ACTIVE;
+            if (krabka_leadership_state(s->l, &st) != KRABKA_OK || st != KRABKA_LEADERSHIP_ACTIVE) {
+                krabka_err_t why = KRABKA_OK;
+                krabka_leadership_end_error(s->l, &why, err_text, sizeof err_text);
+                lead_ended(s, why ? why : err, "dispatch", tok, n, err_text);
+                return NULL;
+            }
+            writer_nap(s, s->interval);
+        }
+        writer_nap(s, s->interval);
+    }
+    return NULL;
+}
+
 /* Leads until the role is lost (LOST), max_commands were dispatched (DONE)
- * or a stop was requested (STOPPING). */
-static enum outcome lead(krabka_leadership_t *l, const char *role, const char *topic,
-                         long max_commands, long *seq, int64_t interval) {
+ * or a stop was requested (STOPPING): writers dispatch, this thread renews
+ * and watches the leadership's event fd. */
+static enum outcome lead(krabka_leadership_t *l, const char *role, const char *topic, long max_commands, int writers,
+                         int64_t interval) {
     krabka_token_t token;
     krabka_lease_t lease;
     char tok[KRABKA_TOKEN_TEXT_MAX], human[1024];
@@ -217,81 +383,82 @@ static enum outcome lead(krabka_leadership_t *l, const char *role, const char *t
     int lead_fd = -1;
     krabka_leadership_event_fd(l, &lead_fd);
 
-    for (;;) {
-        const char *op = "dispatch";
-        krabka_err_t err = KRABKA_OK;
-        int due = 0;
+    struct lead_state s;
+    memset(&s, 0, sizeof s);
+    s.l = l, s.topic = topic, s.interval = interval, s.max_commands = max_commands;
+    pthread_mutex_init(&s.mu, NULL);
+    struct writer *ws = calloc((size_t)writers, sizeof *ws);
+    int started = 0;
+    for (int i = 0; ws && i < writers; i++) {
+        ws[i].s = &s, ws[i].id = i + 1;
+        if (pthread_create(&ws[i].thread, NULL, writer_main, &ws[i]) != 0)
+            break;
+        started++;
+    }
+    if (started == 0) {
+        fprintf(stderr, "[c %s] cannot start a writer thread\n", member);
+        stop_requested = 1;
+    }
 
-        if (stop_requested) {
-            err = krabka_leadership_resign(l, KRABKA_TIMEOUT_DEFAULT, errstr, sizeof errstr);
-            snprintf(human, sizeof human, "resigned token %s%s%s", tok, err ? ": " : "", err ? errstr : "");
-            event("RESIGNED", human, "token=%s", tok);
-            return STOPPING;
+    enum outcome how = LOST;
+    for (;;) {
+        pthread_mutex_lock(&s.mu);
+        int lost = s.lost, done = s.done;
+        pthread_mutex_unlock(&s.mu);
+        if (stop_requested || done) {
+            how = stop_requested ? STOPPING : DONE;
+            break;
         }
+        if (lost)
+            break;
+        int due = 0;
         krabka_leadership_renew_due(l, &due);
         if (due) {
-            op = "renew";
-            err = krabka_leadership_renew(l, KRABKA_TIMEOUT_DEFAULT, errstr, sizeof errstr);
+            krabka_err_t err = krabka_leadership_renew(l, KRABKA_TIMEOUT_DEFAULT, errstr, sizeof errstr);
+            krabka_leadership_token(l, &token);
+            krabka_token_format(token, tok, sizeof tok);
             if (!err) {
                 krabka_leadership_lease(l, &lease);
                 snprintf(human, sizeof human, "renewed token %s until %" PRId64, tok, lease.deadline);
                 event("RENEWED", human, "token=%s deadline=%" PRId64, tok, lease.deadline);
-            }
-        }
-        if (!err) {
-            /* The guarded write: the command names the token it was sent under. */
-            char value[256];
-            long n = *seq + 1;
-            krabka_produce_result_t res = {-1, -1};
-            op = "dispatch";
-            snprintf(value, sizeof value, "seq=%ld member=%s token=%s at=%" PRId64, n, member, tok, now_ms());
-            krabka_message_t msg = {sizeof(krabka_message_t), topic, 0, (const uint8_t *)member, strlen(member),
-                                    (const uint8_t *)value, strlen(value), NULL, 0};
-            err = krabka_leadership_produce(l, &msg, 1, KRABKA_TIMEOUT_DEFAULT, &res, errstr, sizeof errstr);
-            if (!err) {
-                *seq = n;
-                snprintf(human, sizeof human, "dispatched #%ld token %s (partition %d offset %" PRId64 ")", n,
-                         tok, res.partition, res.offset);
-                event("DISPATCHED", human, "seq=%ld token=%s partition=%d offset=%" PRId64, n, tok,
-                      res.partition, res.offset);
-                if (max_commands > 0 && *seq >= max_commands) {
-                    err = krabka_leadership_resign(l, KRABKA_TIMEOUT_DEFAULT, errstr, sizeof errstr);
-                    snprintf(human, sizeof human, "resigned token %s after %ld commands", tok, *seq);
-                    event("RESIGNED", human, "token=%s", tok);
-                    return DONE;
+            } else if (err == KRABKA_ERR_FENCED || err == KRABKA_ERR_LEASE_EXPIRED) {
+                lead_ended(&s, err, "renew", tok, 0, errstr);
+                continue;
+            } else {
+                snprintf(human, sizeof human, "error on renew: %s: %s", krabka_err2name(err), errstr);
+                event("ERROR", human, "op=renew code=%s token=%s msg=%s", krabka_err2name(err), tok, quoted(errstr));
+                krabka_leadership_state_t st = KRABKA_LEADERSHIP_ACTIVE;
+                if (krabka_leadership_state(l, &st) != KRABKA_OK || st != KRABKA_LEADERSHIP_ACTIVE) {
+                    krabka_err_t why = KRABKA_OK;
+                    krabka_leadership_end_error(l, &why, errstr, sizeof errstr);
+                    lead_ended(&s, why ? why : err, "renew", tok, 0, errstr);
+                    continue;
                 }
             }
         }
-        if (err == KRABKA_ERR_FENCED || err == KRABKA_ERR_LEASE_EXPIRED) {
-            /* Stop dispatching at once: another member holds the role. */
-            int fenced = err == KRABKA_ERR_FENCED;
-            snprintf(human, sizeof human, "%s on %s: token %s superseded, stopped dispatching: %s",
-                     fenced ? "FENCED" : "LEASE_EXPIRED", op, tok, errstr);
-            event(fenced ? "FENCED" : "EXPIRED", human, "op=%s code=%s token=%s seq=%ld msg=%s", op,
-                  krabka_err2name(err), tok, *seq + 1, quoted(errstr));
-            return LOST;
-        }
-        if (err) {
-            krabka_leadership_state_t st = KRABKA_LEADERSHIP_ACTIVE;
-            snprintf(human, sizeof human, "error on %s: %s: %s", op, krabka_err2name(err), errstr);
-            event("ERROR", human, "op=%s code=%s token=%s msg=%s", op, krabka_err2name(err), tok,
-                  quoted(errstr));
-            if (krabka_leadership_state(l, &st) != KRABKA_OK || st != KRABKA_LEADERSHIP_ACTIVE)
-                return LOST;
-        }
-        /* Until the next command is due: poll(2) on the signal pipe, the
+        /* Until the next renewal check: poll(2) on the signal pipe, the
          * event queue and the leadership's event fd. */
-        if (wait_fds(interval, lead_fd, NULL)) {
+        if (wait_fds(interval < 100 ? interval : 100, lead_fd, NULL)) {
             krabka_err_t why = KRABKA_OK;
             krabka_leadership_end_error(l, &why, errstr, sizeof errstr);
-            int fenced = why == KRABKA_ERR_FENCED;
-            snprintf(human, sizeof human, "leadership ended (%s, seen on its event fd): token %s, stopped dispatching: %s",
-                     krabka_err2name(why), tok, errstr);
-            event(fenced ? "FENCED" : why == KRABKA_ERR_LEASE_EXPIRED ? "EXPIRED" : "ERROR", human,
-                  "op=event_fd code=%s token=%s seq=%ld msg=%s", krabka_err2name(why), tok, *seq + 1, quoted(errstr));
-            return LOST;
+            krabka_leadership_token(l, &token);
+            krabka_token_format(token, tok, sizeof tok);
+            lead_ended(&s, why, "event_fd", tok, 0, errstr);
         }
     }
+    pthread_mutex_lock(&s.mu);
+    s.stop = 1;
+    pthread_mutex_unlock(&s.mu);
+    for (int i = 0; i < started; i++)
+        pthread_join(ws[i].thread, NULL);
+    free(ws);
+    pthread_mutex_destroy(&s.mu);
+    if (how != LOST) {
+        krabka_err_t err = krabka_leadership_resign(l, KRABKA_TIMEOUT_DEFAULT, errstr, sizeof errstr);
+        snprintf(human, sizeof human, "resigned token %s%s%s", tok, err ? ": " : "", err ? errstr : "");
+        event("RESIGNED", human, "token=%s", tok);
+    }
+    return how;
 }
 
 int main(int argc, char **argv) {
@@ -325,6 +492,9 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
 
     int64_t interval = env_ms("KRABKA_DISPATCH_INTERVAL_MS", 1000);
+    int writers = (int)env_ms("KRABKA_WRITERS", 1);
+    if (writers < 1 || writers > 256)
+        writers = 1;
     int64_t rejoin = env_ms("KRABKA_REJOIN_DELAY_MS", 1000);
     krabka_client_t *client = connect_client(bootstrap);
     if (!client)
@@ -333,7 +503,6 @@ int main(int argc, char **argv) {
     snprintf(human, sizeof human, "started (pid %ld, library %s), role %s", (long)getpid(), krabka_version(), role);
     event("STARTED", human, "lang=c pid=%ld library=%s", (long)getpid(), krabka_version());
 
-    long seq = 0;
     int standby = 0;
     enum outcome how = LOST;
     while (!stop_requested) {
@@ -377,7 +546,7 @@ int main(int argc, char **argv) {
             }
         }
         standby = 0;
-        how = lead(l, role, topic, max_commands, &seq, interval);
+        how = lead(l, role, topic, max_commands, writers, interval);
         krabka_leadership_destroy(l);
         if (how != LOST)
             break;

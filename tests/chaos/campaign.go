@@ -1,15 +1,23 @@
 // Package chaos is the randomized fault campaign of krabka-coord (`make
-// chaos`): three brokers (replication 3, min.insync.replicas=2), three
-// members in three languages (the C device host, the Python host and the
-// Node host of demo/) leading one role and writing numbered commands through
-// guarded writes, a seeded schedule of faults, and a checker over the
-// committed command log (see checker.go and docs/RELIABILITY.md).
+// chaos`): three brokers (replication 3, min.insync.replicas=2), each in a
+// network namespace of its own; three members in three languages (the C
+// device host, the Python host and the Node host of demo/) leading one role
+// and writing numbered commands from several concurrent writers through
+// guarded writes; a baseline writer beside them that needs no election; a
+// seeded schedule of faults; and a checker over the committed command log
+// (checker.go, linearize.go, docs/RELIABILITY.md).
 //
-// Each member reaches the brokers only through its own fault proxies
-// (tests/kafka/faultproxy), one per broker: the brokers advertise a listener
-// per member (cluster.sh --extra-listeners) whose address is that member's
-// proxy, so every connection of a member, bootstrap or not, goes through
-// the proxies the campaign cuts, delays and heals.
+// The network (network.go, netlab): every broker, every member's link, the
+// baseline's link and the campaign's own admin client have a namespace with
+// a port on one bridge. Broker-to-broker connections go through proxies on
+// each broker's own loopback (cluster.sh --peer-proxies), and each member
+// runs in the namespace of its link and reaches the brokers only through its
+// own fault proxies (tests/kafka/faultproxy) on that namespace's loopback:
+// the brokers advertise a listener per member whose address is that
+// member's proxy (cluster.sh --extra-listeners). So every
+// connection of the campaign crosses links it controls: packet filters in
+// the namespaces (partitions, one-way and partial loss) and the proxies
+// (cuts that hold data, delays).
 package chaos
 
 import (
@@ -32,26 +40,32 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/demo"
+	"github.com/krabka/krabka-coord/tests/chaos/netlab"
 	"github.com/krabka/krabka-coord/tests/kafka/faultproxy"
 )
 
+// BaselineMember is the member name the baseline writer's commands carry.
+const BaselineMember = "baseline"
+
 // Options of one campaign.
 type Options struct {
-	Repo     string        // repository root
-	Lib      string        // build/libkrabka_coord.so
-	CHost    string        // build/examples/device_host
-	Seed     uint64        // the schedule's seed (0: from the clock; printed)
-	Duration time.Duration // how long faults are injected
-	PortBase int           // the cluster's base port; proxies at PortBase+100
-	Dir      string        // cluster.sh dir (default $KRABKA_KAFKA_ROOT/chaos)
-	LogDir   string        // host logs, events, result.json (default build/chaos/<seed>)
-	Keep     bool          // keep the cluster running at the end
-	Out      io.Writer     // the timeline
-	Verbose  bool          // every host event
+	Repo       string        // repository root
+	Lib        string        // build/libkrabka_coord.so
+	CHost      string        // build/examples/device_host
+	Seed       uint64        // the schedule's seed (0: from the clock; printed)
+	Duration   time.Duration // how long faults are injected
+	PortBase   int           // the brokers' base port (inside their namespaces); proxies at PortBase+100, +200
+	Dir        string        // cluster.sh dir (default $KRABKA_KAFKA_ROOT/chaos-<PortBase>)
+	LogDir     string        // host logs, events, result.json (default build/chaos/<seed>)
+	Keep       bool          // keep the cluster running at the end
+	Out        io.Writer     // the timeline
+	Verbose    bool          // every host event
+	TxnVersion int           // transaction.version of the cluster: 1, 2, or 0 from the seed (odd seeds 1, even 2)
+	Writers    int           // concurrent writers per leadership (default 8)
+	Subnet     string        // the lab's /24, first three octets (default 10.213.0)
 
 	LeaseMs, RenewMs, StaggerMs, DispatchMs, RequestTimeoutMs int64
 }
@@ -72,13 +86,22 @@ func (o *Options) defaults() {
 		if root == "" {
 			root = filepath.Join(os.TempDir(), "krabka-kafka")
 		}
-		o.Dir = filepath.Join(root, "chaos")
+		o.Dir = filepath.Join(root, fmt.Sprintf("chaos-%d", o.PortBase))
 	}
 	if o.LogDir == "" {
 		o.LogDir = filepath.Join(o.Repo, "build", "chaos", strconv.FormatUint(o.Seed, 10))
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
+	}
+	if o.TxnVersion == 0 {
+		o.TxnVersion = 2 - int(o.Seed%2)
+	}
+	if o.Writers == 0 {
+		o.Writers = 8
+	}
+	if o.Subnet == "" {
+		o.Subnet = "10.213.0"
 	}
 	def := func(p *int64, v int64) {
 		if *p == 0 {
@@ -94,20 +117,39 @@ func (o *Options) defaults() {
 
 // Report is the outcome of a campaign.
 type Report struct {
-	Seed       uint64           `json:"seed"`
-	Duration   string           `json:"duration"`
-	Faults     map[string]int   `json:"faults"`       // faults that took effect, by kind
-	Drawn      map[string]int   `json:"faults_drawn"` // faults the schedule drew, by kind
-	Minimums   Minimums         `json:"minimums"`     // what the run had to see (minimums.go)
-	Shortfalls []string         `json:"shortfalls"`   // the minimums it missed (the run fails)
-	Events     map[string]int   `json:"events"`       // host events by kind (ACQUIRED, FENCED, ...)
-	Result     *Result          `json:"result"`
-	Violations []string         `json:"violations"`
-	Replay     string           `json:"replay"`
-	Members    map[string]int   `json:"acked_by_member"`
-	Started    time.Time        `json:"started"`
-	Elapsed    string           `json:"elapsed"`
-	Extra      map[string]int64 `json:"extra,omitempty"`
+	Seed        uint64           `json:"seed"`
+	Duration    string           `json:"duration"`
+	TxnVersion  int              `json:"transaction_version"`
+	Writers     int              `json:"writers_per_leadership"`
+	Commit      string           `json:"commit,omitempty"`
+	Faults      map[string]int   `json:"faults"`       // faults that took effect, by kind
+	Drawn       map[string]int   `json:"faults_drawn"` // faults the schedule drew, by kind
+	Minimums    Minimums         `json:"minimums"`     // what the run had to see (minimums.go)
+	Shortfalls  []string         `json:"shortfalls"`   // the minimums it missed (the run fails)
+	Events      map[string]int   `json:"events"`       // host events by kind (ACQUIRED, FENCED, ...)
+	Result      *Result          `json:"result"`
+	Violations  []string         `json:"violations"`
+	Replay      string           `json:"replay"`
+	Members     map[string]int   `json:"acked_by_member"`
+	Groups      GroupStats       `json:"group_commit"`
+	LongGaps    []GapReport      `json:"long_gaps"` // every members' gap longer than 10 s, explained
+	BaseLong    []GapReport      `json:"baseline_long_gaps"`
+	FaultLog    []FaultRecord    `json:"fault_log"`
+	Started     time.Time        `json:"started"`
+	Elapsed     string           `json:"elapsed"`
+	BrokerReady []string         `json:"broker_restarts,omitempty"`
+	Extra       map[string]int64 `json:"extra,omitempty"`
+}
+
+// GroupStats says how far concurrent writers shared transactions: the
+// committed member records per batch (records of one producer in one
+// transaction land in consecutive offsets of one batch per produce request).
+type GroupStats struct {
+	Transactions int     `json:"transactions"`        // distinct (producer, commit) groups seen in the log
+	Shared       int     `json:"shared"`              // of those, carrying commands of two or more writers
+	MaxWriters   int     `json:"max_writers"`         // the most writers in one transaction
+	MeanRecords  float64 `json:"mean_records"`        // records per transaction
+	UnderFaults  int     `json:"shared_under_faults"` // shared transactions committed while a fault was active
 }
 
 // OK is true when the checker found no violation and the run saw at least
@@ -115,16 +157,28 @@ type Report struct {
 func (r *Report) OK() bool { return r.Result != nil && r.Result.OK() && len(r.Shortfalls) == 0 }
 
 type member struct {
-	name    string
-	host    demo.Host
-	proxies faultproxy.Group
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	pid     int
-	exited  chan struct{}
-	paused  bool
-	skewMs  int64
-	log     *os.File
+	name     string
+	host     demo.Host
+	ep       *netlab.Endpoint // the namespace its links dial from
+	proxies  faultproxy.Group // one per broker
+	baseline bool
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	pid      int
+	exited   chan struct{}
+	paused   bool
+	skewMs   int64
+	log      *os.File
+}
+
+// hostEvent is a host event the gap explanations read.
+type hostEvent struct {
+	At     time.Time
+	Member string
+	Kind   string
+	Op     string
+	Code   string
+	Msg    string
 }
 
 type campaign struct {
@@ -133,18 +187,29 @@ type campaign struct {
 	start   time.Time
 	role    string
 	topic   string
-	members []*member
+	members []*member // the three members, then the baseline
+	base    *member
 	admin   *kgo.Client
 	adm     *kadm.Client
+	net     *network
+	baseTxn string
 
 	mu         sync.Mutex
 	acks       []Ack
+	baseAcks   []Ack
+	mints      []Mint
+	acquired   map[string]bool
+	hostEvents []hostEvent
 	leader     string         // member that last ACQUIRED and has not lost it since (best knowledge)
 	faults     map[string]int // took effect
 	drawn      map[string]int
 	events     map[string]int
 	brokerBusy bool
 	down       map[int]bool
+	paused     map[int]bool // brokers SIGSTOPped
+	twoDown    []Window
+	faultLog   []FaultRecord
+	readyLog   []string
 	evlog      *os.File
 	stopping   bool
 	wg         sync.WaitGroup
@@ -172,22 +237,19 @@ func (c *campaign) script(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-func (c *campaign) plainBootstrap() string {
-	var s []string
-	for i := 0; i < 3; i++ {
-		s = append(s, fmt.Sprintf("127.0.0.1:%d", c.opts.PortBase+10*i))
-	}
-	return strings.Join(s, ",")
-}
-
-// Run runs one campaign: it starts the cluster and the members, injects
-// faults for opts.Duration, stops everything and checks the log. The error
-// is for a campaign that could not run; a violation is in the report.
-func Run(ctx context.Context, opts Options) (*Report, error) {
+// Run runs one campaign: it builds the network, starts the cluster, the
+// members and the baseline, injects faults for opts.Duration, stops
+// everything and checks the log. The error is for a campaign that could
+// not run (one sentence first); a violation is in the report. Everything it
+// made is removed on every way out: the watchdogs of cluster.sh and of the
+// network remove the brokers and the namespaces even if this process dies.
+func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	opts.defaults()
 	c := &campaign{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		faults: map[string]int{}, drawn: map[string]int{}, events: map[string]int{}, down: map[int]bool{}}
-	rep := &Report{Seed: opts.Seed, Duration: opts.Duration.String(), Faults: c.faults, Drawn: c.drawn, Events: c.events,
+		faults: map[string]int{}, drawn: map[string]int{}, events: map[string]int{}, down: map[int]bool{}, paused: map[int]bool{},
+		acquired: map[string]bool{}}
+	rep = &Report{Seed: opts.Seed, Duration: opts.Duration.String(), TxnVersion: opts.TxnVersion, Writers: opts.Writers,
+		Faults: c.faults, Drawn: c.drawn, Events: c.events, Commit: gitCommit(opts.Repo),
 		Minimums: MinimumsFor(opts.Duration), Members: map[string]int{}, Started: time.Now().UTC(),
 		Replay: fmt.Sprintf("make chaos CHAOS_SEED=%d CHAOS_DURATION=%s", opts.Seed, opts.Duration)}
 	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
@@ -200,39 +262,51 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	defer evlog.Close()
 	c.evlog = evlog
 	c.start = time.Now()
-	c.say("chaos: seed=%d duration=%s (replay: %s); logs in %s", opts.Seed, opts.Duration, rep.Replay, opts.LogDir)
-
-	// Proxies first: one per (member, broker), at the addresses the brokers
-	// advertise on the member's listener.
-	hosts := demo.DefaultHosts(opts.Repo, opts.Lib, opts.CHost)
-	adv := opts.PortBase + 100
-	for k, h := range hosts {
-		m := &member{name: h.Member, host: h}
-		for i := 0; i < 3; i++ {
-			p, err := faultproxy.Listen(fmt.Sprintf("127.0.0.1:%d", adv+10*i+k), fmt.Sprintf("127.0.0.1:%d", opts.PortBase+10*i+6+k))
-			if err != nil {
-				for _, m2 := range c.members {
-					m2.proxies.Close()
-				}
-				m.proxies.Close()
-				return nil, err
-			}
-			m.proxies = append(m.proxies, p)
-		}
-		c.members = append(c.members, m)
-	}
 	defer func() {
-		for _, m := range c.members {
-			m.proxies.Close()
+		if p := recover(); p != nil {
+			rep, err = nil, fmt.Errorf("the campaign panicked: %v", p)
 		}
 	}()
+	c.say("chaos: seed=%d duration=%s transaction.version=%d writers=%d (replay: %s); logs in %s", opts.Seed, opts.Duration,
+		opts.TxnVersion, opts.Writers, rep.Replay, opts.LogDir)
 
-	// A fresh three-node cluster.
+	baseBin := filepath.Join(opts.LogDir, "krabka-baseline")
+	build := exec.Command("go", "build", "-o", baseBin, "./tests/chaos/cmd/krabka-baseline")
+	build.Dir = opts.Repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the baseline writer: %v\n%s", err, out)
+	}
+
+	// The network first: namespaces, the bridge, the proxies.
+	hosts := demo.DefaultHosts(opts.Repo, opts.Lib, opts.CHost)
+	for _, h := range hosts {
+		c.members = append(c.members, &member{name: h.Member, host: h})
+	}
+	c.base = &member{name: BaselineMember, baseline: true,
+		host: demo.Host{Member: BaselineMember, Lang: "Go", Argv: []string{baseBin}}}
+	c.members = append(c.members, c.base)
+	nw, err := newNetwork(opts, c.members)
+	if err != nil {
+		return nil, err
+	}
+	c.net = nw
+	defer func() {
+		if cerr := nw.close(); cerr != nil {
+			c.say("removing the network: %v", cerr)
+		}
+		if left := netlab.Namespaces(nw.prefix); len(left) > 0 {
+			c.say("namespaces left behind: %v", left)
+		}
+	}()
+	c.say("network: %d namespaces on a bridge (%s.0/24, prefix %s): brokers %s; members' and the baseline's links; the admin's",
+		len(netlab.Namespaces(nw.prefix)), opts.Subnet, nw.prefix, strings.Join(nw.brokerAddrs(), " "))
+
+	// A fresh three-node cluster inside the brokers' namespaces.
 	_, _ = c.script(context.Background(), "stop", "--dir", opts.Dir)
-	c.say("starting 3 brokers (RF 3, min.insync.replicas=2) in %s", opts.Dir)
-	if _, err := c.script(ctx, "start", "--dir", opts.Dir, "--name", "chaos", "--nodes", "3",
-		"--port", strconv.Itoa(opts.PortBase), "--extra-listeners", fmt.Sprintf("3:%d", adv),
-		"--owner", strconv.Itoa(os.Getpid())); err != nil {
+	c.say("starting 3 brokers (RF 3, min.insync.replicas=2, transaction.version=%d) in %s", opts.TxnVersion, opts.Dir)
+	if _, err := c.script(ctx, nw.clusterArgs(opts, "start", "--dir", opts.Dir, "--name", "chaos", "--nodes", "3",
+		"--port", strconv.Itoa(opts.PortBase), "--extra-listeners", fmt.Sprintf("%d:%d", len(c.members), nw.advBase),
+		"--txn-version", strconv.Itoa(opts.TxnVersion), "--owner", strconv.Itoa(os.Getpid()))...); err != nil {
 		return nil, err
 	}
 	if !opts.Keep {
@@ -242,7 +316,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}()
 	}
-	c.admin, err = kgo.NewClient(kgo.SeedBrokers(strings.Split(c.plainBootstrap(), ",")...), kgo.RequestTimeoutOverhead(5*time.Second))
+	c.admin, err = kgo.NewClient(kgo.SeedBrokers(nw.brokerBootstrap()...), kgo.Dialer(nw.ctl.Dialer()),
+		kgo.RequestTimeoutOverhead(5*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +328,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := c.createTopic(ctx); err != nil {
 		return nil, err
 	}
-	c.say("role %s, command topic %s (1 partition, RF 3, min.insync.replicas=2)", c.role, c.topic)
+	c.baseTxn, err = c.baselineTxnID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.say("role %s, command topic %s (1 partition, RF 3, min.insync.replicas=2, message.timestamp.type=LogAppendTime); baseline transactional.id %s (the role's transaction coordinator)",
+		c.role, c.topic, c.baseTxn)
 
 	for _, m := range c.members {
 		if err := c.startMember(m, 0); err != nil {
@@ -264,12 +344,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	faultCtx, cancel := context.WithTimeout(ctx, opts.Duration)
 	c.schedule(faultCtx)
 	cancel()
-	c.wg.Wait() // a broker fault in flight ends (its node restarted)
+	c.wg.Wait() // a broker fault in flight ends (its nodes restarted, its filters removed)
 	c.say("faults over: healing every link, resuming, restarting what is down")
-	for _, m := range c.members {
-		m.proxies.Heal()
-	}
-	c.restartDownBrokers()
+	c.healAll()
 	// A short quiet period: the role settles, commands flow again.
 	c.say("quiet period (10s)")
 	quiet := time.NewTimer(10 * time.Second)
@@ -284,15 +361,28 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("reading the command log: %w", err)
 	}
 	c.mu.Lock()
-	acks := append([]Ack(nil), c.acks...)
+	in := Input{Records: recs, Acks: append([]Ack(nil), c.acks...), Mints: append([]Mint(nil), c.mints...),
+		Acquired: c.acquired, TwoDown: append([]Window(nil), c.twoDown...),
+		Slack: time.Duration(opts.DispatchMs)*time.Millisecond + time.Second, Baseline: BaselineMember,
+		BaseAcks: append([]Ack(nil), c.baseAcks...)}
+	faultLog := append([]FaultRecord(nil), c.faultLog...)
+	events := append([]hostEvent(nil), c.hostEvents...)
+	rep.BrokerReady = append([]string(nil), c.readyLog...)
 	c.mu.Unlock()
-	for _, a := range acks {
+	for _, a := range in.Acks {
 		rep.Members[a.Member]++
 	}
-	res := Check(recs, acks, time.Duration(opts.DispatchMs)*time.Millisecond+time.Second)
+	rep.Members[BaselineMember] = len(in.BaseAcks)
+	res := CheckAll(in)
 	rep.Result = res
 	for _, v := range res.Violations {
 		rep.Violations = append(rep.Violations, v.String())
+	}
+	rep.FaultLog = faultLog
+	rep.Groups = groupStats(recs, faultLog)
+	rep.LongGaps = explainGaps(res.Availability.Long, faultLog, events, res.Baseline, c.start)
+	if res.Baseline != nil {
+		rep.BaseLong = explainGaps(res.Baseline.Availability.Long, faultLog, nil, nil, c.start)
 	}
 	rep.Shortfalls = Shortfalls(rep.Minimums, opts.Duration, res.Acked, res.Tokens, c.drawn, c.faults)
 	rep.Elapsed = time.Since(c.start).Round(time.Second).String()
@@ -303,11 +393,23 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+func gitCommit(repo string) string {
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		s += "+changes"
+	}
+	return s
+}
+
 func (c *campaign) createTopic(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	isr := "2"
-	resp, err := c.adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &isr}, c.topic)
+	isr, ts := "2", "LogAppendTime"
+	resp, err := c.adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &isr, "message.timestamp.type": &ts}, c.topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -320,7 +422,14 @@ func (c *campaign) createTopic(ctx context.Context) error {
 // startMember starts (or restarts) a member's process, with a clock offset
 // when skewMs is not 0.
 func (c *campaign) startMember(m *member, skewMs int64) error {
-	argv := append(append([]string{}, m.host.Argv...), m.proxies.Bootstrap(), c.role, m.name, c.topic)
+	var argv []string
+	if m.baseline {
+		argv = append(append([]string{}, m.host.Argv...), m.proxies.Bootstrap(), c.baseTxn, m.name, c.topic)
+	} else {
+		argv = append(append([]string{}, m.host.Argv...), m.proxies.Bootstrap(), c.role, m.name, c.topic)
+	}
+	// In the namespace of its link: its proxies listen on that loopback.
+	argv = append([]string{"ip", "netns", "exec", m.ep.NS}, argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.opts.Repo
 	cmd.Env = append(append(os.Environ(), m.host.Env...),
@@ -329,6 +438,9 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 		fmt.Sprintf("KRABKA_CHALLENGE_STAGGER_MS=%d", c.opts.StaggerMs),
 		fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.DispatchMs),
 		fmt.Sprintf("KRABKA_REQUEST_TIMEOUT_MS=%d", c.opts.RequestTimeoutMs),
+		fmt.Sprintf("KRABKA_WRITERS=%d", c.opts.Writers),
+		// Node: one libuv pool thread per writer, and some for the rest.
+		fmt.Sprintf("UV_THREADPOOL_SIZE=%d", c.opts.Writers+8),
 		"KRABKA_REJOIN_DELAY_MS=500",
 	)
 	if skewMs != 0 {
@@ -363,6 +475,8 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 			fmt.Fprintln(m.log, line)
 			if ev, ok := demo.ParseEvent(line, m.name, time.Now()); ok && ev.Strict {
 				c.handle(m, ev)
+			} else if f := strings.Fields(line); len(f) >= 4 && f[0] == "EVENT" && f[3] == "MINTED" {
+				c.handleMint(m, line)
 			}
 		}
 		_ = cmd.Wait()
@@ -371,18 +485,62 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 	return nil
 }
 
+// handleMint records a MINTED line: "EVENT <ms> <member> MINTED token=<t> at_ms=<ms>".
+func (c *campaign) handleMint(m *member, line string) {
+	f := strings.Fields(line)
+	at, _ := strconv.ParseInt(f[1], 10, 64)
+	var tok core.FencingToken
+	ok := false
+	for _, kv := range f[4:] {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "token":
+			if t, err := core.ParseFencingToken(v); err == nil {
+				tok, ok = t, true
+			}
+		case "at_ms":
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				at = n
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events["MINTED"]++
+	if !ok {
+		c.events["MINTED-unparsed"]++
+		return
+	}
+	if !m.baseline {
+		c.mints = append(c.mints, Mint{Member: m.name, Token: tok, At: time.UnixMilli(at)})
+	}
+	if c.opts.Verbose {
+		fmt.Fprintf(c.opts.Out, "[%7.1fs]   %s MINTED %s\n", time.Since(c.start).Seconds(), m.name, tok)
+	}
+}
+
 func (c *campaign) handle(m *member, ev demo.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.events[ev.Kind]++
+	kind := ev.Kind
+	if m.baseline {
+		kind = "baseline-" + kind
+	}
+	c.events[kind]++
 	switch ev.Kind {
 	case demo.Dispatched:
 		t, ok1 := ev.Token()
 		seq, ok2 := ev.Int("seq")
 		part, ok3 := ev.Int("partition")
 		off, ok4 := ev.Int("offset")
+		w, _ := ev.Int("writer")
 		if ok1 && ok2 && ok3 && ok4 {
-			c.acks = append(c.acks, Ack{Member: m.name, Token: t, Seq: seq, Partition: int32(part), Offset: off, At: ev.At})
+			a := Ack{Member: m.name, Token: t, Seq: seq, Writer: int(w), Partition: int32(part), Offset: off, At: ev.At}
+			if m.baseline {
+				c.baseAcks = append(c.baseAcks, a)
+			} else {
+				c.acks = append(c.acks, a)
+			}
 		} else {
 			c.events["DISPATCHED-unparsed"]++
 		}
@@ -392,6 +550,9 @@ func (c *campaign) handle(m *member, ev demo.Event) {
 		return
 	case demo.Acquired:
 		c.leader = m.name
+		if t, ok := ev.Token(); ok {
+			c.acquired[m.name+"|"+t.String()] = true
+		}
 	case demo.Fenced, demo.Expired, demo.Resigned, demo.Stopped:
 		if c.leader == m.name {
 			c.leader = ""
@@ -400,6 +561,13 @@ func (c *campaign) handle(m *member, ev demo.Event) {
 		if !c.opts.Verbose {
 			return
 		}
+	}
+	switch ev.Kind {
+	case demo.Error, demo.Fenced, demo.Expired, demo.Acquired, demo.Started, demo.Standby:
+		c.hostEvents = append(c.hostEvents, hostEvent{At: ev.At, Member: m.name, Kind: ev.Kind, Op: ev.Fields["op"], Code: ev.Fields["code"], Msg: ev.Fields["msg"]})
+	}
+	if ev.Kind == demo.Error && !c.opts.Verbose {
+		return // many under faults: counted, in the host's log and in the gap explanations
 	}
 	if ev.Kind != demo.Renewed || c.opts.Verbose {
 		line := fmt.Sprintf("[%7.1fs]   %s %s %s", time.Since(c.start).Seconds(), m.name, ev.Kind, fieldsText(ev))
@@ -424,187 +592,6 @@ func fieldsText(ev demo.Event) string {
 		fmt.Fprintf(&b, "%s=%s ", k, ev.Fields[k])
 	}
 	return strings.TrimSpace(b.String())
-}
-
-// leaderOr is the current leader when toLeader and one is known, else the
-// member drawn (drawn is always drawn, so the generator's sequence does not
-// depend on what happened).
-func (c *campaign) leaderOr(toLeader bool, drawn int) *member {
-	c.mu.Lock()
-	l := c.leader
-	c.mu.Unlock()
-	if toLeader && l != "" {
-		for _, m := range c.members {
-			if m.name == l {
-				return m
-			}
-		}
-	}
-	return c.members[drawn%len(c.members)]
-}
-
-func (c *campaign) sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
-	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
-}
-
-// drawn counts a fault the schedule chose; injected counts it again once it
-// took effect (the minimums compare the two).
-func (c *campaign) draw(kind string) {
-	c.mu.Lock()
-	c.drawn[kind]++
-	c.mu.Unlock()
-}
-
-func (c *campaign) injected(kind string) {
-	c.mu.Lock()
-	c.faults[kind]++
-	c.mu.Unlock()
-}
-
-// linksAre is true when every proxy of g holds the fault (cut, or delayed
-// by delay); a proxy to a broker that is down keeps it for when it is up.
-func linksAre(cut bool, delay time.Duration, g ...*faultproxy.Proxy) bool {
-	for _, p := range g {
-		if c, d := p.Armed(); c != cut || d != delay {
-			return false
-		}
-	}
-	return len(g) > 0
-}
-
-// schedule draws faults until ctx ends. Member and link faults run one at a
-// time in this loop; a broker fault runs beside them (at most one broker
-// down at any time: with RF 3 and min.insync.replicas=2 the cluster stays
-// writable). Every draw comes from the seeded generator, in a fixed order.
-func (c *campaign) schedule(ctx context.Context) {
-	lease := time.Duration(c.opts.LeaseMs) * time.Millisecond
-	for ctx.Err() == nil {
-		gap := between(c.rng, 2*time.Second, 6*time.Second)
-		kind := c.rng.IntN(100)
-		toLeader := c.rng.IntN(100) < 75
-		d1 := between(c.rng, 500*time.Millisecond, 3*time.Second)
-		d2 := between(c.rng, 1*time.Second, 4*time.Second)
-		pick := c.rng.IntN(3)
-		skew := between(c.rng, 2*time.Second, 8*time.Second)
-		if c.rng.IntN(2) == 0 {
-			skew = -skew
-		}
-		delay := between(c.rng, 100*time.Millisecond, 1500*time.Millisecond)
-		drawnMember := c.rng.IntN(len(c.members))
-		drawnNode := 1 + c.rng.IntN(3)
-		if !c.sleep(ctx, gap) {
-			return
-		}
-		switch {
-		case kind < 20: // member SIGKILL and restart
-			m := c.leaderOr(toLeader, drawnMember)
-			c.draw("member-kill")
-			c.say("FAULT member-kill: SIGKILL %s (pid %d), restart in %s", m.name, m.pid, d1.Round(time.Millisecond))
-			if c.kill(m) {
-				c.injected("member-kill")
-			} else {
-				c.say("(member-kill: %s was not running)", m.name)
-			}
-			c.sleep(context.Background(), d1)
-			if err := c.startMember(m, 0); err != nil {
-				c.say("restart %s: %v", m.name, err)
-			}
-		case kind < 38: // SIGSTOP past the lease, SIGCONT
-			m := c.leaderOr(toLeader, drawnMember)
-			d := lease + d2
-			c.draw("member-pause")
-			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", m.name, d.Round(time.Millisecond), lease)
-			if c.signal(m, syscall.SIGSTOP) {
-				c.injected("member-pause")
-			} else {
-				c.say("(member-pause: %s was not running)", m.name)
-			}
-			c.sleep(context.Background(), d)
-			c.signal(m, syscall.SIGCONT)
-		case kind < 56: // broker SIGKILL and restart, beside the member faults
-			target := []string{"random", "partition-leader", "txn-coordinator"}[pick]
-			c.mu.Lock()
-			busy := c.brokerBusy
-			if !busy {
-				c.brokerBusy = true
-			}
-			c.mu.Unlock()
-			if busy {
-				c.say("(broker fault skipped: one broker fault at a time)")
-				continue
-			}
-			kind := "broker-kill(" + target + ")"
-			c.draw(kind)
-			node := c.brokerFor(target, drawnNode)
-			down := d1 + d2
-			c.say("FAULT broker-kill(%s): SIGKILL broker %d, restart after %s", target, node, down.Round(time.Millisecond))
-			c.wg.Add(1)
-			go func() {
-				defer c.wg.Done()
-				defer func() { c.mu.Lock(); c.brokerBusy = false; c.mu.Unlock() }()
-				if c.brokerKill(node, down) {
-					c.injected(kind)
-				}
-			}()
-		case kind < 76: // client-to-broker cut, then heal
-			m := c.leaderOr(toLeader, drawnMember)
-			d := d1 + d2
-			if pick == 0 {
-				node := c.brokerFor("partition-leader", drawnNode)
-				c.draw("link-cut(one broker)")
-				c.say("FAULT link-cut: %s to broker %d (command partition leader) cut for %s", m.name, node, d.Round(time.Millisecond))
-				m.proxies[node-1].Cut()
-				if linksAre(true, 0, m.proxies[node-1]) {
-					c.injected("link-cut(one broker)")
-				}
-				c.sleep(context.Background(), d)
-				m.proxies[node-1].Heal()
-			} else {
-				c.draw("link-cut(all brokers)")
-				c.say("FAULT link-cut: %s cut from every broker for %s", m.name, d.Round(time.Millisecond))
-				m.proxies.Cut()
-				if linksAre(true, 0, m.proxies...) {
-					c.injected("link-cut(all brokers)")
-				}
-				c.sleep(context.Background(), d)
-				m.proxies.Heal()
-			}
-			c.say("healed %s", m.name)
-		case kind < 88: // client-to-broker delay
-			m := c.leaderOr(toLeader, drawnMember)
-			d := d1 + d2 + lease
-			c.draw("link-delay")
-			c.say("FAULT link-delay: %s's links delayed by %s for %s", m.name, delay.Round(time.Millisecond), d.Round(time.Millisecond))
-			m.proxies.Delay(delay)
-			if linksAre(false, delay, m.proxies...) {
-				c.injected("link-delay")
-			}
-			c.sleep(context.Background(), d)
-			m.proxies.Heal()
-		default: // one member's clock offset by seconds (restart with the test-only hook)
-			m := c.leaderOr(toLeader, drawnMember)
-			c.draw("clock-skew")
-			c.say("FAULT clock-skew: restart %s with its lease clock offset by %+ds", m.name, skew/time.Second)
-			c.kill(m)
-			c.sleep(context.Background(), d1)
-			if err := c.startMember(m, skew.Milliseconds()); err != nil {
-				c.say("restart %s: %v", m.name, err)
-			} else {
-				c.injected("clock-skew")
-			}
-		}
-	}
 }
 
 // running is true while the member's current process has not exited.
@@ -657,94 +644,6 @@ func (c *campaign) kill(m *member) bool {
 	}
 	c.mu.Unlock()
 	return alive && err == nil
-}
-
-// brokerFor names the node (1-based) a broker fault aims at.
-func (c *campaign) brokerFor(target string, drawn int) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	switch target {
-	case "partition-leader":
-		md, err := c.adm.Metadata(ctx, c.topic)
-		if err == nil {
-			if t, ok := md.Topics[c.topic]; ok {
-				if p, ok := t.Partitions[0]; ok && p.Leader >= 1 && p.Leader <= 3 {
-					return int(p.Leader)
-				}
-			}
-		}
-	case "txn-coordinator":
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorType = 1
-		req.CoordinatorKeys = []string{c.role}
-		req.CoordinatorKey = c.role
-		if resp, err := req.RequestWith(ctx, c.admin); err == nil {
-			for _, co := range resp.Coordinators {
-				if co.ErrorCode == 0 && co.NodeID >= 1 && co.NodeID <= 3 {
-					return int(co.NodeID)
-				}
-			}
-			if resp.ErrorCode == 0 && resp.NodeID >= 1 && resp.NodeID <= 3 {
-				return int(resp.NodeID)
-			}
-		}
-	}
-	return drawn
-}
-
-// brokerKill kills a broker and restarts it after down; true when the kill
-// took effect.
-func (c *campaign) brokerKill(node int, down time.Duration) bool {
-	c.proxiesOf(node, false)
-	if _, err := c.script(context.Background(), "kill-node", strconv.Itoa(node), "--dir", c.opts.Dir); err != nil {
-		c.say("kill-node %d: %v", node, err)
-		c.proxiesOf(node, true)
-		return false
-	}
-	c.mu.Lock()
-	c.down[node] = true
-	c.mu.Unlock()
-	time.Sleep(down)
-	t0 := time.Now()
-	if _, err := c.script(context.Background(), "start-node", strconv.Itoa(node), "--dir", c.opts.Dir); err != nil {
-		c.say("start-node %d: %v", node, err)
-		return true
-	}
-	c.proxiesOf(node, true)
-	c.mu.Lock()
-	delete(c.down, node)
-	c.mu.Unlock()
-	c.say("broker %d back (ready in %s)", node, time.Since(t0).Round(100*time.Millisecond))
-	return true
-}
-
-func (c *campaign) restartDownBrokers() {
-	c.mu.Lock()
-	var nodes []int
-	for n := range c.down {
-		nodes = append(nodes, n)
-	}
-	c.mu.Unlock()
-	for _, n := range nodes {
-		if _, err := c.script(context.Background(), "start-node", strconv.Itoa(n), "--dir", c.opts.Dir); err != nil {
-			c.say("start-node %d: %v", n, err)
-		}
-		c.proxiesOf(n, true)
-	}
-}
-
-// proxiesOf takes the members' proxies to a broker down (a dead broker
-// refuses connections; a proxy left listening would accept and then close
-// them, which clients read differently) or up again.
-func (c *campaign) proxiesOf(node int, up bool) {
-	for _, m := range c.members {
-		p := m.proxies[node-1]
-		if !up {
-			p.Down()
-		} else if err := p.Up(); err != nil {
-			c.say("%v", err)
-		}
-	}
 }
 
 // stopMembers resumes and terminates every member (SIGTERM: it resigns),
@@ -818,7 +717,7 @@ func (c *campaign) readLog(ctx context.Context) ([]Record, error) {
 	if want == 0 {
 		return nil, nil
 	}
-	rd, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.plainBootstrap(), ",")...),
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.net.brokerBootstrap()...), kgo.Dialer(c.net.ctl.Dialer()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: parts}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
@@ -827,6 +726,7 @@ func (c *campaign) readLog(ctx context.Context) ([]Record, error) {
 	defer rd.Close()
 	var recs []Record
 	done := map[int32]bool{}
+	createTime := 0
 	for len(done) < want {
 		fs := rd.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -845,9 +745,18 @@ func (c *campaign) readLog(ctx context.Context) ([]Record, error) {
 			if r.Offset >= end || r.Attrs.IsControl() {
 				return
 			}
-			recs = append(recs, ParseRecord(r.Partition, r.Offset,
-				core.FencingToken{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}, string(r.Value)))
+			rec := ParseRecord(r.Partition, r.Offset,
+				core.FencingToken{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}, string(r.Value))
+			if r.Attrs.TimestampType() == 1 {
+				rec.Appended = r.Timestamp
+			} else {
+				createTime++
+			}
+			recs = append(recs, rec)
 		})
+	}
+	if createTime > 0 {
+		return nil, fmt.Errorf("%d records of %s carry their producer's timestamp, not LogAppendTime: the real-time check needs message.timestamp.type=LogAppendTime", createTime, c.topic)
 	}
 	sort.SliceStable(recs, func(i, j int) bool {
 		if recs[i].Partition != recs[j].Partition {
@@ -856,6 +765,51 @@ func (c *campaign) readLog(ctx context.Context) ([]Record, error) {
 		return recs[i].Offset < recs[j].Offset
 	})
 	return recs, nil
+}
+
+// groupStats measures group commit from the log: the members' records of
+// one producer between two other producers' records, or within one
+// transaction's consecutive offsets, came from one transaction when their
+// append times and offsets are contiguous (a transaction's records of one
+// partition form one batch per produce request). Records of one batch
+// share a LogAppendTime; consecutive offsets of one producer with the same
+// append time are counted as one transaction.
+func groupStats(recs []Record, faults []FaultRecord) GroupStats {
+	var gs GroupStats
+	total := 0
+	for i := 0; i < len(recs); {
+		r := recs[i]
+		if r.Member == BaselineMember {
+			i++
+			continue
+		}
+		j := i + 1
+		writers := map[int]bool{r.Writer: true}
+		for j < len(recs) && recs[j].Partition == r.Partition && recs[j].Producer == r.Producer && recs[j].Member == r.Member &&
+			recs[j].Offset == recs[j-1].Offset+1 && recs[j].Appended.Equal(r.Appended) {
+			writers[recs[j].Writer] = true
+			j++
+		}
+		gs.Transactions++
+		total += j - i
+		if len(writers) > 1 {
+			gs.Shared++
+			for _, f := range faults {
+				if !r.Appended.Before(f.Start) && !r.Appended.After(f.End) {
+					gs.UnderFaults++
+					break
+				}
+			}
+		}
+		if len(writers) > gs.MaxWriters {
+			gs.MaxWriters = len(writers)
+		}
+		i = j
+	}
+	if gs.Transactions > 0 {
+		gs.MeanRecords = float64(total) / float64(gs.Transactions)
+	}
+	return gs
 }
 
 func (c *campaign) summary(rep *Report) {
@@ -872,14 +826,30 @@ func (c *campaign) summary(rep *Report) {
 	for _, n := range rep.Drawn {
 		drawn += n
 	}
-	c.say("==== chaos seed=%d: %d faults injected (of %d drawn) over %s: %s", rep.Seed, total, drawn, rep.Duration, strings.Join(kinds, " "))
-	c.say("host events: ACQUIRED=%d FENCED=%d EXPIRED=%d ERROR=%d STARTED=%d", rep.Events[demo.Acquired], rep.Events[demo.Fenced],
-		rep.Events[demo.Expired], rep.Events[demo.Error], rep.Events[demo.Started])
-	c.say("commands: acknowledged=%d found=%d lost=%d duplicated=%d; committed records=%d (unacknowledged=%d, re-sent=%d); tokens=%d",
-		r.Acked, r.Found, r.Lost, r.Duplicated, r.Records, r.Unacked, r.Resent, r.Tokens)
-	c.say("order violations=%d stale tokens=%d token mismatches=%d", r.OrderBreaks, r.StaleTokens, r.TokenMismatch)
-	c.say("availability %.2f%% over %s (gaps > %s: %d, p50 %s p90 %s p99 %s max %s)", av.Fraction*100, av.Span.Round(time.Second),
+	c.say("==== chaos seed=%d (transaction.version=%d, %d writers per leadership): %d faults injected (of %d drawn) over %s: %s",
+		rep.Seed, rep.TxnVersion, rep.Writers, total, drawn, rep.Duration, strings.Join(kinds, " "))
+	c.say("host events: ACQUIRED=%d FENCED=%d EXPIRED=%d ERROR=%d STARTED=%d MINTED=%d", rep.Events[demo.Acquired], rep.Events[demo.Fenced],
+		rep.Events[demo.Expired], rep.Events[demo.Error], rep.Events[demo.Started], rep.Events["MINTED"])
+	c.say("commands: acknowledged=%d found=%d lost=%d duplicated=%d; committed records=%d (unacknowledged=%d, re-sent=%d of which copies of acknowledged commands=%d, after the acknowledgement=%d); sequence gaps=%d in %d leaderships (acknowledged among them=%d); tokens=%d",
+		r.Acked, r.Found, r.Lost, r.Duplicated, r.Records, r.Unacked, r.Resent, r.ResentOfAcked, r.ResentAfterAck, r.SeqGaps, r.GapTerms, r.GapsAcked, r.Tokens)
+	c.say("order violations=%d stale tokens=%d token mismatches=%d real-time violations=%d (against %d mints) acknowledged with two brokers down=%d linearizable=%s (%d writes, %d segments)",
+		r.OrderBreaks, r.StaleTokens, r.TokenMismatch, r.RealTime, r.Mints, r.TwoDownAcked, r.Linearizable, r.LinOps, r.LinSegments)
+	g := rep.Groups
+	c.say("group commit: %d transactions, %d shared by 2+ writers (%d while a fault was active), at most %d writers, %.1f records per transaction",
+		g.Transactions, g.Shared, g.UnderFaults, g.MaxWriters, g.MeanRecords)
+	c.say("availability (members) %.2f%% over %s (gaps > %s: %d, p50 %s p90 %s p99 %s max %s)", av.Fraction*100, av.Span.Round(time.Second),
 		av.Slack, len(av.Gaps), av.P50.Round(time.Millisecond), av.P90.Round(time.Millisecond), av.P99.Round(time.Millisecond), av.Max.Round(time.Millisecond))
+	if b := r.Baseline; b != nil {
+		bv := b.Availability
+		c.say("availability (baseline) %.2f%% over %s (gaps > %s: %d, p50 %s p90 %s p99 %s max %s); acknowledged=%d lost=%d",
+			bv.Fraction*100, bv.Span.Round(time.Second), bv.Slack, len(bv.Gaps), bv.P50.Round(time.Millisecond), bv.P90.Round(time.Millisecond),
+			bv.P99.Round(time.Millisecond), bv.Max.Round(time.Millisecond), b.Acked, b.Lost)
+		c.say("availability ratio members/baseline = %.3f (goal >= 0.9); members down while the baseline wrote %s, the baseline down while the members wrote %s",
+			r.Ratio, r.OwnDown.Round(100*time.Millisecond), r.BaseOwnDown.Round(100*time.Millisecond))
+	}
+	for _, g := range rep.LongGaps {
+		c.say("gap > 10s: %s", g.Text)
+	}
 	m := rep.Minimums
 	c.say("minimums for %s: acknowledged >= %d, takeovers >= %d, faults >= %d, each drawn kind >= %d", rep.Duration, m.Acked, m.Takeovers, m.Faults, m.PerKind)
 	if rep.OK() {

@@ -9,8 +9,9 @@
 #   stop            SIGTERM the nodes it started (pid files), SIGKILL after a bound
 #   status          print per-node state; exit 0 if all nodes run, 3 otherwise
 #   env             print `export KRABKA_...=...` lines for this cluster
-#   kill-node N     SIGKILL node N (crash)
-#   start-node N    restart node N on its existing data and wait until ready
+#   kill-node N     SIGKILL node N (crash); N may be a list (1,3)
+#   start-node N    restart node N on its existing data and wait until ready;
+#                   N may be a list (1,3): all are launched, then one wait
 #   bootstrap       print the PLAINTEXT bootstrap address
 # Options:
 #   --nodes 1|3         number of nodes (default 1)
@@ -31,6 +32,16 @@
 #   --port BASE         node i uses BASE+10*(i-1) (PLAINTEXT), +1 (CONTROLLER), +2 (SASL),
 #                       +3 (SSL), +4 (SASL_SSL), +5 (MTLS), +6.. (extra listeners)
 #   --owner PID         stop the cluster by itself once process PID is gone
+#   --hosts H1,H2,H3    node i binds every listener to address Hi and advertises
+#                       PLAINTEXT and CONTROLLER there (default 127.0.0.1)
+#   --netns N1,N2,N3    node i runs inside network namespace Ni (ip netns exec;
+#                       the caller creates them and gives --hosts reachable there)
+#   --client-netns NS   the readiness check runs inside network namespace NS
+#   --peer-proxies BASE broker-to-broker connections go through proxies the caller
+#                       runs on each node's loopback (needs --netns): node i reaches
+#                       node j's replication listener PEERi (+2+i-1) at
+#                       127.0.0.1:BASE+10*i+j and its controller at 127.0.0.1:BASE+100+10*i+j
+#                       (not with --sasl or --tls, whose ports these listeners use)
 #   --timeout SECS      readiness bound (default 180, env KRABKA_KAFKA_READY_TIMEOUT)
 # The options given to `start` are saved in DIR/cluster.conf; later verbs on
 # the same DIR (or NAME) read them back, so `stop --name 3n` is enough.
@@ -48,11 +59,12 @@ verb="${1:-}"; [[ -n "$verb" ]] || die "usage: cluster.sh start|stop|status|env|
 shift
 node_arg=""
 if [[ "$verb" == kill-node || "$verb" == start-node ]]; then
-  node_arg="${1:-}"; [[ "$node_arg" =~ ^[0-9]+$ ]] || die "$verb needs a node number"
+  node_arg="${1:-}"; [[ "$node_arg" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "$verb needs a node number (or a list: 1,3)"
   shift
 fi
 
 o_kv="" o_nodes="" o_sasl="" o_tls="" o_extra="" o_tv="" o_name="" o_dir="" o_port="" owner="" timeout="${KRABKA_KAFKA_READY_TIMEOUT:-180}"
+o_hosts="" o_netns="" o_cnetns="" o_peer=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --nodes) o_nodes="$2"; shift 2;;
@@ -66,6 +78,10 @@ while [[ $# -gt 0 ]]; do
     --port) o_port="$2"; shift 2;;
     --owner) owner="$2"; shift 2;;
     --timeout) timeout="$2"; shift 2;;
+    --hosts) o_hosts="$2"; shift 2;;
+    --netns) o_netns="$2"; shift 2;;
+    --client-netns) o_cnetns="$2"; shift 2;;
+    --peer-proxies) o_peer="$2"; shift 2;;
     *) die "unknown option $1";;
   esac
 done
@@ -95,6 +111,7 @@ conf="$dir/cluster.conf"
 
 # Saved options (written by start) fill in what the command line left out.
 KAFKA_VERSION="" NODES="" SASL="" TLS="" EXTRA="" TXN_VERSION="" PORT_BASE="" NAME=""
+HOSTS="" NETNS="" CLIENT_NETNS="" PEER_PROXIES=""
 if [[ "$verb" != start && -f "$conf" ]]; then
   # shellcheck disable=SC1090
   source "$conf"
@@ -108,7 +125,25 @@ old_kafka() { [[ -n "$KAFKA_VERSION" && "${KAFKA_VERSION%%.*}" -lt 4 ]]; }
 EXTRA="${o_extra:-${EXTRA:-}}"
 TXN_VERSION="${o_tv:-${TXN_VERSION:-2}}"
 NAME="${o_name:-${NAME:-$name}}"
+HOSTS="${o_hosts:-${HOSTS:-}}"
+NETNS="${o_netns:-${NETNS:-}}"
+CLIENT_NETNS="${o_cnetns:-${CLIENT_NETNS:-}}"
+PEER_PROXIES="${o_peer:-${PEER_PROXIES:-}}"
 [[ "$NODES" == 1 || "$NODES" == 3 ]] || die "--nodes must be 1 or 3"
+IFS=, read -r -a HOST_OF <<< "${HOSTS}"
+IFS=, read -r -a NETNS_OF <<< "${NETNS}"
+if [[ -n "$HOSTS" ]]; then
+  [[ ${#HOST_OF[@]} == "$NODES" ]] || die "--hosts needs $NODES addresses, not $HOSTS"
+fi
+if [[ -n "$NETNS" ]]; then
+  [[ ${#NETNS_OF[@]} == "$NODES" ]] || die "--netns needs $NODES names, not $NETNS"
+  [[ -n "$HOSTS" ]] || die "--netns needs --hosts (the nodes' addresses inside their namespaces)"
+fi
+if [[ -n "$PEER_PROXIES" ]]; then
+  [[ "$PEER_PROXIES" =~ ^[0-9]+$ ]] || die "--peer-proxies must be a port number"
+  [[ -n "$NETNS" ]] || die "--peer-proxies needs --netns (the proxies listen on each node's own loopback)"
+  [[ "$SASL" != 1 && "$TLS" != 1 ]] || die "--peer-proxies cannot be combined with --sasl or --tls (their ports)"
+fi
 [[ "$TXN_VERSION" == 1 || "$TXN_VERSION" == 2 ]] || die "--txn-version must be 1 or 2"
 EXTRA_N=0 EXTRA_ADV=0
 if [[ -n "$EXTRA" ]]; then
@@ -142,17 +177,23 @@ stport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 4 )); }  # SASL_SSL
 mport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 5 )); }   # MTLS (SSL, client certificate required)
 xport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 5 + $2 )); }       # extra listener k of node i
 xadv() { echo $(( EXTRA_ADV + 10 * ($1 - 1) + $2 - 1 )); }        # where it is advertised
+host_of() { if [[ -n "$HOSTS" ]]; then echo "${HOST_OF[$(($1 - 1))]}"; else echo 127.0.0.1; fi; }
+peerport() { echo $(( PORT_BASE + 10 * ($1 - 1) + 1 + $2 )); }   # node $1's listener PEER$2
+# in_ns I CMD...: run CMD in node I's namespace (as it is without --netns)
+in_ns() { local i="$1"; shift; if [[ -n "$NETNS" ]]; then ip netns exec "${NETNS_OF[$((i - 1))]}" "$@"; else "$@"; fi; }
+in_client_ns() { if [[ -n "$CLIENT_NETNS" ]]; then ip netns exec "$CLIENT_NETNS" "$@"; else "$@"; fi; }
 node_ports() {
   local i="$1" k
   pport "$i"; cport "$i"
   [[ "$SASL" == 1 ]] && sport "$i"
   [[ "$TLS" == 1 ]] && { tport "$i"; stport "$i"; mport "$i"; }
   for ((k = 1; k <= EXTRA_N; k++)); do xport "$i" "$k"; done
+  if [[ -n "$PEER_PROXIES" ]]; then for ((k = 1; k <= NODES; k++)); do peerport "$i" "$k"; done; fi
   return 0
 }
-list_of() { local f="$1" i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$("$f" "$i")"); done; local IFS=,; echo "${out[*]}"; }
-bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(pport "$i")"); done; local IFS=,; echo "${out[*]}"; }
-sasl_bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("127.0.0.1:$(sport "$i")"); done; local IFS=,; echo "${out[*]}"; }
+list_of() { local f="$1" i out=(); for ((i = 1; i <= NODES; i++)); do out+=("$(host_of "$i"):$("$f" "$i")"); done; local IFS=,; echo "${out[*]}"; }
+bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("$(host_of "$i"):$(pport "$i")"); done; local IFS=,; echo "${out[*]}"; }
+sasl_bootstrap() { local i out=(); for ((i = 1; i <= NODES; i++)); do out+=("$(host_of "$i"):$(sport "$i")"); done; local IFS=,; echo "${out[*]}"; }
 
 # A pid is ours only if it is alive and its command line names our config.
 node_pid() {
@@ -182,11 +223,18 @@ build_tools() {
 }
 
 write_node_config() {
-  local i="$1"; local nd="$dir/node-$1" voters="" j rf isr listeners adv
-  for ((j = 1; j <= NODES; j++)); do voters+="${voters:+,}$j@127.0.0.1:$(cport "$j")"; done
+  local i="$1"; local nd="$dir/node-$1" voters="" j rf isr listeners adv h ibl=PLAINTEXT
+  h="$(host_of "$i")"
+  for ((j = 1; j <= NODES; j++)); do
+    if [[ -n "$PEER_PROXIES" && "$j" != "$i" ]]; then
+      voters+="${voters:+,}$j@127.0.0.1:$(( PEER_PROXIES + 100 + 10 * i + j ))"
+    else
+      voters+="${voters:+,}$j@$(host_of "$j"):$(cport "$j")"
+    fi
+  done
   rf="$NODES"; isr=1; [[ "$NODES" == 3 ]] && isr=2
-  listeners="PLAINTEXT://127.0.0.1:$(pport "$i"),CONTROLLER://127.0.0.1:$(cport "$i")"
-  adv="PLAINTEXT://127.0.0.1:$(pport "$i")"
+  listeners="PLAINTEXT://$h:$(pport "$i"),CONTROLLER://$h:$(cport "$i")"
+  adv="PLAINTEXT://$h:$(pport "$i")"
   local protomap="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT" k
   if [[ "$SASL" == 1 ]]; then
     listeners+=",SASL_PLAINTEXT://127.0.0.1:$(sport "$i")"
@@ -198,10 +246,22 @@ write_node_config() {
     protomap+=",SSL:SSL,SASL_SSL:SASL_SSL,MTLS:SSL"
   fi
   for ((k = 1; k <= EXTRA_N; k++)); do
-    listeners+=",X$k://127.0.0.1:$(xport "$i" "$k")"
+    listeners+=",X$k://$h:$(xport "$i" "$k")"
     adv+=",X$k://127.0.0.1:$(xadv "$i" "$k")"
     protomap+=",X$k:PLAINTEXT"
   done
+  # PEERk is the listener node k replicates from: advertised at the proxy on
+  # node k's loopback (its own at its address), so every broker-to-broker
+  # connection crosses a link the caller controls.
+  if [[ -n "$PEER_PROXIES" ]]; then
+    for ((k = 1; k <= NODES; k++)); do
+      listeners+=",PEER$k://$h:$(peerport "$i" "$k")"
+      if [[ "$k" == "$i" ]]; then adv+=",PEER$k://$h:$(peerport "$i" "$k")"
+      else adv+=",PEER$k://127.0.0.1:$(( PEER_PROXIES + 10 * k + i ))"; fi
+      protomap+=",PEER$k:PLAINTEXT"
+    done
+    ibl="PEER$i"
+  fi
   mkdir -p "$nd/data"
   cat > "$nd/server.properties" <<EOP
 # generated by tests/kafka/cluster.sh
@@ -211,7 +271,7 @@ controller.quorum.voters=$voters
 listeners=$listeners
 advertised.listeners=$adv
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
+inter.broker.listener.name=$ibl
 listener.security.protocol.map=$protomap
 log.dirs=$nd/data
 num.partitions=1
@@ -295,12 +355,17 @@ format_node() {
 }
 
 launch_node() {
-  local i="$1"; local nd="$dir/node-$1" p
-  for p in $(node_ports "$i"); do
-    port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
-  done
+  local i="$1"; local nd="$dir/node-$1" p ns=()
+  if [[ -n "$NETNS" ]]; then
+    ns=(ip netns exec "${NETNS_OF[$((i - 1))]}") # a namespace of its own: nothing else listens there
+  else
+    for p in $(node_ports "$i"); do
+      port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
+    done
+  fi
   # setsid: own session, so a terminal ^C goes to the caller, which then runs `stop`.
-  setsid java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
+  # (ip netns exec execs java: the pid stays the node's)
+  setsid "${ns[@]}" java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
     -Djava.awt.headless=true -Dlog4j2.configurationFile="$nd/log4j2.properties" \
     -Dlog4j.configuration="file:$nd/log4j.properties" \
     -cp "$(java_cp)" kafka.Kafka "$nd/server.properties" \
@@ -311,7 +376,7 @@ launch_node() {
 wait_ready() {
   # kready asks the cluster; meanwhile a node that dies ends the wait at once.
   local out="$dir/kready.out" kp i dead=""
-  "$cache/bin/kready" -bootstrap "$(bootstrap)" -brokers "$1" -timeout "${timeout}s" -features > "$out" 2>&1 &
+  in_client_ns "$cache/bin/kready" -bootstrap "$(bootstrap)" -brokers "$1" -timeout "${timeout}s" -features > "$out" 2>&1 &
   kp=$!; KREADY_PID=$kp
   while kill -0 "$kp" 2>/dev/null; do
     for ((i = 1; i <= NODES; i++)); do
@@ -373,6 +438,7 @@ do_start() {
   if [[ -f "$conf" ]]; then
     # An existing cluster in this dir: its saved options win if it runs.
     local sn="$NODES" ss="$SASL" st="$TXN_VERSION" sp="$PORT_BASE" stl="$TLS" sx="$EXTRA"
+    local sh="$HOSTS" snn="$NETNS" sc="$CLIENT_NETNS" spp="$PEER_PROXIES"
     # shellcheck disable=SC1090
     source "$conf"
     local up; up="$(running_nodes)"
@@ -393,6 +459,7 @@ do_start() {
       bootstrap; return 0
     fi
     NODES="$sn" SASL="$ss" TXN_VERSION="$st" PORT_BASE="$sp" TLS="$stl" EXTRA="$sx"
+    HOSTS="$sh" NETNS="$snn" CLIENT_NETNS="$sc" PEER_PROXIES="$spp"
   fi
   # Fresh cluster: wipe old state, keep nothing.
   local i
@@ -401,6 +468,7 @@ do_start() {
   local t0; t0=$(date +%s%3N)
   for ((i = 1; i <= NODES; i++)); do
     local p
+    [[ -n "$NETNS" ]] && break
     for p in $(node_ports "$i"); do
       port_busy "$p" && die "port $p (node $i of $NAME) is busy: another process listens on 127.0.0.1:$p; stop it or choose another base with --port"
     done
@@ -416,6 +484,10 @@ EXTRA=$EXTRA
 KAFKA_VERSION=$KAFKA_VERSION
 TXN_VERSION=$TXN_VERSION
 PORT_BASE=$PORT_BASE
+HOSTS=$HOSTS
+NETNS=$NETNS
+CLIENT_NETNS=$CLIENT_NETNS
+PEER_PROXIES=$PEER_PROXIES
 CLUSTER_ID=$CLUSTER_ID
 LIB='$LIB'
 EOC
@@ -505,6 +577,14 @@ do_env() {
   [[ "$TXN_VERSION" == 1 ]] && suffix+="_TV1"
   echo "export KRABKA_BOOTSTRAP${suffix}=$(bootstrap)"
   echo "export KRABKA_BOOTSTRAP${suffix}_DIR=$dir"
+  # Extra listener k: where its proxy must listen (advertised, what a client
+  # bootstraps on) and the broker's side (the proxy's target), per node.
+  local k i adv tgt
+  for ((k = 1; k <= EXTRA_N; k++)); do
+    adv=() tgt=()
+    for ((i = 1; i <= NODES; i++)); do adv+=("127.0.0.1:$(xadv "$i" "$k")"); tgt+=("127.0.0.1:$(xport "$i" "$k")"); done
+    echo "export KRABKA_BOOTSTRAP${suffix}_X${k}=$(IFS=,; echo "${adv[*]}") KRABKA_BOOTSTRAP${suffix}_X${k}_TARGET=$(IFS=,; echo "${tgt[*]}")"
+  done
 }
 
 case "$verb" in
@@ -514,17 +594,26 @@ case "$verb" in
   env) do_env;;
   bootstrap) bootstrap;;
   kill-node)
-    [[ "$node_arg" -ge 1 && "$node_arg" -le "$NODES" ]] || die "no node $node_arg in $NAME"
-    pid="$(node_pid "$node_arg")" || die "node $node_arg of $NAME is not running"
-    kill -KILL "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-    rm -f "$dir/node-$node_arg/pid"
-    log "node $node_arg (pid $pid) SIGKILLed";;
+    IFS=, read -r -a nodes_arg <<< "$node_arg"
+    pids=()
+    for n in "${nodes_arg[@]}"; do
+      [[ "$n" -ge 1 && "$n" -le "$NODES" ]] || die "no node $n in $NAME"
+      pid="$(node_pid "$n")" || die "node $n of $NAME is not running"
+      pids+=("$pid")
+    done
+    for pid in "${pids[@]}"; do kill -KILL "$pid"; done
+    for pid in "${pids[@]}"; do while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done; done
+    for n in "${nodes_arg[@]}"; do rm -f "$dir/node-$n/pid"; done
+    log "node(s) $node_arg (pid ${pids[*]}) SIGKILLed";;
   start-node)
-    [[ "$node_arg" -ge 1 && "$node_arg" -le "$NODES" ]] || die "no node $node_arg in $NAME"
+    IFS=, read -r -a nodes_arg <<< "$node_arg"
+    for n in "${nodes_arg[@]}"; do [[ "$n" -ge 1 && "$n" -le "$NODES" ]] || die "no node $n in $NAME"; done
     [[ -f "$conf" ]] || die "no cluster in $dir"
     LIB="${LIB:-$(KRABKA_KAFKA_VERSION="$KAFKA_VERSION" "$here/fetch.sh")}"; build_tools
     exec 8>"$dir/.lock"; flock -w 300 8 || die "another cluster.sh holds $dir/.lock"
-    if node_pid "$node_arg" >/dev/null; then log "node $node_arg already running"; else launch_node "$node_arg"; fi
+    for n in "${nodes_arg[@]}"; do
+      if node_pid "$n" >/dev/null; then log "node $n already running"; else launch_node "$n"; fi
+    done
     wait_ready "$NODES"; bootstrap;;
   *) die "unknown verb $verb";;
 esac

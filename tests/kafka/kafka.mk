@@ -29,3 +29,9 @@ kafka-down:
 TEST_TARGETS += kafka-test
 kafka-test:
 	$(GO) test -count=1 -timeout 15m ./tests/kafka/...
+
+## kproxy: the cut-link proxy that the C, Python and Node tests start
+## (tests/kafka/cmd/kproxy; with-clusters.sh's tv2 advertises KRABKA_BOOTSTRAP_X1 for it)
+.PHONY: kproxy
+kproxy:
+	$(GO) build -o build/kproxy ./tests/kafka/cmd/kproxy

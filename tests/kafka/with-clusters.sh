@@ -12,7 +12,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cs="$here/cluster.sh"
 [[ $# -gt 0 ]] || { echo "usage: with-clusters.sh CMD [ARGS...]" >&2; exit 2; }
 
-sets=("--txn-version 2" "--txn-version 1" "--sasl --tls")
+# tv2 has one extra listener advertised at 127.0.0.1:29700, where a test's
+# cut-link proxy listens (tests/kafka/cmd/kproxy; KRABKA_BOOTSTRAP_X1).
+sets=("--txn-version 2 --extra-listeners 1:29700" "--txn-version 1" "--sasl --tls")
 [[ "${KRABKA_WITH_3N:-}" == 1 ]] && sets+=("--nodes 3")
 
 stopped=0

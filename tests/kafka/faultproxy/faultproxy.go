@@ -17,10 +17,13 @@
 //     retransmission after a partition heals), unless either side closed
 //     meanwhile.
 //
-// Only loopback addresses are accepted.
+// Listen accepts only loopback addresses. ListenNet takes the functions
+// that listen and dial (for example inside network namespaces the caller
+// made, tests/chaos/netlab) and any address they accept.
 package faultproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +48,29 @@ type Proxy struct {
 	closed  bool
 	wg      sync.WaitGroup
 	counter Counters
+	net     Net
+}
+
+// Net is how a proxy listens and dials. A nil Listen is net.Listen("tcp",
+// addr); a nil Dial is a net.Dialer.
+type Net struct {
+	Listen func(addr string) (net.Listener, error)
+	Dial   func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+func (n Net) listen(addr string) (net.Listener, error) {
+	if n.Listen != nil {
+		return n.Listen(addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+func (n Net) dial(ctx context.Context, addr string) (net.Conn, error) {
+	if n.Dial != nil {
+		return n.Dial(ctx, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 // Counters are the proxy's totals.
@@ -67,13 +93,18 @@ func Listen(addr, target string) (*Proxy, error) {
 	if !loopback(addr) || !loopback(target) {
 		return nil, fmt.Errorf("faultproxy: loopback addresses only (%s -> %s)", addr, target)
 	}
-	ln, err := net.Listen("tcp", addr)
+	return ListenNet(addr, target, Net{})
+}
+
+// ListenNet starts a proxy at addr to target that listens and dials with n.
+func ListenNet(addr, target string, n Net) (*Proxy, error) {
+	ln, err := n.listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen %s: %w", addr, err)
 	}
 	h := make(chan struct{})
 	close(h)
-	p := &Proxy{Addr: ln.Addr().String(), Target: target, ln: ln, healed: h, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{Addr: ln.Addr().String(), Target: target, ln: ln, healed: h, conns: map[net.Conn]struct{}{}, net: n}
 	p.wg.Add(1)
 	go p.accept(ln)
 	return p, nil
@@ -104,7 +135,7 @@ func (p *Proxy) Up() error {
 	if !p.down || p.closed {
 		return nil
 	}
-	ln, err := net.Listen("tcp", p.Addr)
+	ln, err := p.net.listen(p.Addr)
 	if err != nil {
 		return fmt.Errorf("faultproxy: listen again on %s: %w", p.Addr, err)
 	}
@@ -178,7 +209,9 @@ func (p *Proxy) serve(in net.Conn) {
 	if _, ok := p.gate(done); !ok {
 		return
 	}
-	out, err := net.DialTimeout("tcp", p.Target, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	out, err := p.net.dial(ctx, p.Target)
+	cancel()
 	if err != nil {
 		return // the broker is down: the client sees the connection close
 	}

@@ -2,9 +2,11 @@ package faultproxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -200,4 +202,55 @@ func TestDownRefusesUpServes(t *testing.T) {
 	}
 	defer c3.Close()
 	roundTrip(t, c3, bufio.NewReader(c3), "two")
+}
+
+// ListenNet listens and dials with the functions it is given (the campaign
+// passes ones that work inside network namespaces), also after Down/Up.
+func TestListenNetUsesItsFunctions(t *testing.T) {
+	target := echo(t)
+	var listens, dials int
+	var mu sync.Mutex
+	n := Net{
+		Listen: func(addr string) (net.Listener, error) {
+			mu.Lock()
+			listens++
+			mu.Unlock()
+			return net.Listen("tcp", addr)
+		},
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+			if addr != "upstream.invalid:1" {
+				return nil, errors.New("unexpected target " + addr)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", target)
+		},
+	}
+	// The target is a name only the dial function knows: Listen would refuse it.
+	p, err := ListenNet("127.0.0.1:0", "upstream.invalid:1", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	use := func() {
+		c, err := net.Dial("tcp", p.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		roundTrip(t, c, bufio.NewReader(c), "via")
+	}
+	use()
+	p.Down()
+	if err := p.Up(); err != nil {
+		t.Fatal(err)
+	}
+	use()
+	mu.Lock()
+	defer mu.Unlock()
+	if listens != 2 || dials != 2 {
+		t.Fatalf("listens %d dials %d, want 2 and 2", listens, dials)
+	}
 }

@@ -1,5 +1,6 @@
 // krabka-chaos runs the randomized fault campaign (make chaos); see
-// tests/chaos and docs/RELIABILITY.md. Exit status 0 only if the checker
+// tests/chaos and docs/RELIABILITY.md. It needs root: the brokers and the
+// links run in network namespaces it makes (and removes). Exit status 0 only if the checker
 // found no violation and the run saw its minimums of acknowledged commands,
 // takeovers and faults (tests/chaos/minimums.go); 1 otherwise, with one
 // sentence per missed minimum; 2 when the campaign could not run.
@@ -26,7 +27,10 @@ func main() {
 	flag.StringVar(&o.Lib, "lib", "build/libkrabka_coord.so", "the shared library")
 	flag.StringVar(&o.CHost, "c-host", "build/examples/device_host", "the C device host")
 	flag.StringVar(&o.LogDir, "logs", "", "logs folder (default build/chaos/<seed>)")
-	flag.IntVar(&o.PortBase, "port", 0, "the cluster's base port (default 24500+$KRABKA_KAFKA_PORT_OFFSET; proxies at +100)")
+	flag.IntVar(&o.PortBase, "port-base", 0, "the brokers' base port inside their namespaces (default 24500+$KRABKA_KAFKA_PORT_OFFSET); the members' proxies listen on 127.0.0.1 at +100..+133, the broker-to-broker proxies at +200..+333 on the brokers' own loopbacks; the namespaces are named kc<port-base>-*")
+	flag.IntVar(&o.PortBase, "port", 0, "the same as -port-base")
+	flag.IntVar(&o.TxnVersion, "txn-version", 0, "transaction.version of the cluster, 1 or 2 (default: from the seed, odd seeds 1, even seeds 2)")
+	flag.IntVar(&o.Writers, "writers", 8, "concurrent writers per leadership (and commands per baseline transaction)")
 	flag.BoolVar(&o.Keep, "keep", false, "leave the cluster running")
 	flag.BoolVar(&o.Verbose, "verbose", false, "print every command and renewal")
 	flag.Parse()
