@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 
 import krabka_coord as kc
-from conftest import REPO, unique
+from conftest import REPO, KafkaTools, unique
 
 HERE = Path(__file__).resolve().parent
 WAIT = 60.0  # seconds: the bound of one wait (a broken test ends), not a timing check
@@ -400,9 +400,10 @@ def test_leaving_a_term_block_early_resigns_and_campaigns_again(bootstrap: str) 
     campaigns again at the tail and wins its next term after the standby."""
     role = unique("py-elect-termblock")
     with kc.Client(conf(bootstrap)) as ca, kc.Client(conf(bootstrap)) as cb:
-        with ca.elect(role, "a") as ea, cb.elect(role, "b") as eb:
+        with ca.elect(role, "a") as ea:
             t1 = ea.next_term(timeout=WAIT)
             assert t1 is not None
+            eb = cb.elect(role, "b")  # only now: b must not win first
             wait_roster(ca, role, ["a", "b"])
             with t1:
                 assert t1.active
@@ -414,6 +415,7 @@ def test_leaving_a_term_block_early_resigns_and_campaigns_again(bootstrap: str) 
                 pass
             t2 = ea.next_term(timeout=WAIT)
             assert t2 is not None and t2.number == 2 and t2.token.supersedes(tb.token)
+            eb.close()
         assert t2.stop_reason == kc.StopReason.RESIGNED  # leaving the elector's block
         assert check_log(list(t1.events()) + list(t2.events())) == 2
 
@@ -426,9 +428,10 @@ def test_leaving_a_term_block_early_resigns_and_campaigns_again(bootstrap: str) 
 def test_the_next_term_waits_until_the_stopped_term_was_handed_back(bootstrap: str) -> None:
     role = unique("py-elect-release")
     with kc.Client(conf(bootstrap)) as ca, kc.Client(conf(bootstrap)) as cb:
-        with ca.elect(role, "a") as ea, cb.elect(role, "b") as eb:
+        with ca.elect(role, "a") as ea:
             t1 = ea.next_term(timeout=WAIT)
             assert t1 is not None
+            eb = cb.elect(role, "b")  # only now: b must not win first
             wait_roster(ca, role, ["a", "b"])
             t1.resign()  # through the term: a loss (RESIGNED); not handed back yet
             assert t1.wait_stopped(timeout=WAIT) == kc.StopReason.RESIGNED
@@ -587,11 +590,10 @@ def test_no_recampaign_ends_the_iteration_after_the_first_term(bootstrap: str) -
 # ---------------------------------------------------------------------------
 
 
-def test_async_with_and_async_for(bootstrap: str) -> None:
+def test_async_with_and_async_for(bootstrap: str, kafka_tools: KafkaTools) -> None:
     role = unique("py-elect-async")
     topic = unique("py-elect-async-topic")
-    subprocess.run(["go", "run", "./tests/kafka/cmd/ktopic", bootstrap, topic, "1"], cwd=str(REPO), check=True,
-                   timeout=300, env={**os.environ, "GOFLAGS": "-buildvcs=false"})
+    kafka_tools.create_topic(bootstrap, topic)
 
     async def main() -> None:
         ticks = 0
@@ -619,7 +621,7 @@ def test_async_with_and_async_for(bootstrap: str) -> None:
                         break
             assert ea.closed
             # the cancelled task's term is resigned, and the standby takes over
-            eb = cb.elect(role, "b")
+            eb = cb.elect(role, "b", eligible=False)  # a standby only once a holds
             got: "asyncio.Queue[kc.Term]" = asyncio.Queue()
 
             async def holder() -> None:
@@ -630,7 +632,10 @@ def test_async_with_and_async_for(bootstrap: str) -> None:
 
             task = asyncio.ensure_future(holder())
             t_a = await asyncio.wait_for(got.get(), WAIT)
+            await eb.set_eligible_async(True)
+            end = time.monotonic() + WAIT
             while [e.member for e in (await cb.describe_async(role)).roster] != ["a", "b"]:
+                assert time.monotonic() < end, "b never registered behind a"
                 await asyncio.sleep(0.1)
             before = ticks
             t0 = time.monotonic()
@@ -654,10 +659,8 @@ def test_async_with_and_async_for(bootstrap: str) -> None:
 
     asyncio.run(main())
     # the written records: one per term
-    out = subprocess.run(["go", "run", "./tests/kafka/cmd/kread", bootstrap, topic], cwd=str(REPO), check=True,
-                         timeout=300, capture_output=True, text=True, env={**os.environ, "GOFLAGS": "-buildvcs=false"})
-    values = sorted(json.loads(line)["value"] for line in out.stdout.splitlines() if line.strip())
-    assert len(values) == 2, values
+    values = sorted(r["value"] for r in kafka_tools.read(bootstrap, topic))
+    assert values == ["term 1", "term 2"], values
 
 
 # ---------------------------------------------------------------------------
@@ -666,12 +669,11 @@ def test_async_with_and_async_for(bootstrap: str) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_example_controller_writes_inside_its_term_and_resigns_on_a_signal(sig: int, bootstrap: str) -> None:
+def test_example_controller_writes_inside_its_term_and_resigns_on_a_signal(sig: int, bootstrap: str,
+                                                                           kafka_tools: KafkaTools) -> None:
     role = unique("py-elect-controller")
     topic = unique("py-elect-commands")
-    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
-    subprocess.run(["go", "run", "./tests/kafka/cmd/ktopic", bootstrap, topic, "1"], cwd=str(REPO), check=True,
-                   timeout=300, env=env)
+    kafka_tools.create_topic(bootstrap, topic)
     p = subprocess.Popen([sys.executable, str(REPO / "examples" / "python" / "controller.py"), bootstrap, role,
                           "node-1", topic], stdout=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONPATH": str(HERE.parent / "src")})
@@ -708,9 +710,7 @@ def test_example_controller_writes_inside_its_term_and_resigns_on_a_signal(sig: 
             p.wait()
     dispatched = [s for s in seen if s.startswith("dispatched")]
     assert any(s.startswith("term 1 stopped: RESIGNED") for s in seen), seen
-    out = subprocess.run(["go", "run", "./tests/kafka/cmd/kread", bootstrap, topic], cwd=str(REPO), check=True,
-                         timeout=300, capture_output=True, text=True, env=env)
-    values = [json.loads(line)["value"] for line in out.stdout.splitlines() if line.strip()]
+    values = [r["value"] for r in kafka_tools.read(bootstrap, topic)]
     assert len(values) == len(dispatched) >= 1, (values, dispatched)
     assert values == ["command %d" % (i + 1) for i in range(len(values))], values
 

@@ -445,6 +445,10 @@ class Elector:
     leader: the last NEW_LEADER notice (holder, token), leaders() every
     one; healthy: Health (truthy, or falsy with the reason);
     set_eligible(False / True) withdraws and restores the candidacy.
+
+    An elector runs until it is closed (close(), its with block, or its
+    client's close): one left open without a reference keeps running (and
+    its thread, "krabka-elector", keeps it alive) until the process exits.
     """
 
     def __init__(self, client: Any, client_ptr: int, role: str, member: str, flags: int,
