@@ -71,6 +71,7 @@ from ._pure import (
 from ._verify import Verdict, Verifier
 from ._leadership import Leadership, TryAcquireResult
 from ._watch import Watch
+from ._elect import Elector, Health, StopReason, Term, TermEvent, TermEventKind
 from ._client import Client
 
 __version__ = "2.0.0"
@@ -91,6 +92,12 @@ MAX_METADATA_BYTES = _abi.MAX_METADATA_BYTES
 """Most bytes of metadata of a term or of a member (KRABKA_MAX_METADATA_BYTES)."""
 
 __all__ = [
+    "Elector",
+    "Health",
+    "StopReason",
+    "Term",
+    "TermEvent",
+    "TermEventKind",
     "Watch",
     "WatchEvent",
     "ABI_VERSION",

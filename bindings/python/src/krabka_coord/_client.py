@@ -15,9 +15,10 @@ import json
 import threading
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from . import _calls, _dispose, _log
+from . import _abi, _calls, _dispose, _log
 from ._args import Bytes, Name, Timeout, metadata_bytes, name_bytes, timeout_ms
 from ._errors import ClosedError, ConfigError, ErrorCode, KrabkaError, error_for, raise_for
+from ._elect import Elector
 from ._leadership import Leadership, TryAcquireResult, leadership_of, release_leadership, release_try_result, try_result_of
 from ._native import Handle, glib, lib
 from ._pure import validate_member, validate_role
@@ -298,6 +299,57 @@ class Client:
         request.timeout.ms) while the view catches up."""
         start, role_s = self._watch_start(role, renewals, timeout)
         return _calls.run(start, watch_of(role_s), _dispose.event)
+
+    def elect(
+        self,
+        role: Name,
+        member: Name,
+        *,
+        recampaign: bool = True,
+        eligible: bool = True,
+        metadata: Optional[Bytes] = None,
+        member_metadata: Optional[Bytes] = None,
+    ) -> Elector:
+        """Run the election loop of `member` for `role` (the elector,
+        docs/ELECTOR.md): it campaigns, renews a won lease in the
+        background, stops the term before the lease runs out when renewals
+        keep failing, and campaigns again after a loss. Returns at once (it
+        never waits on the cluster) an Elector: use it as a context manager
+        (leaving the block resigns a held term and ends the loop) and
+        iterate it, with `for` or `async for`, for one Term per won term::
+
+            with client.elect("controller", "node-1") as elector:
+                for term in elector:
+                    with term:
+                        while term.active:
+                            term.produce("commands", b"...")
+
+        recampaign=False: the loop ends after the first lost term (the
+        iteration ends). eligible=False: start withdrawn
+        (Elector.set_eligible(True) turns the candidacy on). `metadata` and
+        `member_metadata` go with every acquire, as in acquire()."""
+        if not isinstance(recampaign, bool):
+            raise TypeError("recampaign must be bool, not %s" % type(recampaign).__name__)
+        if not isinstance(eligible, bool):
+            raise TypeError("eligible must be bool, not %s" % type(eligible).__name__)
+        r, m, role_s, member_s = self._names(role, member)
+        tm = metadata_bytes(metadata, "metadata")
+        mm = metadata_bytes(member_metadata, "member_metadata")
+        ptr = self._ptr()
+        lock = self._meta_lock(r, m)
+        flags = (0 if recampaign else _abi.ELECT_NO_RECAMPAIGN) | (0 if eligible else _abi.ELECT_INELIGIBLE)
+
+        def start(q: int, out: Any, buf: Any) -> int:
+            with lock:
+                code = glib.krabka_client_set_metadata(
+                    ptr, r, len(r), m, len(m), tm, 0 if tm is None else len(tm), mm, 0 if mm is None else len(mm),
+                    buf, len(buf))
+                if code:
+                    return code  # type: ignore[no-any-return]
+                return lib.krabka_elector_new(ptr, r, len(r), m, len(m), flags, q, 0, out, buf,  # type: ignore[no-any-return]
+                                              len(buf))
+
+        return Elector(self, ptr, role_s, member_s, flags, start)
 
     def stats(self) -> Dict[str, Any]:
         """The client's statistics as a dict (schema: docs/STATISTICS.md):

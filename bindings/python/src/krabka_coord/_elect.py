@@ -1,0 +1,843 @@
+"""The elector: client.elect(role, member) -> Elector, iterated with `for`
+or `async for` into Term objects, one per won term.
+
+The C elector (krabka_elector_new) runs the election loop on the library's
+threads and posts every term event (KRABKA_EVENT_TERM) to a completion
+queue of its own. One daemon thread per elector ("krabka-elector") waits on
+that queue's fd and copies each event into Python state under one lock:
+a STARTED becomes a Term (with the Leadership handle taken from the event),
+AT_RISK / RECOVERED / STOPPED go to their term, NEW_LEADER to the elector.
+Synchronous waiters wait on a Condition (in slices on the main thread, so
+Ctrl-C works); asyncio waiters on futures completed with
+call_soon_threadsafe, so a loop never blocks.
+
+The release rule of the C ABI: the elector campaigns again only once the
+STOPPED event of the last term was destroyed. The binding keeps that event
+until the Python side is done with the term: the loop body moved on (the
+next iteration was asked for), the term's `with` block was left, or the
+elector was closed. So a new term is never yielded before the previous
+one's stop was delivered, and a host slow to stop holds no new term.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ctypes
+import datetime
+import os
+import select
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, Deque, Iterator, List, Optional, TypeVar, Union
+
+from . import _abi, _calls
+from ._args import Headers, Name, Timeout, timeout_ms
+from ._errors import ClosedError, ErrorCode, KrabkaError, error_for, raise_for
+from ._leadership import Leadership
+from ._native import Handle, glib, lib
+from ._values import FencingToken, LeadershipState, ProduceResult, text
+
+__all__ = ["Elector", "Term", "TermEvent", "TermEventKind", "StopReason", "Health"]
+
+#: krabka_term_event_kind_t: STARTED, AT_RISK, RECOVERED, STOPPED, NEW_LEADER.
+TermEventKind = _abi.TermEventKind
+#: krabka_stop_reason_t: NONE, FENCED, EXPIRED, RESIGNED, CLOSED, LOST_AT_RISK.
+StopReason = _abi.StopReason
+
+T = TypeVar("T")
+
+_NOT_YET = object()  # a wait predicate's "keep waiting"
+_PUMP_SLICE_MS = 200  # how often the pump thread looks at the loop's health
+
+
+def _ms_to_datetime(ms: int) -> Optional[datetime.datetime]:
+    if ms <= 0:
+        return None
+    try:
+        return datetime.datetime.fromtimestamp(ms / 1000.0, tz=datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
+
+
+@dataclass(frozen=True)
+class TermEvent:
+    """One event of an elector (the fields of Go's coord.TermEvent, C's
+    KRABKA_EVENT_TERM accessors).
+
+    kind: STARTED, AT_RISK, RECOVERED, STOPPED or NEW_LEADER (TermEventKind).
+    term: the term number (1, 2, ... per elector; 0 on NEW_LEADER).
+    token: the term's fencing token (NEW_LEADER: the new holder's).
+    holder: this member on term events, the new holder on NEW_LEADER.
+    deadline_ms: the lease deadline in epoch ms (0 when unknown): the first
+        lease on STARTED, the lease at risk on AT_RISK, the renewed one on
+        RECOVERED, the last one on STOPPED, the holder's on NEW_LEADER.
+    stop_reason: why the term stopped (StopReason.NONE unless STOPPED).
+    error: STOPPED: the term's error (FencedError, LeaseExpiredError,
+        NotLeaderError or ClosedError), else None.
+    """
+
+    kind: "_abi.TermEventKind"
+    term: int
+    token: FencingToken
+    holder: str
+    deadline_ms: int
+    stop_reason: "_abi.StopReason" = _abi.StopReason.NONE
+    error: Optional[KrabkaError] = None
+
+    @property
+    def deadline(self) -> Optional[datetime.datetime]:
+        """deadline_ms as an aware UTC datetime (None when unknown)."""
+        return _ms_to_datetime(self.deadline_ms)
+
+
+@dataclass(frozen=True)
+class Health:
+    """Elector.healthy: truthy while the elector does its job (campaigning,
+    standing by, withdrawn, or holding the role with its lease renewed on
+    time); falsy with the reason while the held lease is at risk and after
+    the election loop ended."""
+
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _read_event(ev: int) -> Optional[TermEvent]:
+    """A TermEvent out of a KRABKA_EVENT_TERM (None: not one, or a kind
+    newer than this binding)."""
+    typ = ctypes.c_int()
+    if glib.krabka_event_type(ev, ctypes.byref(typ)) or typ.value != _abi.EventType.TERM:
+        return None
+    kind = ctypes.c_int()
+    raise_for(glib.krabka_event_term_kind(ev, ctypes.byref(kind), None, 0))
+    try:
+        k = _abi.TermEventKind(kind.value)
+    except ValueError:
+        return None
+    n = ctypes.c_uint64()
+    raise_for(glib.krabka_event_term(ev, ctypes.byref(n), None, 0))
+    tok = _abi.Token()
+    raise_for(glib.krabka_event_token(ev, ctypes.byref(tok), None, 0))
+    holder = ctypes.create_string_buffer(_abi.NAME_BUF)
+    hn = ctypes.c_size_t()
+    raise_for(glib.krabka_event_holder(ev, holder, len(holder), ctypes.byref(hn), None, 0))
+    deadline = ctypes.c_int64()
+    raise_for(glib.krabka_event_deadline(ev, ctypes.byref(deadline), None, 0))
+    reason = ctypes.c_int()
+    raise_for(glib.krabka_event_stop_reason(ev, ctypes.byref(reason), None, 0))
+    try:
+        r = _abi.StopReason(reason.value)
+    except ValueError:
+        r = _abi.StopReason.NONE
+    error = None
+    if k == _abi.TermEventKind.STOPPED:
+        code = ctypes.c_int()
+        buf = ctypes.create_string_buffer(512)
+        raise_for(glib.krabka_event_error(ev, ctypes.byref(code), buf, len(buf)))
+        error = error_for(code.value, buf) if code.value else None
+    return TermEvent(k, int(n.value), FencingToken._from_c(tok), text(holder.raw[: hn.value]),
+                     int(deadline.value), r, error)
+
+
+def _run_blocking(fn: Callable[[], T]) -> T:
+    """fn(), a C call that blocks without an asynchronous form. On the main
+    thread it runs on a helper thread and the main thread waits in slices,
+    so Ctrl-C raises KeyboardInterrupt at once (the call goes on to its end
+    on the helper thread). Elsewhere it is called directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    done = threading.Event()
+    box: List[Any] = [None, None]
+
+    def run() -> None:
+        try:
+            box[0] = fn()
+        except BaseException as exc:  # handed to the waiter
+            box[1] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="krabka-elector-call", daemon=True).start()
+    _calls.wait_event(done, None)
+    if box[1] is not None:
+        raise box[1]
+    return box[0]  # type: ignore[no-any-return]
+
+
+class _Stream:
+    """An iterator (sync and async) over a growing list of TermEvents the
+    elector appends to, ending when `finished()` is true and every event
+    was taken."""
+
+    def __init__(self, elector: "Elector", log: Callable[[], List[TermEvent]], start: int,
+                 finished: Callable[[], bool]) -> None:
+        self._el = elector
+        self._log = log
+        self._i = start
+        self._finished = finished
+
+    def _pick(self) -> Any:
+        log = self._log()
+        if self._i < len(log):
+            ev = log[self._i]
+            self._i += 1
+            return ev
+        if self._finished():
+            return None
+        return _NOT_YET
+
+    def next(self, timeout: Timeout = None) -> Optional[TermEvent]:
+        """The next event; None when `timeout` seconds passed first, or
+        when the stream ended. Interruptible (Ctrl-C)."""
+        seconds = None if timeout is None else timeout_ms(timeout) / 1000.0
+        got = self._el._wait(self._pick, seconds)
+        return None if got is _NOT_YET else got
+
+    def __iter__(self) -> Iterator[TermEvent]:
+        return self
+
+    def __next__(self) -> TermEvent:
+        got = self._el._wait(self._pick, None)
+        if got is None or got is _NOT_YET:
+            raise StopIteration
+        return got  # type: ignore[no-any-return]
+
+    def __aiter__(self) -> AsyncIterator[TermEvent]:
+        return self
+
+    async def __anext__(self) -> TermEvent:
+        got = await self._el._wait_async(self._pick)
+        if got is None:
+            raise StopAsyncIteration
+        return got  # type: ignore[no-any-return]
+
+
+class Term:
+    """One won term of an Elector: from its STARTED to its STOPPED.
+
+    number, token, role, member: what the term is. leadership: the term's
+    Leadership for guarded writes (produce, produce_many, set_metadata);
+    the elector renews it, and once the term is over its calls fail
+    (FencedError, NotLeaderError, ...). `active` is true until the elector
+    reported the stop; then stop_reason and error say why.
+
+    Use it as a context manager for the term's work: leaving the block
+    resigns the term if it still runs (as Leadership's block does), waits
+    for its stop and hands the term back to the elector, which may then
+    campaign again::
+
+        for term in elector:
+            with term:
+                while term.active:
+                    term.produce("commands", next_command())
+
+    at_risk is true while the lease is at risk (AT_RISK not yet followed
+    by RECOVERED); events() yields the term's events (STARTED, AT_RISK,
+    RECOVERED, STOPPED last); wait_stopped() / stopped() wait for the end.
+    """
+
+    def __init__(self, elector: "Elector", started: TermEvent, leadership: Optional[Leadership]) -> None:
+        self._el = elector
+        self._started = started
+        self._leadership = leadership
+        self._events: List[TermEvent] = [started]
+        self._at_risk = False
+        self._deadline_ms = started.deadline_ms
+        self._stop: Optional[TermEvent] = None
+        self._stop_ev: Optional[int] = None  # the STOPPED event, kept until released
+        self._released = False
+
+    def __repr__(self) -> str:
+        state = "active" if self._stop is None else self._stop.stop_reason.name
+        return "<Term %d of %s/%s token=%s %s>" % (self.number, self.role, self.member, self.token, state)
+
+    # -- what the term is ----------------------------------------------------
+    @property
+    def number(self) -> int:
+        """The term number: 1, 2, ... per elector."""
+        return self._started.term
+
+    @property
+    def token(self) -> FencingToken:
+        return self._started.token
+
+    @property
+    def role(self) -> str:
+        return self._el.role
+
+    @property
+    def member(self) -> str:
+        return self._el.member
+
+    @property
+    def leadership(self) -> Leadership:
+        """The term's leadership, for guarded writes. Closed (its calls raise
+        NotLeaderError) once the term was handed back to the elector."""
+        if self._leadership is None:
+            raise KrabkaError(ErrorCode.INTERNAL, "the STARTED event of term %d carried no leadership" % self.number)
+        return self._leadership
+
+    @property
+    def deadline_ms(self) -> int:
+        """The lease deadline the last event of the term reported (epoch ms);
+        leadership.lease is the live lease."""
+        with self._el._cond:
+            return self._deadline_ms
+
+    @property
+    def deadline(self) -> Optional[datetime.datetime]:
+        return _ms_to_datetime(self.deadline_ms)
+
+    # -- how it goes ------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        """True until the elector reported the term's stop."""
+        with self._el._cond:
+            return self._stop is None
+
+    @property
+    def at_risk(self) -> bool:
+        """True while the term's lease is at risk: AT_RISK came and no
+        RECOVERED after it (nor the stop)."""
+        with self._el._cond:
+            return self._at_risk
+
+    @property
+    def stop_reason(self) -> Optional["_abi.StopReason"]:
+        """Why the term stopped (FENCED, EXPIRED, RESIGNED, CLOSED,
+        LOST_AT_RISK); None while it runs."""
+        with self._el._cond:
+            return None if self._stop is None else self._stop.stop_reason
+
+    @property
+    def error(self) -> Optional[KrabkaError]:
+        """The stop's error (what the term's calls raise now); None while it
+        runs."""
+        with self._el._cond:
+            return None if self._stop is None else self._stop.error
+
+    def events(self) -> _Stream:
+        """The term's events from its STARTED on: AT_RISK and RECOVERED as
+        they happen, STOPPED last (then the iteration ends). Iterate with
+        `for` or `async for`; every call starts from the STARTED again."""
+        return _Stream(self._el, lambda: self._events, 0, lambda: self._stop is not None or self._el._closed)
+
+    def _stopped_pick(self) -> Any:
+        if self._stop is not None:
+            return self._stop.stop_reason
+        if self._el._closed:
+            return _abi.StopReason.CLOSED  # never happens: close delivers every stop
+        return _NOT_YET
+
+    def wait_stopped(self, timeout: Timeout = None) -> Optional["_abi.StopReason"]:
+        """Block until the term stopped and return why (`error` has the
+        error); None when `timeout` seconds passed first (None: no limit).
+        Interruptible (Ctrl-C)."""
+        seconds = None if timeout is None else timeout_ms(timeout) / 1000.0
+        got = self._el._wait(self._stopped_pick, seconds)
+        return None if got is _NOT_YET else got
+
+    async def stopped(self) -> "_abi.StopReason":
+        """Wait, without blocking the loop, until the term stopped; returns
+        why (`error` has the error)."""
+        return await self._el._wait_async(self._stopped_pick)  # type: ignore[no-any-return]
+
+    # -- the term's calls --------------------------------------------------------
+    def produce(self, topic: str, value: Union[bytes, str, None], key: Union[bytes, str, None] = None,
+                partition: Optional[int] = None, timeout: Timeout = None, headers: Headers = None) -> ProduceResult:
+        """leadership.produce(): a guarded write under the term's token."""
+        return self.leadership.produce(topic, value, key, partition, timeout, headers)
+
+    async def produce_async(self, topic: str, value: Union[bytes, str, None], key: Union[bytes, str, None] = None,
+                            partition: Optional[int] = None, timeout: Timeout = None,
+                            headers: Headers = None) -> ProduceResult:
+        """leadership.produce_async()."""
+        return await self.leadership.produce_async(topic, value, key, partition, timeout, headers)
+
+    def resign(self, timeout: Timeout = None) -> None:
+        """End the term now (STOPPED, RESIGNED): the first standby takes over
+        at once; the elector campaigns again once the term was handed back
+        (the member registers at the tail). A no-op once the term stopped."""
+        lead = self._leadership
+        if lead is not None and self.active and lead.state == LeadershipState.ACTIVE:
+            lead.resign(timeout)
+
+    async def resign_async(self, timeout: Timeout = None) -> None:
+        """resign() as a coroutine."""
+        lead = self._leadership
+        if lead is not None and self.active and lead.state == LeadershipState.ACTIVE:
+            await lead.resign_async(timeout)
+
+    # -- the hand-back ------------------------------------------------------------
+    def _release(self) -> None:
+        """Hand the stopped term back: destroys the kept STOPPED event (the
+        elector may campaign again) and closes the leadership handle. Only
+        once the stop arrived; idempotent."""
+        with self._el._cond:
+            if self._stop is None or self._released:
+                return
+            self._released = True
+            ev, self._stop_ev = self._stop_ev, None
+        if self._leadership is not None:
+            self._leadership.close()
+        if ev is not None:
+            lib.krabka_event_destroy(ev)
+
+    def __enter__(self) -> "Term":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            try:
+                self.resign()
+            except KrabkaError:
+                if exc_type is None:
+                    raise
+            self.wait_stopped()
+        finally:
+            self._release()
+
+    async def __aenter__(self) -> "Term":
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            try:
+                await self.resign_async()
+            except KrabkaError:
+                if exc_type is None:
+                    raise
+            await self.stopped()
+        finally:
+            self._release()
+
+
+class Elector:
+    """The election loop of one member for one role (Client.elect): it
+    campaigns, renews the won lease in the background, stops the term
+    before the lease runs out when renewals keep failing, and campaigns
+    again after a loss. Iterate it for the won terms::
+
+        with client.elect("controller", "node-1") as elector:
+            for term in elector:                 # one Term per won term
+                with term:                       # resigns if left early
+                    while term.active:
+                        term.produce("commands", b"...")
+
+        async with client.elect("controller", "node-1") as elector:
+            async for term in elector:
+                async with term:
+                    ...
+
+    Guarantees: terms come in order (numbers 1, 2, ...); every term's stop
+    is delivered exactly once, after its start; the next term is yielded
+    only after the previous one stopped and was handed back (its `with`
+    block left, or the next iteration asked for); leaving the elector's
+    block (normally, by an exception, KeyboardInterrupt, a cancelled task)
+    resigns a held term and ends the loop. The iteration ends when the
+    elector or its client is closed, or (recampaign=False) after the first
+    term.
+
+    leader: the last NEW_LEADER notice (holder, token), leaders() every
+    one; healthy: Health (truthy, or falsy with the reason);
+    set_eligible(False / True) withdraws and restores the candidacy.
+
+    An elector runs until it is closed (close(), its with block, or its
+    client's close): one left open without a reference keeps running (and
+    its thread, "krabka-elector", keeps it alive) until the process exits.
+    """
+
+    def __init__(self, client: Any, client_ptr: int, role: str, member: str, flags: int,
+                 start: Callable[[int, Any, Any], int]) -> None:
+        self._client = client  # keeps the client (and its handle) alive
+        self.role = role
+        self.member = member
+        self._recampaign = not flags & _abi.ELECT_NO_RECAMPAIGN
+        self._eligible = not flags & _abi.ELECT_INELIGIBLE
+        self._cond = threading.Condition(threading.Lock())
+        self._futures: List["asyncio.Future[None]"] = []
+        self._pending: Deque[Term] = collections.deque()  # started, not yet yielded
+        self._current: Optional[Term] = None  # yielded, not yet handed back
+        self._terms: List[Term] = []  # every term, in order (until handed back)
+        self._leaders: List[TermEvent] = []
+        self._loop_ended = False  # the C loop returned (healthy: "stopped")
+        self._closed = False
+        self._closing = False
+        self._close_lock = threading.Lock()
+        self._pump_lock = threading.Lock()
+        self._stop_pump = False
+        self._queue = _calls.Queue()
+        self._wake_r, self._wake_w = os.pipe()
+        out = ctypes.c_void_p()
+        buf = _calls.errbuf()
+        try:
+            raise_for(start(self._queue.ptr or 0, ctypes.byref(out), buf), buf)
+            if not out.value:
+                raise KrabkaError(ErrorCode.INTERNAL, "krabka_elector_new returned no handle")
+        except BaseException:
+            self._queue.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            raise
+        self._h = Handle(out.value, lib.krabka_elector_destroy)
+        self._stopped_prefix = "krabka: elector %s/%s: stopped" % (role, member)
+        self._thread = threading.Thread(target=self._pump_loop, name="krabka-elector", daemon=True)
+        self._thread.start()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("ended" if self._loop_ended else "running")
+        return "<Elector %s/%s %s>" % (self.role, self.member, state)
+
+    # -- the pump (on the elector's thread) ---------------------------------------
+    def _pump_loop(self) -> None:
+        poller = select.poll()
+        poller.register(self._queue.fd, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        while not self._stop_pump:
+            poller.poll(_PUMP_SLICE_MS)
+            try:
+                self._pump()
+                self._check_loop()
+            except Exception:  # never let a bug stop the delivery
+                _calls.logger.exception("krabka_coord: elector %s/%s: handling an event failed", self.role, self.member)
+
+    def _check_loop(self) -> None:
+        """Notices the end of the C loop (no event says so)."""
+        if self._loop_ended:
+            return
+        p = self._h.get()
+        if p is None:
+            return
+        ok = ctypes.c_int()
+        reason = ctypes.create_string_buffer(512)
+        # lib, not glib: it takes the elector's mutex
+        if lib.krabka_elector_healthy(p, ctypes.byref(ok), reason, len(reason)) != 0:
+            return
+        if not ok.value and reason.value.decode("utf-8", "replace").startswith(self._stopped_prefix):
+            self._pump()  # what the loop posted before it ended
+            with self._cond:
+                self._loop_ended = True
+                self._notify_locked()
+
+    def _pump(self) -> None:
+        """Takes every event of the queue, in order, into Python state."""
+        with self._pump_lock:
+            q = self._queue.ptr
+            if q is None:
+                return
+            out = ctypes.c_void_p()
+            while glib.krabka_queue_poll(q, ctypes.byref(out)) == 0 and out.value:
+                self._handle(out.value)
+
+    def _handle(self, ev: int) -> None:
+        keep = False
+        try:
+            te = _read_event(ev)
+            if te is None:
+                return
+            if te.kind == _abi.TermEventKind.STARTED:
+                lead = None
+                p = ctypes.c_void_p()
+                if glib.krabka_event_take_leadership(ev, ctypes.byref(p), None, 0) == 0 and p.value:
+                    lead = Leadership(p.value, self._client, self.role, self.member)
+                term = Term(self, te, lead)
+                with self._cond:
+                    self._pending.append(term)
+                    self._terms.append(term)
+                    self._notify_locked()
+                return
+            if te.kind == _abi.TermEventKind.NEW_LEADER:
+                with self._cond:
+                    self._leaders.append(te)
+                    self._notify_locked()
+                return
+            with self._cond:
+                term_ = self._term_locked(te.term)
+                if term_ is None or term_._stop is not None:
+                    return  # not a term of ours (never happens): drop it (a STOPPED: released)
+                term_._events.append(te)
+                if te.deadline_ms:
+                    term_._deadline_ms = te.deadline_ms
+                if te.kind == _abi.TermEventKind.AT_RISK:
+                    term_._at_risk = True
+                elif te.kind == _abi.TermEventKind.RECOVERED:
+                    term_._at_risk = False
+                elif te.kind == _abi.TermEventKind.STOPPED:
+                    term_._at_risk = False
+                    term_._stop = te
+                    term_._stop_ev = ev
+                    keep = True  # released by the consumer (Term._release)
+                self._notify_locked()
+        finally:
+            if not keep:
+                lib.krabka_event_destroy(ev)
+
+    def _term_locked(self, n: int) -> Optional[Term]:
+        for t in reversed(self._terms):
+            if t.number == n:
+                return t
+        return None
+
+    def _notify_locked(self) -> None:
+        self._cond.notify_all()
+        futs, self._futures = self._futures, []
+        for f in futs:
+            try:
+                f.get_loop().call_soon_threadsafe(_settle, f)
+            except RuntimeError:  # that loop is closed: nobody waits there
+                pass
+
+    # -- waiting ------------------------------------------------------------------
+    def _wait(self, pick: Callable[[], Any], timeout: Optional[float]) -> Any:
+        """pick() under the lock until it answers something other than
+        _NOT_YET, or `timeout` seconds passed (then _NOT_YET). In slices on
+        the main thread (Ctrl-C)."""
+        main = threading.current_thread() is threading.main_thread()
+        end = None if timeout is None else _now() + timeout
+        with self._cond:
+            while True:
+                got = pick()
+                if got is not _NOT_YET:
+                    return got
+                left = None if end is None else end - _now()
+                if left is not None and left <= 0:
+                    return _NOT_YET
+                if main:
+                    left = _calls.SLICE if left is None else min(left, _calls.SLICE)
+                self._cond.wait(left)
+
+    async def _wait_async(self, pick: Callable[[], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                got = pick()
+                if got is not _NOT_YET:
+                    return got
+                fut: "asyncio.Future[None]" = loop.create_future()
+                self._futures.append(fut)
+            await fut
+
+    # -- the terms ------------------------------------------------------------------
+    def _hand_back_pick(self) -> Any:
+        cur = self._current
+        if cur is None or cur._stop is not None or self._closed:
+            return True
+        return _NOT_YET
+
+    def _next_pick(self) -> Any:
+        if self._closed:
+            return None
+        if self._pending:
+            t = self._pending.popleft()
+            self._current = t
+            return t
+        if self._loop_ended:
+            return None
+        return _NOT_YET
+
+    def _done_with_current(self) -> None:
+        """The consumer moved on: the current term is handed back once it
+        stopped (the wait for that stop is the caller's)."""
+        with self._cond:
+            cur, self._current = self._current, None
+            if cur is not None and cur in self._terms:
+                self._terms.remove(cur)
+        if cur is not None:
+            cur._release()
+
+    def next_term(self, timeout: Timeout = None) -> Optional[Term]:
+        """The next won term; None when `timeout` seconds passed first or the
+        iteration ended. Waits first for the previous term's stop and hands
+        it back. Interruptible (Ctrl-C)."""
+        seconds = None if timeout is None else timeout_ms(timeout) / 1000.0
+        if self._wait(self._hand_back_pick, seconds) is _NOT_YET:
+            return None
+        self._done_with_current()
+        got = self._wait(self._next_pick, seconds)
+        return None if got is _NOT_YET else got
+
+    def __iter__(self) -> Iterator[Term]:
+        return self
+
+    def __next__(self) -> Term:
+        self._wait(self._hand_back_pick, None)
+        self._done_with_current()
+        got = self._wait(self._next_pick, None)
+        if got is None:
+            raise StopIteration
+        return got  # type: ignore[no-any-return]
+
+    def __aiter__(self) -> AsyncIterator[Term]:
+        return self
+
+    async def __anext__(self) -> Term:
+        """The next term, without blocking the loop."""
+        await self._wait_async(self._hand_back_pick)
+        self._done_with_current()
+        got = await self._wait_async(self._next_pick)
+        if got is None:
+            raise StopAsyncIteration
+        return got  # type: ignore[no-any-return]
+
+    # -- leaders, health, eligibility ----------------------------------------------------
+    @property
+    def leader(self) -> Optional[TermEvent]:
+        """The last NEW_LEADER notice (holder, token, deadline_ms): who the
+        log shows holding the role, this member included; None before the
+        first."""
+        with self._cond:
+            return self._leaders[-1] if self._leaders else None
+
+    def leaders(self) -> _Stream:
+        """The NEW_LEADER notices from the last one on (if any), then each
+        change of holder or token; iterate with `for` or `async for`; ends
+        when the elector is closed."""
+        with self._cond:
+            start = max(0, len(self._leaders) - 1)
+        return _Stream(self, lambda: self._leaders, start, lambda: self._closed)
+
+    @property
+    def healthy(self) -> Health:
+        """Health: truthy while campaigning, standing by, withdrawn or holding
+        the role with its lease renewed on time; falsy, with the reason,
+        while the held lease is at risk, after the loop ended and once
+        closed. Never blocks."""
+        p = self._h.get()
+        if p is None or self._closed:
+            return Health(False, "this Elector was closed")
+        ok = ctypes.c_int()
+        reason = ctypes.create_string_buffer(512)
+        code = lib.krabka_elector_healthy(p, ctypes.byref(ok), reason, len(reason))
+        if code == ErrorCode.INVALID_HANDLE:
+            return Health(False, "this Elector was closed")
+        raise_for(code, reason)
+        return Health(bool(ok.value), reason.value.decode("utf-8", "replace"))
+
+    @property
+    def eligible(self) -> bool:
+        """Whether the member is a candidate (set_eligible)."""
+        return self._eligible
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _eligible_call(self, eligible: object, timeout: Timeout) -> Callable[[], None]:
+        if not isinstance(eligible, bool):
+            raise TypeError("eligible must be bool, not %s" % type(eligible).__name__)
+        ms = timeout_ms(timeout)
+        if self._closing:
+            raise ClosedError(ErrorCode.CLOSED, "this Elector was closed")
+        p = self._h.get()
+        if p is None:
+            raise ClosedError(ErrorCode.CLOSED, "this Elector was closed")
+
+        def call() -> None:
+            buf = ctypes.create_string_buffer(512)
+            code = lib.krabka_elector_set_eligible(p, 1 if eligible else 0, ms, buf, len(buf))
+            if code == ErrorCode.INVALID_HANDLE:
+                raise ClosedError(ErrorCode.CLOSED, "this Elector was closed")
+            raise_for(code, buf)
+            self._eligible = eligible
+
+        return call
+
+    def set_eligible(self, eligible: bool, timeout: Timeout = None) -> None:
+        """Withdraw (False) or restore (True) the candidacy: a holder
+        resigns (its term stops RESIGNED; the first standby takes over at
+        once), a standby leaves the roster; restored, the member registers
+        again at the tail of the roster. Returns once that was written (or
+        raises why it failed), within `timeout` seconds (default
+        request.timeout.ms). Interruptible (Ctrl-C; the call goes on)."""
+        _run_blocking(self._eligible_call(eligible, timeout))
+
+    async def set_eligible_async(self, eligible: bool, timeout: Timeout = None) -> None:
+        """set_eligible() without blocking the loop (the C call has no
+        asynchronous form: it runs on the loop's default executor)."""
+        call = self._eligible_call(eligible, timeout)
+        await asyncio.get_running_loop().run_in_executor(None, call)
+
+    # -- the end ---------------------------------------------------------------------------
+    def _close_now(self) -> None:
+        """Destroys the C elector (resigns a held term: its STOPPED is in the
+        queue when destroy returns; waits for the loop), then delivers what
+        the queue still holds, hands every term back and destroys the
+        queue. Blocks. Runs once."""
+        try:
+            self._h.release()
+        finally:
+            self._stop_pump = True
+            try:
+                os.write(self._wake_w, b"x")
+            except OSError:
+                pass
+            if threading.current_thread() is not self._thread:
+                self._thread.join()
+            self._pump()  # what the destroy posted
+            with self._cond:
+                self._closed = True
+                self._loop_ended = True
+                terms = list(self._terms) + list(self._pending)
+                self._terms = []
+                self._pending.clear()
+                self._current = None
+                self._notify_locked()
+            for t in terms:
+                t._release()
+            with self._pump_lock:
+                self._queue.close()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+
+    def _begin_close(self) -> bool:
+        with self._close_lock:
+            if self._closing:
+                return False
+            self._closing = True
+            return True
+
+    def close(self) -> None:
+        """End the election: a held term is resigned (the first standby
+        takes over at once) and its stop delivered to the Term; the
+        iterations end. Blocks until the loop ended (bounded by
+        request.timeout.ms). Idempotent; Ctrl-C raises KeyboardInterrupt at
+        once while the close goes on by itself."""
+        if self._begin_close():
+            _run_blocking(self._close_now)
+        else:
+            self._wait(lambda: True if self._closed else _NOT_YET, None)
+
+    async def close_async(self) -> None:
+        """close() without blocking the loop (on the loop's default
+        executor). Shielded: a task cancelled while it waits does not stop
+        the close."""
+        loop = asyncio.get_running_loop()
+        if self._begin_close():
+            await asyncio.shield(loop.run_in_executor(None, self._close_now))
+        else:
+            await self._wait_async(lambda: True if self._closed else _NOT_YET)
+
+    def __enter__(self) -> "Elector":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Elector":
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self.close_async()
+
+
+def _settle(f: "asyncio.Future[None]") -> None:
+    if not f.done():
+        f.set_result(None)
+
+
+def _now() -> float:
+    return time.monotonic()
