@@ -473,6 +473,38 @@ test('[tv2] an exception thrown in the loop body resigns the term (no term left 
   checkLog(log);
 });
 
+test('[tv2] break out of for await closes the elector and resigns the term', { timeout: 120_000 }, async () => {
+  const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
+  const role = unique('break');
+  const c = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-break', ...SHORT });
+  const el = c.elect(role, 'a');
+  const log = [];
+  record(el, log, 'a');
+  let held = null;
+  try {
+    await within(
+      (async () => {
+        for await (const t of el) {
+          held = t;
+          log.push({ ev: 'YIELD', name: 'a', el, n: t.number });
+          log.push({ ev: 'BODY_END', name: 'a', el, n: t.number });
+          break;
+        }
+      })(),
+      'the loop',
+    );
+    assert.ok(el.closed, 'break closed the elector');
+    assert.equal(held.stop.reason, 'RESIGNED', 'the term was resigned before the loop was left');
+    const s = await c.describe(role, { timeoutMs: 30_000 });
+    assert.ok(s.lease === null || Number(s.lease.deadline) <= Date.now(), 'no live lease after the break');
+    assert.equal(s.roster.length, 0);
+  } finally {
+    await el.close().catch(() => {});
+    await c.close();
+  }
+  checkLog(log);
+});
+
 test('[tv2] at risk before the term stops EXPIRED or LOST_AT_RISK under a cut link', { timeout: 180_000 }, async () => {
   const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
   const x1 = process.env.KRABKA_BOOTSTRAP_X1;
