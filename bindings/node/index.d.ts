@@ -15,11 +15,12 @@ import type {
   KindMap,
   LeadershipStateName,
   LogLevelName,
+  StopReasonName,
   VerdictName,
   WatchEventKindName,
 } from './abi';
 
-export type { DataCategory, ErrorCodeName, EventTypeName, LeadershipStateName, LogLevelName, VerdictName, WatchEventKindName };
+export type { DataCategory, ErrorCodeName, EventTypeName, LeadershipStateName, LogLevelName, StopReasonName, VerdictName, WatchEventKindName };
 
 /** A role name or member id: a string (encoded as UTF-8) or its UTF-8 bytes. */
 export type Name = string | Uint8Array;
@@ -263,6 +264,121 @@ export interface RoleStats {
   view_lag_ms: number;
 }
 
+/** The options of client.elect. */
+export interface ElectOptions {
+  /** Aborting it resigns a held term (the first standby takes over at
+   *  once) and ends the iteration (the `for await` loop exits). Already
+   *  aborted: nothing starts, the iteration is empty. */
+  signal?: AbortSignal | null;
+  /** Campaign again after a lost term (default true); false: the
+   *  iteration ends after the first term. */
+  recampaign?: boolean;
+  /** Start as a candidate (default true); false: withdrawn until
+   *  setEligible(true). */
+  eligible?: boolean;
+  /** The term's metadata on every lease record of each term won (at most
+   *  MAX_METADATA_BYTES). */
+  metadata?: Buffer | Uint8Array | null;
+  /** The member's metadata, on its registration. */
+  memberMetadata?: Buffer | Uint8Array | null;
+}
+
+/** How a term ended: the reason (FENCED, EXPIRED, RESIGNED, CLOSED,
+ *  LOST_AT_RISK) and the KrabkaError its leadership's calls now fail with. */
+export interface TermStop {
+  readonly reason: Exclude<StopReasonName, 'NONE'>;
+  readonly error: KrabkaError | null;
+}
+
+/** A NEW_LEADER notice: the log shows another holder or token (this
+ *  member's own win included). */
+export interface LeaderNotice {
+  readonly holder: string;
+  readonly token: FencingToken;
+  /** The holder's lease deadline, epoch ms (0n: unknown). */
+  readonly deadline: bigint;
+}
+
+/** One won term of an Elector. */
+export class Term extends EventEmitter {
+  private constructor();
+  readonly elector: Elector;
+  readonly role: string;
+  readonly member: string;
+  /** 1, 2, ... per elector. */
+  readonly number: number;
+  readonly token: FencingToken;
+  /** The last lease deadline reported for the term (epoch ms): the first
+   *  lease's, then the one at risk or renewed. */
+  readonly deadline: bigint;
+  /** For guarded writes under the term's token. The elector renews,
+   *  resigns and closes the term; once the term is over the leadership's
+   *  calls reject (KrabkaError NOT_LEADER, FencedError). A resign() through
+   *  it ends the term as a loss (the elector campaigns again). */
+  readonly leadership: Leadership;
+  /** Aborts when the term's stop is delivered (reason: the stop's error). */
+  readonly signal: AbortSignal;
+  /** Resolves once, after the start, when the term stopped. Never rejects. */
+  readonly stopped: Promise<TermStop>;
+  /** The stop once delivered, else null. */
+  readonly stop: TermStop | null;
+  /** True until the stop was delivered. */
+  readonly active: boolean;
+  /** True between an 'atRisk' and the next 'recovered' (or the stop). */
+  readonly atRisk: boolean;
+  on(event: 'atRisk' | 'recovered', listener: (deadline: bigint) => void): this;
+  on(event: 'stopped', listener: (stop: TermStop) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'atRisk' | 'recovered', listener: (deadline: bigint) => void): this;
+  once(event: 'stopped', listener: (stop: TermStop) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+/** client.elect(role, member): the election loop of one member, an async
+ *  iterable of its Terms, one per won term, in order. The next term is
+ *  neither yielded nor campaigned for before the previous one's stop was
+ *  delivered and the consumer asked for the next (the next turn of
+ *  `for await`). `break`, a throw in the loop body, close() and the signal
+ *  resign a held term. An open elector keeps the process alive. */
+export class Elector extends EventEmitter implements AsyncIterableIterator<Term> {
+  private constructor();
+  readonly role: string;
+  readonly member: string;
+  /** True once closed (close(), the signal, the client closed, the loop ended). */
+  readonly closed: boolean;
+  /** The term held now, or null. */
+  readonly current: Term | null;
+  /** The candidacy as last set. */
+  readonly eligible: boolean;
+  /** The next term; { done: true } once closed. Rejects with KrabkaError
+   *  CLOSED (the reason says why) when the loop ended for good on an error. */
+  next(): Promise<IteratorResult<Term, undefined>>;
+  /** Closes the elector (called by `break` and a throw in `for await`). */
+  return(): Promise<IteratorResult<Term, undefined>>;
+  /** Withdraws (false: a holder resigns, a standby leaves the roster) or
+   *  restores (true: registers again at the tail) the candidacy; resolves
+   *  once written. KrabkaError CLOSED after close. */
+  setEligible(eligible: boolean, options?: { timeoutMs?: number | bigint }): Promise<void>;
+  /** Never blocks. Unhealthy while the held lease is at risk and after the
+   *  loop ended. Throws KrabkaError CLOSED after close. */
+  healthy(): { readonly healthy: boolean; readonly reason: string | null };
+  /** Resigns a held term (its stop is delivered before this resolves) and
+   *  ends the iteration. Idempotent. */
+  close(): Promise<void>;
+  on(event: 'started', listener: (term: Term) => void): this;
+  on(event: 'atRisk' | 'recovered', listener: (term: Term, deadline: bigint) => void): this;
+  on(event: 'stopped', listener: (term: Term, stop: TermStop) => void): this;
+  on(event: 'leader', listener: (leader: LeaderNotice) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'started', listener: (term: Term) => void): this;
+  once(event: 'atRisk' | 'recovered', listener: (term: Term, deadline: bigint) => void): this;
+  once(event: 'stopped', listener: (term: Term, stop: TermStop) => void): this;
+  once(event: 'leader', listener: (leader: LeaderNotice) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  [Symbol.asyncIterator](): Elector;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 export class Client extends EventEmitter {
   /** Throws TypeError/RangeError for bad value types, KrabkaError
    *  (UNKNOWN_CONFIG, INVALID_CONFIG) for unknown keys or bad values. */
@@ -282,6 +398,10 @@ export class Client extends EventEmitter {
    *  again at the tail. Does not end a leadership. */
   leave(role: Name, member: Name, options?: CallOptions): Promise<void>;
   describe(role: Name, options?: CallOptions): Promise<Status>;
+  /** Runs the election loop of member for role (campaign, renew, stop
+   *  before the lease runs out, campaign again). Never waits on the
+   *  cluster; throws TypeError/RangeError/KrabkaError for bad arguments. */
+  elect(role: Name, member: Name, options?: ElectOptions | null): Elector;
   /** Idempotent: returns the same Promise every time. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -25,10 +25,15 @@
 // over at once) and then released, a watch is closed; a describe result or
 // a watch event goes with the event.
 //
-// The destroys (a client's, a leadership's or a watch's close) have no
-// async form in the C ABI and block briefly (a client's up to
-// request.timeout.ms): they run on the libuv pool (destroyOnPool), the only
-// calls that still do.
+// The destroys (a client's, a leadership's, a watch's or an elector's close)
+// and an elector's setEligible have no async form in the C ABI and block
+// briefly (a client's up to request.timeout.ms): they run on the libuv pool
+// (destroyOnPool, onPool), the only calls that still do.
+//
+// Streams (stream()): an elector posts its events with a tag of its own for
+// as long as it runs; they go to the elector's reader, which may keep an
+// event (a STOPPED, until JavaScript is done with its term) and destroy it
+// later (destroyEvent).
 
 const net = require('node:net');
 const abi = require('./abi');
@@ -44,6 +49,7 @@ let nextTag = 1;
 const pending = new Map(); // tag -> call
 const endWaiters = new Set(); // calls with over() that do not keep the loop alive yet
 const logSinks = new Map(); // tag -> (line) => void
+const streams = new Map(); // tag -> (n, ev) => boolean: events of a stream (an elector's)
 let keepAlive = 0; // calls holding the event loop
 let inFlight = 0; // calls submitted and not completed (not counting `ended` waiters)
 let draining = false;
@@ -61,7 +67,7 @@ const counters = {
   disposed: 0,
   pool: 0,
   taken: { leadership: 0, watch: 0, status: 0, watchEvent: 0 },
-  freed: { leadership: 0, watch: 0, status: 0, watchEvent: 0, client: 0 },
+  freed: { leadership: 0, watch: 0, status: 0, watchEvent: 0, client: 0, elector: 0 },
 };
 
 // ---- the queue and its fd ------------------------------------------------
@@ -253,11 +259,14 @@ function drain() {
       if (n.krabka_queue_poll(queue.handle, out) !== 0 || !out[0]) return;
       const ev = out[0];
       counters.polled++;
+      let kept = false;
       try {
-        deliver(n, ev);
+        kept = deliver(n, ev);
       } finally {
-        n.krabka_event_destroy(ev); // and what nobody took from it
-        counters.destroyed++;
+        if (!kept) {
+          n.krabka_event_destroy(ev); // and what nobody took from it
+          counters.destroyed++;
+        }
       }
     }
   } finally {
@@ -265,10 +274,20 @@ function drain() {
   }
 }
 
+// Settles the call of one event; true when a stream kept the event (it is
+// then the stream's to destroy, with destroyEvent).
 function deliver(n, ev) {
   const tagOut = [0];
   n.krabka_event_tag(ev, tagOut);
   const tag = Number(tagOut[0]);
+  const stream = streams.get(tag);
+  if (stream) {
+    try {
+      return stream(n, ev) === true;
+    } catch {
+      return false; // a stream's bug must not stop the drain
+    }
+  }
   const sink = logSinks.get(tag);
   if (sink) {
     let line;
@@ -345,6 +364,7 @@ const DESTROY = {
   status: 'krabka_status_destroy',
   watchEvent: 'krabka_watch_event_destroy',
   client: 'krabka_client_destroy',
+  elector: 'krabka_elector_destroy',
 };
 
 /** Takes what the event carries (kind: leadership, watch, status or
@@ -363,6 +383,23 @@ function free(kind, h) {
   const code = fns()[DESTROY[kind]](h);
   counters.freed[kind]++;
   return code;
+}
+
+/** Runs fn.async(...args, cb) (a blocking library call) on the libuv pool;
+ *  resolves to its C code. */
+function onPool(name, ...args) {
+  counters.pool++;
+  return new Promise((resolve) => {
+    const over = (code) => {
+      counters.pool--;
+      resolve(code);
+    };
+    try {
+      fns()[name].async(...args, (err, code) => over(err ? abi.ErrorCode.INTERNAL : code));
+    } catch {
+      over(abi.ErrorCode.INTERNAL); // the process is exiting
+    }
+  });
 }
 
 /** Destroys a client, leadership or watch on the libuv pool (its destroy
@@ -439,6 +476,40 @@ function dropLogTag(tag) {
   logSinks.delete(tag);
 }
 
+// ---- streams: tags whose events go on arriving (an elector's) ---------------
+
+/**
+ * A tag of its own for a source that posts many events (an elector): during
+ * a drain each event with that tag goes to onEvent(fns, ev), which reads it
+ * and returns true to keep it alive past the drain (the caller destroys it
+ * later with destroyEvent; an elector keeps its STOPPED events, because
+ * destroying one lets the elector campaign again). Returns { tag, hold,
+ * unhold, drop }: hold/unhold make the stream keep the event loop alive
+ * (while an elector is open); drop forgets the tag (later events of it are
+ * destroyed like those nobody waits for).
+ */
+function stream(onEvent) {
+  queueHandle();
+  const tag = nextTag++;
+  streams.set(tag, onEvent);
+  const me = { held: false };
+  return {
+    tag,
+    hold: () => hold(me),
+    unhold: () => unhold(me),
+    drop: () => {
+      unhold(me);
+      streams.delete(tag);
+    },
+  };
+}
+
+/** Destroys an event a stream kept. */
+function destroyEvent(ev) {
+  fns().krabka_event_destroy(ev);
+  counters.destroyed++;
+}
+
 /** Calls in flight: submitted to the library and not completed (an `ended`
  *  waiter is not a call), and destroys running on the pool. */
 const pendingCalls = () => inFlight + counters.pool;
@@ -451,6 +522,7 @@ function stats() {
     keepAlive,
     endWaiters: endWaiters.size,
     logSinks: logSinks.size,
+    streams: streams.size,
     submitted: counters.submitted,
     completed: counters.completed,
     polled: counters.polled,
@@ -471,8 +543,11 @@ module.exports = {
   take,
   free,
   destroyOnPool,
+  onPool,
   logTag,
   dropLogTag,
+  stream,
+  destroyEvent,
   pendingCalls,
   stats,
 };

@@ -21,6 +21,7 @@ const values = require('./values');
 const calls = require('./calls');
 const { Leadership } = require('./leadership');
 const { Watch } = require('./watch');
+const { Elector, electOptions } = require('./elect');
 
 const fns = () => native().fns;
 const syncErr = Buffer.alloc(ERRSTR_SIZE);
@@ -76,6 +77,7 @@ class Client extends EventEmitter {
   // An async acquire reads it when it is called, so setting it right before
   // the call gives each acquire its own.
   #meta = new Map();
+  #electors = new Set(); // open electors on this client (closed after it)
 
   constructor(config = {}) {
     if (config === null || typeof config !== 'object' || Array.isArray(config)) {
@@ -206,6 +208,41 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Runs the election loop of `member` for `role` (the library's elector:
+   * campaign, renew in the background, stop before the lease runs out,
+   * campaign again after a loss) and returns an Elector, an async iterable
+   * of Terms, one per won term, in order:
+   *
+   *   for await (const term of client.elect('controller', 'node-1', { signal })) {
+   *     while (!term.signal.aborted) await term.leadership.produce(topic, next());
+   *   }
+   *
+   * options: signal (an AbortSignal: aborting it resigns a held term and
+   * ends the iteration), recampaign (default true; false: the iteration
+   * ends after the first term), eligible (default true; false: start
+   * withdrawn, see setEligible), metadata and memberMetadata (as for
+   * acquire: on every term's lease records, on the registration). Never
+   * waits on the cluster. Throws TypeError/RangeError for wrong arguments
+   * and KrabkaError for names the library refuses (ROLE_TOO_LONG, ...) or a
+   * closed client. `break`, a throw in the loop body and close() resign a
+   * held term. Closing the client closes its electors (their terms stop
+   * CLOSED, without a resignation).
+   */
+  elect(role, member, options) {
+    const r = copyBytes(nameBytes(role, 'role'));
+    const m = copyBytes(nameBytes(member, 'member'));
+    const opts = electOptions(options);
+    const meta = acquireMeta(opts.raw, 'elect');
+    if (meta.error) throw meta.error;
+    const h = this.#live();
+    const want = meta.term || meta.member ? { term: meta.term, member: meta.member } : NO_META;
+    this.#setMeta(h, r, m, want);
+    const el = new Elector(h, r, m, opts, (e) => this.#electors.delete(e));
+    if (!el.closed) this.#electors.add(el);
+    return el;
+  }
+
+  /**
    * Watches `role` without taking part (no epoch, no registration).
    * Resolves to a Watch, an async iterator of events ({ kind, role, holder,
    * token, prevHolder, prevToken, lease, metadata, roster, offset, atMs });
@@ -292,17 +329,20 @@ class Client extends EventEmitter {
 
   /**
    * Closes the client: its pending calls reject with KrabkaError CLOSED, its
-   * leaderships end without resigning (state 'CLOSED'). Idempotent: every
+   * leaderships end without resigning (state 'CLOSED'), its electors close
+   * (a held term stops CLOSED, without resigning). Idempotent: every
    * call returns the same Promise.
    */
   close() {
     if (!this.#closed) {
       finalizer.unregister(this);
-      this.#closed = calls.destroyOnPool('client', this.#handle).then((code) => {
+      this.#closed = calls.destroyOnPool('client', this.#handle).then(async (code) => {
         calls.drain(); // the last lines and the CLOSED completions
         calls.dropLogTag(this.#logTag);
         // Its leaderships ended (closed): their `ended` events are on the way.
         calls.holdEndedIfOver();
+        // Its electors' loops ended (a held term stopped CLOSED): closed too.
+        await Promise.all([...this.#electors].map((e) => e.close().catch(() => {})));
         if (code !== 0 && code !== ErrorCode.INVALID_HANDLE) throw makeError(code, 'closing the client');
       });
     }

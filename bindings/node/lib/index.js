@@ -8,6 +8,7 @@ const pure = require('./pure');
 const { Client } = require('./client');
 const { Leadership } = require('./leadership');
 const { Watch } = require('./watch');
+const { Elector, Term } = require('./elect');
 const { Verifier, MAX_METADATA_BYTES } = require('./headers');
 const { pendingCalls } = require('./calls');
 
@@ -15,6 +16,8 @@ module.exports = {
   Client,
   Leadership,
   Watch,
+  Elector,
+  Term,
   Verifier,
   FencingToken: pure.FencingToken,
   Kind: pure.Kind,

@@ -23,7 +23,38 @@ import {
   type WatchEventKindName,
   type DataCategory,
   type ErrorCodeName,
+  type Elector,
+  type Term,
+  type TermStop,
+  type StopReasonName,
+  type ElectOptions,
 } from 'krabka-coord';
+
+async function elect(client: Client): Promise<void> {
+  const ac = new AbortController();
+  const opts: ElectOptions = { signal: ac.signal, recampaign: true, eligible: true };
+  const elector: Elector = client.elect('controller', 'node-1', opts);
+  elector.on('leader', (l) => console.log(l.holder, l.token.toString(), l.deadline + 1n));
+  elector.on('stopped', (t: Term, s: TermStop) => console.log(t.number, s.reason));
+  elector.on('atRisk', (t, deadline: bigint) => console.log(t.number, deadline));
+  const h: { healthy: boolean; reason: string | null } = elector.healthy();
+  console.log(h.healthy, h.reason, elector.current?.number, elector.eligible, elector.closed);
+  for await (const term of elector) {
+    const n: number = term.number;
+    const deadline: bigint = term.deadline;
+    term.on('atRisk', (d: bigint) => console.log('at risk', d, term.atRisk));
+    const signal: AbortSignal = term.signal;
+    while (!signal.aborted) await term.leadership.produce('commands', `command ${n}`, { signal });
+    const { reason, error } = await term.stopped;
+    const r: StopReasonName = reason;
+    console.log(r === 'LOST_AT_RISK', error?.codeName, term.stop?.reason, term.active, term.token.toString(), deadline);
+    await elector.setEligible(false, { timeoutMs: 5000 });
+    await elector.setEligible(true);
+    break;
+  }
+  await elector.close();
+}
+void elect;
 
 async function main(): Promise<void> {
   const client = new Client({ 'bootstrap.servers': 'localhost:9092', 'krabka.lease.ms': 3000, 'enable.x': true });
