@@ -258,53 +258,34 @@ func (l *Leadership) commitOne() bool {
 	// host puts the token in its commands): they are not written under the
 	// new one. Those calls fail with a retriable error, and the caller
 	// builds them again with the token it reads now.
+	var res []ProduceResult
+	err = nil
 	if r, ok := l.prod.(TokenRecoverer); ok {
-		cur, rerr := r.Recover(tctx)
-		if rerr != nil {
-			cancel()
-			rerr = l.failure(context.Background(), rerr, false)
-			release()
+		var cur core.FencingToken
+		if cur, err = r.Recover(tctx); err == nil {
+			batch = l.refuseStale(batch, cur)
+		}
+	}
+	if err == nil && len(batch) > 0 {
+		var msgs []Message
+		if len(batch) == 1 {
+			msgs = batch[0].msgs
+		} else {
+			total := 0
 			for _, c := range batch {
-				c.err = l.c.fail(c.ctx, rerr)
-				close(c.done)
+				total += len(c.msgs)
 			}
-			return true
-		}
-		keep := batch[:0:0]
-		for _, c := range batch {
-			if c.token != cur {
-				c.err = l.c.fail(c.ctx, WrapError(ErrTransport, nil,
-					"the leadership of %s continues under token %s after an own epoch recovery (docs/PROTOCOL.md 10.5); these messages were built for token %s and were not written: build them again with the current token and retry",
-					l.role, cur, c.token))
-				close(c.done)
-				continue
+			msgs = make([]Message, 0, total)
+			for _, c := range batch {
+				msgs = append(msgs, c.msgs...)
 			}
-			keep = append(keep, c)
 		}
-		if batch = keep; len(batch) == 0 {
-			cancel()
-			release()
-			return true
+		res, err = l.prod.Transact(tctx, msgs)
+		if err == nil && len(res) != len(msgs) {
+			err = WrapError(ErrTransport, nil, "guarded write returned %d results for %d messages", len(res), len(msgs))
 		}
 	}
-	var msgs []Message
-	if len(batch) == 1 {
-		msgs = batch[0].msgs
-	} else {
-		total := 0
-		for _, c := range batch {
-			total += len(c.msgs)
-		}
-		msgs = make([]Message, 0, total)
-		for _, c := range batch {
-			msgs = append(msgs, c.msgs...)
-		}
-	}
-	res, err := l.prod.Transact(tctx, msgs)
 	cancel()
-	if err == nil && len(res) != len(msgs) {
-		err = WrapError(ErrTransport, nil, "guarded write returned %d results for %d messages", len(res), len(msgs))
-	}
 	if err != nil {
 		err = l.failure(context.Background(), err, false)
 	}
@@ -320,6 +301,23 @@ func (l *Leadership) commitOne() bool {
 		close(c.done)
 	}
 	return true
+}
+
+// refuseStale fails the calls of batch made under another token than cur
+// (their messages were built for it) and returns the others.
+func (l *Leadership) refuseStale(batch []*produceCall, cur core.FencingToken) []*produceCall {
+	keep := batch[:0:0]
+	for _, c := range batch {
+		if c.token == cur {
+			keep = append(keep, c)
+			continue
+		}
+		c.err = l.c.fail(c.ctx, WrapError(ErrTransport, nil,
+			"the leadership of %s continues under token %s after an own epoch recovery (docs/PROTOCOL.md 10.5); these messages were built for token %s and were not written: build them again with the current token and retry",
+			l.role, cur, c.token))
+		close(c.done)
+	}
+	return keep
 }
 
 // txnContext bounds a group transaction: by the latest deadline among its
