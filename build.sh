@@ -37,7 +37,22 @@ VERSION=$(sed -n 's/^#define KRABKA_VERSION_STRING "\(.*\)"$/\1/p' include/krabk
 MAJOR=${VERSION%%.*}
 REAL=libkrabka_coord.so.$VERSION
 SONAME=libkrabka_coord.so.$MAJOR
+# The shared library's own references to pthread_getattr_np (Go's runtime/cgo)
+# go to capi/kc_stack.c, which answers the main thread's stack bounds from
+# memory instead of glibc's parse of /proc/self/maps on every call from a host
+# that runs native calls on a stack of its own (Node's koffi); see that file.
+# One dash: zig cc (the cross builds) rejects --wrap but passes -wrap on to
+# its linker; GNU ld takes either.
+WRAP=-Wl,-wrap=pthread_getattr_np
 force=0
+# The wrap took: the library's only reference to pthread_getattr_np is then
+# kc_stack.c's weak __real_ one (runtime/cgo's own would be a strong one).
+check_wrap() { # LIB
+    local syms
+    syms=$(readelf --dyn-syms -W "$1")
+    grep -Eq ' WEAK +DEFAULT +UND pthread_getattr_np(@|$)' <<<"$syms" ||
+        { echo "build.sh: $1 calls pthread_getattr_np directly: the link missed $WRAP (capi/kc_stack.c)" >&2; exit 1; }
+}
 [[ ${1:-} == --force ]] && force=1
 
 # ---------------------------------------------------------------- release ---
@@ -100,7 +115,7 @@ release() { # TARGET [--out DIR]
     local ld="-s -w -buildid= -X 'main.buildStamp=$stamp'"
     echo "build.sh: release $target (${ztarget:-host cc}) -> $out"
     env "${goenv[@]}" "$GO" build -buildmode=c-shared -trimpath \
-        -ldflags "$ld -extldflags \"-Wl,--build-id=sha1 -Wl,--strip-all -Wl,-soname,$SONAME -Wl,--version-script=$ROOT/capi/exports.map\"" \
+        -ldflags "$ld -extldflags \"-Wl,--build-id=sha1 -Wl,--strip-all -Wl,-soname,$SONAME -Wl,--version-script=$ROOT/capi/exports.map $WRAP\"" \
         -o "$tmp/$REAL" ./capi
     env "${goenv[@]}" "$GO" build -buildmode=c-archive -trimpath \
         -ldflags "$ld -extar=$ar" -o "$tmp/libkrabka_coord.a" ./capi
@@ -125,6 +140,7 @@ release() { # TARGET [--out DIR]
     local dyn
     dyn=$(readelf -d "$out/lib/$REAL")
     grep -q "SONAME.*\[$SONAME\]" <<<"$dyn" || { echo "build.sh: $REAL lacks SONAME $SONAME" >&2; exit 1; }
+    check_wrap "$out/lib/$REAL"
     if [[ -n $glibc_max ]]; then
         local newest
         newest=$(objdump -T "$out/lib/$REAL" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
@@ -163,11 +179,12 @@ if stale; then
     echo "build.sh: go build -buildmode=c-shared -> build/$REAL"
     # DWARF 4 for the C parts so that valgrind 3.19 reads their debug info.
     CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -gdwarf-4} "$GO" build -buildmode=c-shared -trimpath \
-        -ldflags "-extldflags \"-Wl,-soname,$SONAME -Wl,--version-script=$ROOT/capi/exports.map\"" \
+        -ldflags "-extldflags \"-Wl,-soname,$SONAME -Wl,--version-script=$ROOT/capi/exports.map $WRAP\"" \
         -o "$OUT/$REAL" ./capi
     # go build writes its header next to the library, named after it minus the
     # last extension; keep it out of the public include directory.
     mv -f "$OUT/${REAL%.*}.h" "$OUT/internal/krabka_coord_cgo.h"
+    check_wrap "$OUT/$REAL"
 else
     echo "build.sh: build/$REAL is up to date"
 fi

@@ -22,13 +22,19 @@
 #                       core/kafka/follow_bench_test.go). Every cluster's run writes a
 #                       results file into bench/results (bench/README.md); then
 #                       `make perf-doc` regenerates the tables of docs/PERFORMANCE.md.
+#   make handoff-bench  bench/handoff: the holder and its standbys as separate processes
+#                       (three fresh candidate processes per trial, default topic):
+#                       planned handoffs, crash failovers and one writer's guarded
+#                       writes on fresh clusters of HANDOFF_BENCH_CLUSTERS (default
+#                       1n-tv2,3n-tv2); results files procs-*.json (bench/handoff/run.sh;
+#                       the ledger of each path: bench/handoff/LEDGER.md).
 GO ?= go
 CLIENT_TEST_TIMEOUT ?= 15m
 CLIENT_TEST_ARGS ?=
 CLIENT_BENCH_CLUSTERS ?= 1n-tv2,1n-tv1,3n-tv2
 CLIENT_BENCH_FOLLOW_CLUSTERS ?= 1n-tv2,3n-tv2
 
-.PHONY: client-test client-bench
+.PHONY: client-test client-bench handoff-bench
 
 client-test:
 	$(GO) vet ./core/...
@@ -38,3 +44,6 @@ client-test:
 client-bench:
 	KRABKA_CLIENT_BENCH_CLUSTERS=$(CLIENT_BENCH_CLUSTERS) KRABKA_CLIENT_BENCH_FOLLOW_CLUSTERS=$(CLIENT_BENCH_FOLLOW_CLUSTERS) \
 	$(GO) test -tags bench -count=1 -timeout 60m -run '^(TestClientBench|TestFollowBench)$$' -v ./core/kafka/
+
+handoff-bench:
+	bench/handoff/run.sh

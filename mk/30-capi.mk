@@ -5,6 +5,7 @@
 #                      and the fork guard test on $KRABKA_BOOTSTRAP (fails, never skips, when
 #                      unset: use `make test`)
 #   make capi-test-offline   everything above except the live test
+#   make capi-mainstack  main-thread calls on the thread's own stack and on another read no file
 #   make capi-blind    the blind holder on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      the broker refuses a deposed holder that still believes it
 #                      leads (produce, batch, renew, resign), read back with kread
@@ -40,7 +41,7 @@ TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install
+	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
 build: lib
 examples: capi-examples
 install: capi-install
@@ -116,7 +117,12 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
 
-capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme
+capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme capi-mainstack
+
+# Calls on the main thread, on its own stack and on one of the host's own
+# (makecontext, as Node's koffi does), read no file (capi/kc_stack.c).
+capi-mainstack: lib $(CAPI_BUILD)/mainstack
+	$(CAPI_BUILD)/mainstack
 
 capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live
 

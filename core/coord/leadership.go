@@ -257,10 +257,24 @@ func (l *Leadership) renewLoop() {
 
 // end records how the leadership ended (first call wins) and releases the
 // producer.
-func (l *Leadership) end(s LeadershipState, err error) {
+func (l *Leadership) end(s LeadershipState, err error) { l.finish(s, err, false) }
+
+// finish is end; with background the producer is released in a goroutine
+// that the client's Close waits for (a resignation that was written has
+// nothing left to settle, and its caller need not wait for the connections
+// to close).
+func (l *Leadership) finish(s LeadershipState, err error, background bool) {
+	if background {
+		// Added while the leadership is active: its own goroutines hold
+		// the wait group, so this cannot race with Client.Close's Wait.
+		l.c.wg.Add(1)
+	}
 	l.mu.Lock()
 	if l.state != Active {
 		l.mu.Unlock()
+		if background {
+			l.c.wg.Done()
+		}
 		return
 	}
 	l.state, l.err = s, err
@@ -270,7 +284,14 @@ func (l *Leadership) end(s LeadershipState, err error) {
 	l.c.logEnd(l, s, err)
 	l.bgCancel()
 	l.c.forget(l)
-	l.closeProducer()
+	if background {
+		go func() {
+			defer l.c.wg.Done()
+			l.closeProducer()
+		}()
+	} else {
+		l.closeProducer()
+	}
 	l.view.release()
 }
 
@@ -634,12 +655,17 @@ func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error
 		_, werr = l.prod.Transact(cctx, []Message{leaseMsg, l.c.registrationTombstone(l.role, l.partition, l.member)})
 	}
 	release()
-	if errors.Is(werr, ErrFenced) {
+	switch {
+	case errors.Is(werr, ErrFenced):
 		// The broker refused the resignation: the leadership was already
 		// superseded, and its end says so (not "resigned").
 		l.end(Fenced, werr)
-	} else {
+	case werr != nil:
 		l.end(Resigned, WrapError(ErrNotLeader, nil, "role %s was resigned", l.role))
+	default:
+		// Written: the producer has no transaction left to settle; it is
+		// released in the background.
+		l.finish(Resigned, WrapError(ErrNotLeader, nil, "role %s was resigned", l.role), true)
 	}
 	if werr != nil {
 		return l.c.fail(ctx, werr)

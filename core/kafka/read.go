@@ -37,17 +37,28 @@ type fetched struct {
 	// start and recs is empty. A reader folds again from there.
 	reset bool
 	lso   int64 // the last stable offset the broker reported (-1: unknown)
+	hwm   int64 // the high watermark the broker reported (-1: unknown)
 }
 
 // fetchOnce sends one read_committed Fetch for partition from offset to the
 // partition leader through cl, waiting at most maxWait at the broker for
 // data. Retriable errors (a moving leader) are retried while ctx lasts.
 func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int32, offset int64, maxWait time.Duration) (fetched, error) {
+	return t.fetchMax(ctx, cl, partition, offset, maxWait, 16<<20, true)
+}
+
+// fetchMax is fetchOnce asking for at most maxBytes of the partition (the
+// broker still returns a whole first batch); without retry, a failure that
+// fetchOnce would retry (a leader moving or down) is returned at once.
+func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int32, offset int64, maxWait time.Duration, maxBytes int32, retry bool) (fetched, error) {
 	topic := t.cfg.Topic
 	readACL := topicACL(topic, "READ")
 	for {
 		leader, id, err := t.meta(ctx, partition)
 		if err != nil {
+			if !retry {
+				return fetched{}, err
+			}
 			if rerr := t.retryable(ctx, err, "metadata"); rerr != nil {
 				return fetched{}, rerr
 			}
@@ -57,7 +68,7 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 		req.ReplicaID = -1
 		req.MaxWaitMillis = int32(maxWait / time.Millisecond)
 		req.MinBytes = 1
-		req.MaxBytes = 16 << 20
+		req.MaxBytes = maxBytes
 		req.IsolationLevel = 1
 		req.SessionID = 0
 		req.SessionEpoch = -1
@@ -68,7 +79,7 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 		rp.Partition = partition
 		rp.FetchOffset = offset
 		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = 16 << 20
+		rp.PartitionMaxBytes = maxBytes
 		rp.CurrentLeaderEpoch = -1
 		rp.LastFetchedEpoch = -1
 		rt.Partitions = append(rt.Partitions, rp)
@@ -76,6 +87,9 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 		kresp, err := cl.Broker(int(leader)).Request(ctx, req)
 		if err != nil {
 			t.forgetLeaders()
+			if !retry {
+				return fetched{}, err
+			}
 			if rerr := t.retryable(ctx, err, "fetch"); rerr != nil {
 				return fetched{}, rerr
 			}
@@ -105,6 +119,9 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 				}
 				if start == offset {
 					// Raced with a retention step; ask again.
+					if !retry {
+						return fetched{}, e
+					}
 					continue
 				}
 				return fetched{next: start, reset: true, lso: -1}, nil
@@ -113,6 +130,9 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 				errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
 				errors.Is(e, kerr.InconsistentTopicID):
 				t.forgetLeaders()
+				if !retry {
+					return fetched{}, e
+				}
 				if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
 					return fetched{}, rerr
 				}
@@ -127,10 +147,11 @@ func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int
 		if fp.Err != nil {
 			return fetched{}, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
 		}
-		out := fetched{next: next, lso: got.LastStableOffset}
+		out := fetched{next: next, lso: got.LastStableOffset, hwm: got.HighWatermark}
 		if next < offset {
 			out.next = offset
 		}
+		t.fetchedTo(partition, out.next)
 		for _, r := range fp.Records {
 			if r.Attrs.IsControl() {
 				continue
@@ -160,24 +181,28 @@ func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, e
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	var (
-		hwm    int64
-		hwmErr error
-		hwmWG  sync.WaitGroup
-	)
-	hwmWG.Add(1)
-	go func() {
-		defer hwmWG.Done()
-		hwm, hwmErr = t.listEnd(ctx, partition)
-	}()
-	lso, err := t.listOffset(ctx, partition, true)
-	hwmWG.Wait()
-	if err == nil {
-		err = hwmErr
+	lso, hwm, ok := t.stableByFetch(ctx, partition)
+	if !ok {
+		var (
+			hwmErr error
+			hwmWG  sync.WaitGroup
+			err    error
+		)
+		hwmWG.Add(1)
+		go func() {
+			defer hwmWG.Done()
+			hwm, hwmErr = t.listEnd(ctx, partition)
+		}()
+		lso, err = t.listOffset(ctx, partition, true)
+		hwmWG.Wait()
+		if err == nil {
+			err = hwmErr
+		}
+		if err != nil {
+			return 0, err
+		}
 	}
-	if err != nil {
-		return 0, err
-	}
+	var err error
 	waitUntil := time.Now().Add(min(markerWait, t.cfg.RequestTimeout/2))
 	for lso < hwm && time.Now().Before(waitUntil) {
 		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
@@ -188,6 +213,50 @@ func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, e
 		}
 	}
 	return lso, nil
+}
+
+// stableByFetch lists the last stable offset and the high watermark of
+// partition with one read_committed Fetch (no wait at the broker, at most
+// one batch) from the highest offset a fetch of the partition answered
+// before: the answer carries both, where ListOffsets needs one request for
+// each (two requests on one connection, which the broker answers one after
+// the other). False when no fetch answered before, or this one failed (one
+// attempt, no retry) or was out of range: the caller lists them with
+// ListOffsets.
+func (t *Transport) stableByFetch(ctx context.Context, partition int32) (lso, hwm int64, ok bool) {
+	t.mu.Lock()
+	off, known := t.fetchNext[partition]
+	t.mu.Unlock()
+	if !known {
+		return 0, 0, false
+	}
+	// One attempt: a leader that is down or moving sends the caller to
+	// ListOffsets with its whole deadline, which rides through it as before.
+	// It gets half of request.timeout.ms, so that a broker that does not
+	// answer at all leaves the fallback time too.
+	fctx, cancel := context.WithTimeout(ctx, t.cfg.RequestTimeout/2)
+	defer cancel()
+	f, err := t.fetchMax(fctx, t.admin, partition, off, 0, 1, false)
+	if err == nil && f.reset {
+		t.mu.Lock()
+		t.fetchNext[partition] = f.next // the log start moved, or the topic was recreated
+		t.mu.Unlock()
+	}
+	if err != nil || f.reset || f.lso < 0 || f.hwm < 0 {
+		return 0, 0, false
+	}
+	return f.lso, f.hwm, true
+}
+
+// fetchedTo remembers the highest next offset a fetch of partition answered.
+func (t *Transport) fetchedTo(partition int32, next int64) {
+	t.mu.Lock()
+	if next > t.fetchNext[partition] {
+		t.fetchNext[partition] = next
+	} else if _, ok := t.fetchNext[partition]; !ok {
+		t.fetchNext[partition] = next
+	}
+	t.mu.Unlock()
 }
 
 // Read implements coord.Transport: every committed record from the log
@@ -265,7 +334,7 @@ func (t *Transport) follower(partition int32) (*kgo.Client, error) {
 	if cl, ok := t.followers[partition]; ok {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(t.opts...)
+	cl, err := kgo.NewClient(t.clientOpts("follower", "")...)
 	if err != nil {
 		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building a follower client")
 	}
@@ -418,7 +487,7 @@ func (t *Transport) ReadTopic(ctx context.Context, topic string, each func(Topic
 		}
 		return nil
 	}
-	opts := append(append([]kgo.Opt(nil), t.opts...),
+	opts := append(t.clientOpts("reader", ""),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // every offset below the stable offset is seen: a transactional partition ends in a marker

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/krabka/krabka-coord/internal/perfdoc"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
@@ -53,71 +51,15 @@ func resultsDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "bench", "results")
 }
 
-// kafkaInfo asks the cluster what it runs: brokers, the finalized
-// transaction.version and the broker settings that decide durability.
+// kafkaInfo asks the cluster what it runs (perfdoc.AskKafka).
 func kafkaInfo(t *testing.T, c *kafkatest.Cluster) *perfdoc.Kafka {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap, ",")...))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k, err := perfdoc.AskKafka(ctx, strings.Split(c.Bootstrap, ","), perfdoc.KafkaVersion(filepath.Join(filepath.Dir(kafkatest.ScriptPath()), "lib")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	k := &perfdoc.Kafka{Version: kafkaVersion(), Settings: map[string]string{}}
-	av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("ApiVersions: %v", err)
-	}
-	for _, f := range av.FinalizedFeatures {
-		if f.Name == "transaction.version" {
-			k.TransactionVersion = int(f.MaxVersionLevel)
-		}
-	}
-	if k.TransactionVersion == 0 {
-		k.TransactionVersion = 1
-	}
-	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
-	if err != nil || len(md.Brokers) == 0 {
-		t.Fatalf("Metadata: %v (%d brokers)", err, len(md.Brokers))
-	}
-	k.Nodes = len(md.Brokers)
-	req := kmsg.NewPtrDescribeConfigsRequest()
-	res := kmsg.NewDescribeConfigsRequestResource()
-	res.ResourceType = kmsg.ConfigResourceTypeBroker
-	res.ResourceName = strconv.Itoa(int(md.Brokers[0].NodeID))
-	req.Resources = append(req.Resources, res)
-	dc, err := req.RequestWith(ctx, cl)
-	if err != nil || len(dc.Resources) != 1 {
-		t.Fatalf("DescribeConfigs: %v", err)
-	}
-	want := map[string]*int{"default.replication.factor": &k.ReplicationFactor, "min.insync.replicas": &k.MinInsyncReplicas,
-		"transaction.state.log.replication.factor": &k.TxnStateRF, "transaction.state.log.min.isr": &k.TxnStateMinISR}
-	keep := []string{"offsets.topic.replication.factor", "num.network.threads", "num.io.threads", "log.flush.interval.messages", "unclean.leader.election.enable"}
-	for _, e := range dc.Resources[0].Configs {
-		if e.Value == nil {
-			continue
-		}
-		if p, ok := want[e.Name]; ok {
-			*p, _ = strconv.Atoi(*e.Value)
-		}
-		for _, kk := range keep {
-			if e.Name == kk {
-				k.Settings[kk] = *e.Value
-			}
-		}
-	}
 	return k
-}
-
-// kafkaVersion: the version of the Kafka jars cluster.sh runs
-// (tests/kafka/lib/kafka_2.13-V.jar).
-func kafkaVersion() string {
-	m, _ := filepath.Glob(filepath.Join(filepath.Dir(kafkatest.ScriptPath()), "lib", "kafka_2.*-*.jar"))
-	if len(m) != 1 {
-		return "unknown"
-	}
-	b := strings.TrimSuffix(filepath.Base(m[0]), ".jar")
-	return b[strings.LastIndexByte(b, '-')+1:]
 }
 
 // writeResults finishes f (load after) and writes it, printing the path.

@@ -120,6 +120,10 @@ type Transport struct {
 	followers  map[int32]*kgo.Client   // long-polling fetch clients, one per followed partition
 	topicCheck sync.Once               // the settings of an existing topic are checked once
 	prepared   map[string]*prepared    // producers built ahead of their Mint (Prepare)
+
+	trace func(RequestTrace) // WithRequestTrace (nil: off)
+
+	fetchNext map[int32]int64 // the highest next offset a fetch of each partition answered (stableByFetch)
 }
 
 var _ coord.Transport = (*Transport)(nil)
@@ -128,7 +132,8 @@ var _ coord.Transport = (*Transport)(nil)
 type Option func(*options)
 
 type options struct {
-	dial func(ctx context.Context, network, host string) (net.Conn, error)
+	dial  func(ctx context.Context, network, host string) (net.Conn, error)
+	trace func(RequestTrace)
 }
 
 // WithDialer makes every connection through dial (tests route the clients
@@ -154,14 +159,17 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	if o.dial != nil {
 		opts = append(opts, kgo.Dialer(o.dial))
 	}
-	admin, err := kgo.NewClient(opts...)
+	t := &Transport{
+		cfg: cfg, opts: opts, trace: o.trace,
+		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, followers: map[int32]*kgo.Client{}, prepared: map[string]*prepared{},
+		fetchNext: map[int32]int64{},
+	}
+	admin, err := kgo.NewClient(t.clientOpts("admin", "")...)
 	if err != nil {
 		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building the admin client")
 	}
-	return &Transport{
-		cfg: cfg, opts: opts, admin: admin, adm: kadm.NewClient(admin),
-		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, followers: map[int32]*kgo.Client{}, prepared: map[string]*prepared{},
-	}, nil
+	t.admin, t.adm = admin, kadm.NewClient(admin)
+	return t, nil
 }
 
 func connOpts(cfg coord.Config) ([]kgo.Opt, error) {
@@ -328,7 +336,7 @@ func (t *Transport) forgetLeaders() {
 
 func (t *Transport) registrar() (*kgo.Client, error) {
 	t.regOnce.Do(func() {
-		opts := append(append([]kgo.Opt(nil), t.opts...),
+		opts := append(t.clientOpts("registrar", ""),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(0),
@@ -468,7 +476,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 
 // txnOpts are the options of the transactional producer of txnID.
 func (t *Transport) txnOpts(txnID string, txnTimeout time.Duration) []kgo.Opt {
-	return append(append([]kgo.Opt(nil), t.opts...),
+	return append(t.clientOpts("producer", txnID),
 		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(txnTimeout),
 		kgo.RecordPartitioner(messagePartitioner{}),
@@ -485,18 +493,21 @@ func (t *Transport) txnOpts(txnID string, txnTimeout time.Duration) []kgo.Opt {
 }
 
 // Prepare implements coord.Preparer: it builds the transactional producer
-// of txnID ahead of the Mint that will use it, and opens its connections
-// (metadata, the transaction coordinator's broker), so that a standby that
-// wins spends no round trips on connecting. The producer holds no epoch
-// until Mint initialises it. Never blocks.
+// of txnID ahead of the Mint that will use it and makes it ready, so that a
+// standby that wins spends nothing but InitProducerId and its lease
+// transaction: the broker's transaction.max.timeout.ms is read (Mint checks
+// the lease against it), franz-go's own cache learns the transaction
+// coordinator (a DescribeTransactions through the producer: franz-go
+// caches the coordinator it looked up for it, which a raw FindCoordinator
+// does not, and opens the coordinator's connection), and the producer's
+// produce connections are opened. The producer holds no epoch until Mint
+// initialises it. Never blocks.
 func (t *Transport) Prepare(txnID string, txnTimeout time.Duration) {
 	t.mu.Lock()
 	if t.closed || t.prepared[txnID] != nil {
 		t.mu.Unlock()
 		return
 	}
-	t.mu.Unlock()
-	t.mu.Lock()
 	m := t.txnMax
 	t.mu.Unlock()
 	if m > 0 && txnTimeout > m {
@@ -515,24 +526,29 @@ func (t *Transport) Prepare(txnID string, txnTimeout time.Duration) {
 		cl.Close()
 		return
 	}
-	t.prepared[txnID] = &prepared{cl: cl, timeout: txnTimeout}
+	pr := &prepared{cl: cl, timeout: txnTimeout, ready: make(chan struct{})}
+	t.prepared[txnID] = pr
 	t.mu.Unlock()
 	go func() {
+		defer close(pr.ready)
 		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
 		defer cancel()
-		// Connect: metadata, then the transaction coordinator's broker
-		// (FindCoordinator is answered by any broker).
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorKey = txnID
-		req.CoordinatorKeys = []string{txnID}
-		req.CoordinatorType = 1
-		if resp, err := req.RequestWith(ctx, cl); err == nil {
-			node := resp.NodeID
-			if len(resp.Coordinators) > 0 {
-				node = resp.Coordinators[0].NodeID
-			}
-			_, _ = kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl.Broker(int(node)))
-		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			t.brokerTxnMax(ctx)
+		}()
+		go func() {
+			defer wg.Done()
+			_ = cl.EnsureProduceConnectionIsOpen(ctx, -1)
+		}()
+		// Read-only; its answer does not matter (a principal without
+		// DESCRIBE on the id is refused, after the coordinator lookup).
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{txnID}
+		_, _ = req.RequestWith(ctx, cl)
+		wg.Wait()
 	}()
 }
 
@@ -569,6 +585,7 @@ func (t *Transport) takePrepared(txnID string, txnTimeout time.Duration) *kgo.Cl
 type prepared struct {
 	cl      *kgo.Client
 	timeout time.Duration
+	ready   chan struct{} // closed when Prepare's look-ups and connections are done
 }
 
 // txnBackoff is the retry interval of a transactional request answered

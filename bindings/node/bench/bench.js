@@ -9,9 +9,12 @@
 //   node bench/bench.js [--markdown] [--seconds 1]
 //
 // Why two columns: koffi runs native calls on its own stack, and Go's cgo
-// callback then re-reads the thread's stack bounds (pthread_getattr_np) on
+// callback then asks for the thread's stack bounds (pthread_getattr_np) on
 // every call. On the process's main thread glibc answers that by parsing
-// /proc/self/maps, which dominates the cost; on other threads it is cheap.
+// /proc/self/maps (100 µs to 2 ms a call), unless the library answers it
+// from memory as capi/kc_stack.c does (build.sh links it in); on other
+// threads it is cheap. bench/mainthread.js times each call alone on the
+// main thread in fresh processes (p50/p99/max).
 
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads');
 const koffi = require('koffi');

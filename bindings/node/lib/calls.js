@@ -126,8 +126,8 @@ function unhold(call) {
  * - readOk(ev, errbuf): optional, tried first: the value when the event's
  *   data alone proves the call succeeded, else undefined (then the error
  *   is read and read() runs as above). It saves the krabka_event_error call
- *   of each completed produce (every call into the library costs 0.1-0.4
- *   ms on the main thread in some processes; docs/PERFORMANCE.md);
+ *   of each completed produce (a call into the library costs about 1 µs
+ *   on the main thread, 0.1-2 ms before capi/kc_stack.c; docs/PERFORMANCE.md);
  * - signal: an AbortSignal (rejects at once; the late result is disposed of);
  * - keepAlive (default true): the call holds the event loop until its event;
  * - releaseOnAbort: an abort stops it from holding the loop;

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/core/kafka"
+)
+
+// event is one line a candidate writes to its stdout (JSON). Times are Unix
+// nanoseconds of the system clock, which every process on the machine shares.
+type event struct {
+	Ev       string  `json:"ev"`
+	Member   string  `json:"member,omitempty"`
+	T        int64   `json:"t,omitempty"`  // acq: when Acquire returned
+	T0       int64   `json:"t0,omitempty"` // resigned: the call began
+	T1       int64   `json:"t1,omitempty"` // resigned: the call returned
+	Token    string  `json:"token,omitempty"`
+	Deadline int64   `json:"deadline,omitempty"` // acq: the lease deadline (ms)
+	Err      string  `json:"err,omitempty"`
+	Samples  []int64 `json:"samples,omitempty"` // produce: each call's duration (ns)
+	Starts   []int64 `json:"starts,omitempty"`  // produce: each call's start (ns)
+	Reqs     []req   `json:"reqs,omitempty"`    // trace: the requests sent
+}
+
+// req is one traced Kafka request.
+type req struct {
+	Client string `json:"c"`
+	Key    string `json:"k"`
+	Broker int32  `json:"b"`
+	Start  int64  `json:"s"`
+	End    int64  `json:"e"`
+	Err    string `json:"err,omitempty"`
+}
+
+type out struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (o *out) send(e event) {
+	b, _ := json.Marshal(e)
+	o.mu.Lock()
+	o.w.Write(b)
+	o.w.WriteByte('\n')
+	o.w.Flush()
+	o.mu.Unlock()
+}
+
+// runCandidate is one candidate process: it acquires the role and then
+// obeys commands on stdin ("resign", "produce N TOPIC", "trace", "exit").
+func runCandidate(args []string) {
+	fs := flag.NewFlagSet("candidate", flag.ExitOnError)
+	bootstrap := fs.String("bootstrap", "", "bootstrap.servers")
+	roleName := fs.String("role", "", "role")
+	memberName := fs.String("member", "", "member")
+	props := fs.String("props", "", "extra client properties k=v,k=v")
+	trace := fs.Bool("trace", false, "trace every Kafka request")
+	fs.Parse(args)
+	o := &out{w: bufio.NewWriter(os.Stdout)}
+	fail := func(err error) {
+		o.send(event{Ev: "err", Member: *memberName, Err: err.Error()})
+		os.Exit(1)
+	}
+	m := map[string]string{"bootstrap.servers": *bootstrap}
+	if *props != "" {
+		for _, kv := range strings.Split(*props, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				fail(fmt.Errorf("bad property %q", kv))
+			}
+			m[k] = v
+		}
+	}
+	cfg, err := coord.ConfigFromMap(m)
+	if err != nil {
+		fail(err)
+	}
+	var (
+		tmu  sync.Mutex
+		reqs []req
+	)
+	var opts []kafka.Option
+	if *trace {
+		reqs = make([]req, 0, 4096)
+		opts = append(opts, kafka.WithRequestTrace(func(r kafka.RequestTrace) {
+			q := req{Client: r.Client, Key: r.Key, Broker: r.Broker, Start: r.Start.UnixNano(), End: r.End.UnixNano()}
+			if r.Err != nil {
+				q.Err = r.Err.Error()
+			}
+			tmu.Lock()
+			reqs = append(reqs, q)
+			tmu.Unlock()
+		}))
+	}
+	cl, err := kafka.NewClient(cfg, opts...)
+	if err != nil {
+		fail(err)
+	}
+	role, err := core.NewRole(*roleName)
+	if err != nil {
+		fail(err)
+	}
+	member, err := core.NewMemberID(*memberName)
+	if err != nil {
+		fail(err)
+	}
+	o.send(event{Ev: "ready", Member: *memberName})
+
+	var (
+		lmu sync.Mutex
+		l   *coord.Leadership
+	)
+	go func() {
+		got, err := cl.Acquire(context.Background(), role, member)
+		t := time.Now().UnixNano()
+		if err != nil {
+			o.send(event{Ev: "err", Member: *memberName, Err: err.Error()})
+			return
+		}
+		lmu.Lock()
+		l = got
+		lmu.Unlock()
+		o.send(event{Ev: "acq", Member: *memberName, T: t, Token: got.Token().String(), Deadline: got.Lease().Deadline})
+	}()
+
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		lmu.Lock()
+		cur := l
+		lmu.Unlock()
+		switch f[0] {
+		case "resign":
+			if cur == nil {
+				o.send(event{Ev: "err", Member: *memberName, Err: "resign: not holding"})
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			t0 := time.Now().UnixNano()
+			err := cur.Resign(ctx)
+			t1 := time.Now().UnixNano()
+			cancel()
+			e := event{Ev: "resigned", Member: *memberName, T0: t0, T1: t1}
+			if err != nil {
+				e.Err = err.Error()
+			}
+			o.send(e)
+		case "produce":
+			// produce N TOPIC: N guarded writes of one record, back to back.
+			if cur == nil || len(f) != 3 {
+				o.send(event{Ev: "err", Member: *memberName, Err: "produce: not holding or bad command"})
+				continue
+			}
+			n, _ := strconv.Atoi(f[1])
+			e := event{Ev: "produced", Member: *memberName}
+			for i := 0; i < n; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				s := time.Now()
+				_, err := cur.Produce(ctx, coord.Message{Topic: f[2], Partition: 0, Key: []byte("k"), Value: []byte("command")})
+				d := time.Since(s)
+				cancel()
+				if err != nil {
+					e.Err = err.Error()
+					break
+				}
+				e.Starts = append(e.Starts, s.UnixNano())
+				e.Samples = append(e.Samples, int64(d))
+			}
+			o.send(e)
+		case "trace":
+			tmu.Lock()
+			cp := append([]req(nil), reqs...)
+			tmu.Unlock()
+			o.send(event{Ev: "trace", Member: *memberName, Reqs: cp})
+		case "exit":
+			cl.Close()
+			o.send(event{Ev: "bye", Member: *memberName})
+			os.Exit(0)
+		}
+	}
+	cl.Close()
+}

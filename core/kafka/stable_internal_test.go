@@ -1,0 +1,105 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
+)
+
+// StableOffset lists the last stable offset with two ListOffsets until a
+// fetch of the partition has answered; from then on with one Fetch, which
+// answers the same offset (here: past a committed transaction and a
+// registration-style plain append).
+func TestStableOffsetByOneFetch(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	cfg := coord.DefaultConfig()
+	for k, v := range map[string]string{"bootstrap.servers": c.Bootstrap, "request.timeout.ms": "10000",
+		"krabka.topic": "it-stable-" + id, "krabka.topic.partitions": "1"} {
+		if err := cfg.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu   sync.Mutex
+		reqs []RequestTrace
+	)
+	tr, err := New(cfg, WithRequestTrace(func(r RequestTrace) {
+		mu.Lock()
+		reqs = append(reqs, r)
+		mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := func(f func()) map[string]int {
+		mu.Lock()
+		from := len(reqs)
+		mu.Unlock()
+		f()
+		mu.Lock()
+		defer mu.Unlock()
+		got := map[string]int{}
+		for _, r := range reqs[from:] {
+			if r.Client == "admin" {
+				got[r.Key]++
+			}
+		}
+		return got
+	}
+	if _, err := tr.Append(ctx, 0, []byte("k1"), []byte("v1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tr.Mint(ctx, "it-stable-"+id, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Transact(ctx, []coord.Message{{Topic: cfg.Topic, Partition: 0, Key: []byte("k2"), Value: []byte("v2")}}); err != nil {
+		t.Fatal(err)
+	}
+	var listed int64
+	got := count(func() {
+		if listed, err = tr.StableOffset(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got["ListOffsets"] < 2 || got["Fetch"] != 0 {
+		t.Fatalf("before any fetch: %v, want two ListOffsets and no Fetch", got)
+	}
+	if listed != 3 { // k1, k2 and the commit marker
+		t.Fatalf("listed %d, want 3", listed)
+	}
+	if _, err := tr.Fetch(ctx, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Append(ctx, 0, []byte("k3"), []byte("v3"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var byFetch int64
+	got = count(func() {
+		if byFetch, err = tr.StableOffset(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got["ListOffsets"] != 0 || got["Fetch"] != 1 {
+		t.Fatalf("after a fetch: %v, want one Fetch and no ListOffsets", got)
+	}
+	if byFetch != 4 {
+		t.Fatalf("listed %d by fetch, want 4", byFetch)
+	}
+}
