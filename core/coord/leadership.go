@@ -627,7 +627,7 @@ func (l *Leadership) ResignTo(ctx context.Context, successor core.MemberID) erro
 }
 
 func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error {
-	cctx, release, _, err := l.begin(ctx, false)
+	_, release, _, err := l.begin(ctx, false)
 	if err != nil {
 		if l.State() == Resigned {
 			return nil
@@ -637,13 +637,22 @@ func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error
 		}
 		return err
 	}
+	// The resignation's wait does not end with the leadership (the
+	// context begin returns does): a standby the resignation let in may mint and write its
+	// lease while the commit's answer is on its way, and the live view
+	// then ends this leadership. Cancelling the call then would report a
+	// resignation that was written as failed; the broker's answer decides
+	// (the producer's Close waits for the transaction in flight). The
+	// caller's context and the client still end it.
+	tctx, stopT := l.c.callCtx(ctx)
+	defer stopT()
 	tok := l.Token()
 	var werr error
 	if r, ok := l.prod.(TokenRecoverer); ok {
 		// As in a renewal, the lease must carry the token its records are
 		// written with: complete a recovery an earlier failure left
 		// pending first (docs/PROTOCOL.md 10.5).
-		tok, werr = r.Recover(cctx)
+		tok, werr = r.Recover(tctx)
 	}
 	if werr == nil {
 		now := l.c.clock.NowMs()
@@ -652,7 +661,7 @@ func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error
 		if successor != nil {
 			leaseMsg.Headers = []Header{{Key: core.HeaderSuccessor, Value: []byte(successor.String())}}
 		}
-		_, werr = l.prod.Transact(cctx, []Message{leaseMsg, l.c.registrationTombstone(l.role, l.partition, l.member)})
+		_, werr = l.prod.Transact(tctx, []Message{leaseMsg, l.c.registrationTombstone(l.role, l.partition, l.member)})
 	}
 	release()
 	switch {

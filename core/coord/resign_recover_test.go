@@ -141,3 +141,75 @@ func TestWriteBuiltForTheTokenBeforeARecoveryIsNotWritten(t *testing.T) {
 		t.Fatalf("the write after the recovery: %+v %v", res, err)
 	}
 }
+
+// endingProducer runs a hook after its transaction was written and before
+// it answers, with the call's context.
+type endingProducer struct {
+	coord.TxnProducer
+	hook func(ctx context.Context) error
+}
+
+func (p *endingProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
+	res, err := p.TxnProducer.Transact(ctx, msgs)
+	if err == nil && p.hook != nil {
+		err = p.hook(ctx)
+	}
+	return res, err
+}
+
+type endingTransport struct {
+	*memtransport.Transport
+	last *endingProducer
+}
+
+func (t *endingTransport) Mint(ctx context.Context, id string, timeout time.Duration) (coord.TxnProducer, error) {
+	p, err := t.Transport.Mint(ctx, id, timeout)
+	if err != nil {
+		return nil, err
+	}
+	t.last = &endingProducer{TxnProducer: p}
+	return t.last, nil
+}
+
+// A resignation that was written is reported written when the leadership
+// ends while its answer is on the way (in a planned handoff the live view
+// ends it when the standby's lease arrives first): the wait for the
+// broker's answer does not end with the leadership. Before, the call's
+// context was cancelled with it and Resign failed (the elector reported
+// the resigned term FENCED; seen in the Node and Python elector tests).
+func TestResignWrittenWhileTheLeadershipEndsIsReportedWritten(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	tr := &endingTransport{Transport: e.cluster.Transport(cfg.Topic)}
+	c, err := coord.NewClient(cfg, tr, e.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l, err := c.Acquire(bg(), role, ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled := false
+	tr.last.hook = func(ctx context.Context) error {
+		// The leadership ends (here by Close, which ends it the way the
+		// view's fence does) while this answer is on its way.
+		go l.Close()
+		<-l.Done()
+		select {
+		case <-ctx.Done():
+			cancelled = true
+			return ctx.Err()
+		case <-time.After(time.Second):
+			return nil
+		}
+	}
+	if err := l.Resign(bg()); err != nil || cancelled {
+		t.Fatalf("Resign: %v (the call's context was cancelled: %v); want nil: the resignation was written", err, cancelled)
+	}
+	p, _ := core.RolePartition(role, 16)
+	st := core.FoldRaw(role, e.cluster.Records(cfg.Topic, p))
+	if st.Lease == nil || st.Lease.GrantedAt != st.Lease.Deadline {
+		t.Fatalf("the log holds %+v; want the resignation's expired lease", st.Lease)
+	}
+}
