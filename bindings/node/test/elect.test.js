@@ -164,7 +164,6 @@ for (const [label, env] of CLUSTERS) {
     const a = new Side('a', c1, role, log);
     const b = new Side('b', c2, role, log);
     const times = { abort: [], close: [], eligible: [], resign: [] };
-    const fencedResigns = [];
     try {
       const first = nextStart(a.start(), 'a to win the first term');
       await first;
@@ -199,11 +198,11 @@ for (const [label, env] of CLUSTERS) {
         times[kind].push(Date.now() - t0);
         assert.equal(t.member, standby.name, `failover ${i} (${kind}): the standby won`);
         const stop = await within(held.stopped, 'the deposed term to stop');
-        // RESIGNED; FENCED when the library reports the resignation refused
-        // because the standby had superseded the token first (seen once in
-        // a tv1 run: counted and printed, not hidden).
-        assert.ok(['RESIGNED', 'FENCED'].includes(stop.reason), `failover ${i} (${kind}): ${holder.name}'s term stopped ${stop.reason}`);
-        if (stop.reason === 'FENCED') fencedResigns.push(`${i}:${kind}`);
+        // RESIGNED, also when the standby's lease reached the live view
+        // before the resignation's answer reached the resign call (that was
+        // reported FENCED until the resignation's wait stopped ending with
+        // the leadership).
+        assert.equal(stop.reason, 'RESIGNED', `failover ${i} (${kind}): ${holder.name}'s term stopped ${stop.reason}: ${stop.error}`);
         assert.ok(t.token.supersedes(held.token), `failover ${i}: the new token supersedes the deposed one`);
         assert.ok(held.signal.aborted, 'the deposed term signal aborted');
         assert.equal(held.active, false);
@@ -214,7 +213,7 @@ for (const [label, env] of CLUSTERS) {
           await within(holder.el.setEligible(true), `${holder.name}'s setEligible(true)`);
         }
       }
-      console.log(`# [${label}] takeover ms (action -> standby STARTED): ${JSON.stringify(times)}; resignations reported FENCED: ${fencedResigns.length ? fencedResigns.join(' ') : 'none'}`);
+      console.log(`# [${label}] takeover ms (action -> standby STARTED): ${JSON.stringify(times)}`);
       // A re-campaign after each loss (resign): the same elector's next terms.
       const recampaigned = [a, b].flatMap((s) => s.terms).filter((t) => t.number > 1);
       assert.ok(recampaigned.length >= 5, `terms after the first of one elector: ${recampaigned.length}`);
