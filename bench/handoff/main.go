@@ -52,6 +52,7 @@ func main() {
 	bootstrap := flag.String("bootstrap", os.Getenv("KRABKA_BOOTSTRAP"), "bootstrap.servers")
 	mode := flag.String("mode", "handoff", "handoff | crash | write")
 	n := flag.Int("n", 30, "trials (handoff, crash) or guarded writes (write)")
+	warm := flag.Int("warmup", 0, "trials or writes run first and not counted (a fresh broker's JVM compiles its hot paths during the first hundreds of requests); their double mints are counted")
 	after := flag.Duration("after", 700*time.Millisecond, "handoff or kill this long after the election")
 	lease := flag.Int("lease-ms", 5000, "krabka.lease.ms")
 	renew := flag.Int("renew-ms", 1670, "krabka.renew.interval.ms")
@@ -100,6 +101,7 @@ func main() {
 		"mode": *mode, "krabka.lease.ms": fmt.Sprint(*lease), "krabka.renew.interval.ms": fmt.Sprint(*renew),
 		"krabka.challenge.stagger.ms": fmt.Sprint(*stagger), "topic": coord.DefaultTopic + " (default, 16 partitions)",
 		"processes": "3 fresh candidate processes per trial, one Go client (core/kafka) each", "after_election": after.String(),
+		"warmup": fmt.Sprintf("%d trials or writes first, not counted (the broker's JVM warms up)", *warm),
 	}
 	if *extra != "" {
 		settings["props"] = *extra
@@ -115,7 +117,7 @@ func main() {
 	}
 	switch *mode {
 	case "handoff", "crash":
-		for i := 0; i < *n*len(variants); i++ {
+		for i := 0; i < (*warm+*n)*len(variants); i++ {
 			k := i % len(variants)
 			b.bin = variants[k].bin
 			var tr trialResult
@@ -130,6 +132,10 @@ func main() {
 			}
 			a := accs[k]
 			a.doubles += tr.doubles
+			if i < *warm*len(variants) {
+				fmt.Printf("warm-up %2d %s: %6.2f ms, double mints %d\n", i, variants[k].label, tr.handoffMs, tr.doubles)
+				continue
+			}
 			a.resign = append(a.resign, tr.resignMs)
 			a.handoff = append(a.handoff, tr.handoffMs)
 			a.led.add(tr.steps)
@@ -145,9 +151,13 @@ func main() {
 		}
 		for k, v := range variants {
 			b.bin = v.bin
-			ws, steps, err := b.writes(*n, *dataTopic)
+			ws, steps, err := b.writes(*warm+*n, *dataTopic)
 			if err != nil {
 				die("%v", err)
+			}
+			ws = ws[*warm:]
+			if steps != nil {
+				steps = steps[*warm:]
 			}
 			accs[k].handoff = ws
 			accs[k].led.sets = steps

@@ -3,7 +3,9 @@
 # each cluster of HANDOFF_BENCH_CLUSTERS (default 1n-tv2,3n-tv2): planned
 # handoffs (KRABKA_HANDOFF_BENCH_N, default 100), crash failovers
 # (KRABKA_HANDOFF_BENCH_CRASHES, default 40) and back-to-back guarded writes
-# of one writer (KRABKA_HANDOFF_BENCH_WRITES, default 300). Each cluster is
+# of one writer (KRABKA_HANDOFF_BENCH_WRITES, default 300), each after
+# uncounted warm-up trials (20, 5, 50: a fresh broker's JVM is slow at
+# first; the handoffs warm it for the rest). Each cluster is
 # fresh, started here with tests/kafka/cluster.sh and stopped on every exit
 # path; every mode writes a results file procs-<cluster>-...json into
 # bench/results (bench/README.md). Then `make perf-doc`.
@@ -36,9 +38,9 @@ for c in ${clusters//,/ }; do
   started+=("$name")
   bootstrap="$(KRABKA_KAFKA_ROOT="$root" tests/kafka/cluster.sh bootstrap --name "$name")"
   echo "== $c at $bootstrap"
-  "$bin" -bootstrap "$bootstrap" -mode handoff -n "$n"
-  "$bin" -bootstrap "$bootstrap" -mode crash -n "$crashes"
-  "$bin" -bootstrap "$bootstrap" -mode write -n "$writes"
+  "$bin" -bootstrap "$bootstrap" -mode handoff -n "$n" -warmup 20
+  "$bin" -bootstrap "$bootstrap" -mode crash -n "$crashes" -warmup 5
+  "$bin" -bootstrap "$bootstrap" -mode write -n "$writes" -warmup 50
   KRABKA_KAFKA_ROOT="$root" tests/kafka/cluster.sh stop --name "$name" >/dev/null
   started=("${started[@]/$name}")
   port=$((port + 100))
