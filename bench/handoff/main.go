@@ -70,6 +70,12 @@ func main() {
 		die("no -bootstrap (or KRABKA_BOOTSTRAP)")
 	}
 	props := fmt.Sprintf("krabka.lease.ms=%d,krabka.renew.interval.ms=%d,krabka.challenge.stagger.ms=%d", *lease, *renew, *stagger)
+	if *mode == "write" {
+		// The holder writes for longer than a lease on three brokers: it
+		// renews in the background, as a writing leader does (without it
+		// the lease expires mid-run and a standby takes over).
+		props += ",krabka.renew.background=true"
+	}
 	if *extra != "" {
 		props += "," + *extra
 	}
@@ -105,6 +111,9 @@ func main() {
 	}
 	if *extra != "" {
 		settings["props"] = *extra
+	}
+	if *mode == "write" {
+		settings["krabka.renew.background"] = "true"
 	}
 	type acc struct {
 		resign, handoff []float64

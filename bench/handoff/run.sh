@@ -4,8 +4,9 @@
 # handoffs (KRABKA_HANDOFF_BENCH_N, default 100), crash failovers
 # (KRABKA_HANDOFF_BENCH_CRASHES, default 40) and back-to-back guarded writes
 # of one writer (KRABKA_HANDOFF_BENCH_WRITES, default 300), each after
-# uncounted warm-up trials (20, 5, 50: a fresh broker's JVM is slow at
-# first; the handoffs warm it for the rest). Each cluster is
+# uncounted warm-up trials (20, 5, 200: a fresh broker's JVM is slow at
+# first). HANDOFF_BENCH_MODES (default "handoff crash write") picks the
+# modes. Each cluster is
 # fresh, started here with tests/kafka/cluster.sh and stopped on every exit
 # path; every mode writes a results file procs-<cluster>-...json into
 # bench/results (bench/README.md). Then `make perf-doc`.
@@ -15,6 +16,7 @@ clusters="${HANDOFF_BENCH_CLUSTERS:-1n-tv2,3n-tv2}"
 n="${KRABKA_HANDOFF_BENCH_N:-100}"
 crashes="${KRABKA_HANDOFF_BENCH_CRASHES:-40}"
 writes="${KRABKA_HANDOFF_BENCH_WRITES:-300}"
+modes="${HANDOFF_BENCH_MODES:-handoff crash write}"
 port="${KRABKA_HANDOFF_BENCH_PORT:-28092}"
 root="$(mktemp -d /tmp/krabka-handoff-bench.XXXXXX)"
 bin="$root/handoff"
@@ -38,9 +40,14 @@ for c in ${clusters//,/ }; do
   started+=("$name")
   bootstrap="$(KRABKA_KAFKA_ROOT="$root" tests/kafka/cluster.sh bootstrap --name "$name")"
   echo "== $c at $bootstrap"
-  "$bin" -bootstrap "$bootstrap" -mode handoff -n "$n" -warmup 20
-  "$bin" -bootstrap "$bootstrap" -mode crash -n "$crashes" -warmup 5
-  "$bin" -bootstrap "$bootstrap" -mode write -n "$writes" -warmup 50
+  for mode in $modes; do
+    case "$mode" in
+      handoff) "$bin" -bootstrap "$bootstrap" -mode handoff -n "$n" -warmup 20 ;;
+      crash) "$bin" -bootstrap "$bootstrap" -mode crash -n "$crashes" -warmup 5 ;;
+      write) "$bin" -bootstrap "$bootstrap" -mode write -n "$writes" -warmup 200 ;;
+      *) echo "run.sh: HANDOFF_BENCH_MODES: '$mode' is not handoff, crash or write" >&2; exit 2 ;;
+    esac
+  done
   KRABKA_KAFKA_ROOT="$root" tests/kafka/cluster.sh stop --name "$name" >/dev/null
   started=("${started[@]/$name}")
   port=$((port + 100))
