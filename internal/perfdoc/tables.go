@@ -260,6 +260,8 @@ func readmeTable(g *gen) (string, error) {
 	add("describe, one-shot read, p50 / p99", "client", "describe-oneshot", lat)
 	add("planned handoff, resign -> next acquire returned, p50 / p99", "follow", "handoff", lat)
 	add("crash failover overhead after the deadline (lease 1 s), p50 / p99", "client", "failover", lat)
+	add("planned handoff between separate processes (default topic), p50 / p99", "procs", "handoff", lat)
+	add("crash failover between separate processes (lease 5 s), after the deadline, p50 / p99", "procs", "crash-overhead", lat)
 	add("guarded writes, 1 writer: commands/s; p50 / p99", "client", "group-1", group)
 	add("guarded writes, 64 writers on one leadership (group commit)", "client", "group-64", group)
 	add("guarded writes, 256 writers", "client", "group-256", group)
