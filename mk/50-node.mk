@@ -7,6 +7,9 @@
 #                     failover and the event-queue completion path
 #   make node-bench   per-call overhead of the binding (µs per call), recorded in a
 #                     results file under bench/results
+#   make node-mainthread-bench   every synchronous call timed alone on the main
+#                     thread in 20 fresh processes (bench/mainthread.js; needs a
+#                     broker at $KRABKA_BOOTSTRAP), recorded as node-mainthread-*.json
 #   make node-deps    just the npm ci
 NODE ?= node
 NPM ?= npm
@@ -18,7 +21,7 @@ NODE_ENV_VARS = KRABKA_COORD_LIBRARY=$(NODE_LIB)
 TEST_TARGETS += node-test
 BENCH_TARGETS += node-bench
 
-.PHONY: node-deps node-lib node-test node-bench node-conformance
+.PHONY: node-deps node-lib node-test node-bench node-mainthread-bench node-conformance
 
 # The repository's library comes from the capi fragment's `lib` target (one
 # build.sh run per make, even with -j); another NODE_LIB is used as given.
@@ -44,3 +47,7 @@ node-conformance: node-deps node-lib
 
 node-bench: node-deps node-lib
 	$(NODE_ENV_VARS) KRABKA_BENCH_SAMPLES=1 $(PERFDOC) record -bench node -- $(NODE) $(NODE_DIR)/bench/bench.js
+
+node-mainthread-bench: node-deps node-lib
+	@test -n "$$KRABKA_BOOTSTRAP" || { echo "node-mainthread-bench: KRABKA_BOOTSTRAP is not set: the handle reads need a held leadership (tests/kafka/cluster.sh start, then eval \"\$$(tests/kafka/cluster.sh env)\")" >&2; exit 2; }
+	$(NODE_ENV_VARS) KRABKA_BENCH_SAMPLES=1 $(PERFDOC) record -bench node-mainthread -- $(NODE) $(NODE_DIR)/bench/mainthread.js

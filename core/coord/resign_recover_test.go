@@ -12,6 +12,22 @@ import (
 	"github.com/krabka/krabka-coord/core/memtransport"
 )
 
+// holdOver acquires role for ma on a client of cfg over tr (the env's
+// transport, wrapped).
+func (e *env) holdOver(cfg coord.Config, tr coord.Transport) *coord.Leadership {
+	e.t.Helper()
+	c, err := coord.NewClient(cfg, tr, e.clock)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	l, err := c.Acquire(bg(), role, ma)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
 // recoveringTransport hands out producers that can be left with an own
 // epoch recovery pending (docs/PROTOCOL.md 10.5), as core/kafka's are after
 // a failed transaction whose settlement did not complete: the next
@@ -71,15 +87,7 @@ func TestResignAfterPendingRecoveryWritesTheTransactionsToken(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config()
 	tr := &recoveringTransport{Transport: e.cluster.Transport(cfg.Topic)}
-	c, err := coord.NewClient(cfg, tr, e.clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	l, err := c.Acquire(bg(), role, ma)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := e.holdOver(cfg, tr)
 	minted := l.Token()
 	tr.last.pending = true
 	if err := l.Resign(bg()); err != nil {
@@ -107,19 +115,11 @@ func TestWriteBuiltForTheTokenBeforeARecoveryIsNotWritten(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config()
 	tr := &recoveringTransport{Transport: e.cluster.Transport(cfg.Topic)}
-	c, err := coord.NewClient(cfg, tr, e.clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	l, err := c.Acquire(bg(), role, ma)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := e.holdOver(cfg, tr)
 	minted := l.Token()
 	tr.last.pending = true
 	msg := coord.Message{Topic: "commands", Partition: 0, Value: []byte("built for " + minted.String())}
-	_, err = l.Produce(bg(), msg)
+	_, err := l.Produce(bg(), msg)
 	if err == nil || !errors.Is(err, coord.ErrTransport) || errors.Is(err, coord.ErrFenced) {
 		t.Fatalf("a write built for the token before the recovery: %v; want a retriable TRANSPORT error, not FENCED", err)
 	}
@@ -181,15 +181,7 @@ func TestResignWrittenWhileTheLeadershipEndsIsReportedWritten(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config()
 	tr := &endingTransport{Transport: e.cluster.Transport(cfg.Topic)}
-	c, err := coord.NewClient(cfg, tr, e.clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	l, err := c.Acquire(bg(), role, ma)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := e.holdOver(cfg, tr)
 	cancelled := false
 	tr.last.hook = func(ctx context.Context) error {
 		// The leadership ends (here by Close, which ends it the way the
