@@ -2,9 +2,6 @@ package kafka
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,28 +17,8 @@ import (
 // of them (the control half of the test).
 func TestPreparedProducerIsReady(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
-	cfg := coord.DefaultConfig()
-	for k, v := range map[string]string{"bootstrap.servers": c.Bootstrap, "request.timeout.ms": "10000", "krabka.topic": "it-prepare-" + id} {
-		if err := cfg.Set(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var (
-		mu   sync.Mutex
-		reqs []RequestTrace
-	)
-	tr, err := New(cfg, WithRequestTrace(func(r RequestTrace) {
-		mu.Lock()
-		reqs = append(reqs, r)
-		mu.Unlock()
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	cfg, id := internalConfig(t, c, "it-prepare-", "request.timeout.ms", "10000")
+	tr, reqs := tracedTransport(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n, err := tr.Partitions(ctx)
@@ -49,14 +26,10 @@ func TestPreparedProducerIsReady(t *testing.T) {
 		t.Fatalf("partitions %d %v", n, err)
 	}
 	since := func() func() map[string]int {
-		mu.Lock()
-		from := len(reqs)
-		mu.Unlock()
+		from := len(reqs())
 		return func() map[string]int {
-			mu.Lock()
-			defer mu.Unlock()
 			got := map[string]int{}
-			for _, r := range reqs[from:] {
+			for _, r := range reqs()[from:] {
 				got[r.Key]++
 			}
 			return got

@@ -2,9 +2,6 @@ package kafka
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,43 +15,18 @@ import (
 // registration-style plain append).
 func TestStableOffsetByOneFetch(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
-	cfg := coord.DefaultConfig()
-	for k, v := range map[string]string{"bootstrap.servers": c.Bootstrap, "request.timeout.ms": "10000",
-		"krabka.topic": "it-stable-" + id, "krabka.topic.partitions": "1"} {
-		if err := cfg.Set(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var (
-		mu   sync.Mutex
-		reqs []RequestTrace
-	)
-	tr, err := New(cfg, WithRequestTrace(func(r RequestTrace) {
-		mu.Lock()
-		reqs = append(reqs, r)
-		mu.Unlock()
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	cfg, id := internalConfig(t, c, "it-stable-", "request.timeout.ms", "10000", "krabka.topic.partitions", "1")
+	tr, reqs := tracedTransport(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := tr.Partitions(ctx); err != nil {
 		t.Fatal(err)
 	}
 	count := func(f func()) map[string]int {
-		mu.Lock()
-		from := len(reqs)
-		mu.Unlock()
+		from := len(reqs())
 		f()
-		mu.Lock()
-		defer mu.Unlock()
 		got := map[string]int{}
-		for _, r := range reqs[from:] {
+		for _, r := range reqs()[from:] {
 			if r.Client == "admin" {
 				got[r.Key]++
 			}
