@@ -416,17 +416,26 @@ func others(ps []*proc, not *proc) []*proc {
 	return o
 }
 
+// elected starts trial i's candidates and waits for the first to acquire
+// (the holder), then b.after more. The caller finishes ps.
+func (b *bench) elected(i int) (role string, ps []*proc, holder *proc, acq event, err error) {
+	if role, ps, err = b.candidates(i); err != nil {
+		return "", nil, nil, event{}, err
+	}
+	if holder, acq, err = firstAcq(ps, 30*time.Second); err != nil {
+		finish(ps)
+		return "", nil, nil, event{}, err
+	}
+	time.Sleep(b.after)
+	return role, ps, holder, acq, nil
+}
+
 func (b *bench) handoffTrial(i int) (trialResult, error) {
-	role, ps, err := b.candidates(i)
+	role, ps, holder, acq1, err := b.elected(i)
 	if err != nil {
 		return trialResult{}, err
 	}
 	defer finish(ps)
-	holder, acq1, err := firstAcq(ps, 30*time.Second)
-	if err != nil {
-		return trialResult{}, err
-	}
-	time.Sleep(b.after)
 	holder.send("resign")
 	rs, err := holder.wait("resigned", 30*time.Second)
 	if err != nil {
@@ -473,16 +482,11 @@ func (b *bench) handoffTrial(i int) (trialResult, error) {
 }
 
 func (b *bench) crashTrial(i int) (trialResult, error) {
-	role, ps, err := b.candidates(i)
+	role, ps, holder, acq1, err := b.elected(i)
 	if err != nil {
 		return trialResult{}, err
 	}
 	defer finish(ps)
-	holder, acq1, err := firstAcq(ps, 30*time.Second)
-	if err != nil {
-		return trialResult{}, err
-	}
-	time.Sleep(b.after)
 	holder.cmd.Process.Signal(syscall.SIGKILL)
 	holder.cmd.Wait()
 	killed := time.Now().UnixNano()
@@ -512,16 +516,11 @@ func (b *bench) crashTrial(i int) (trialResult, error) {
 // writes: one trial's holder makes n guarded writes of one record, back to
 // back, after the election.
 func (b *bench) writes(n int, topic string) ([]float64, [][]step, error) {
-	_, ps, err := b.candidates(0)
+	_, ps, holder, _, err := b.elected(0)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer finish(ps)
-	holder, _, err := firstAcq(ps, 30*time.Second)
-	if err != nil {
-		return nil, nil, err
-	}
-	time.Sleep(b.after)
 	holder.send(fmt.Sprintf("produce %d %s", n, topic))
 	e, err := holder.wait("produced", 10*time.Minute)
 	if err != nil {
