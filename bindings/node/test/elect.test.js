@@ -152,17 +152,21 @@ class Side {
   }
 }
 
+// Two clients on the cluster of env, a fresh role, and a Side on each (a
+// on c1, b on c2; neither started) sharing one log.
+function pair(env, what) {
+  const bootstrap = bootstrapOf(env);
+  const role = unique(what);
+  const [c1, c2] = ['a', 'b'].map((m) => new Client({ 'bootstrap.servers': bootstrap, 'client.id': `elect-${what}-${m}`, ...SHORT }));
+  const log = [];
+  return { bootstrap, role, c1, c2, log, a: new Side('a', c1, role, log), b: new Side('b', c2, role, log) };
+}
+
 for (const [label, env] of CLUSTERS) {
   const client = (bootstrap, id, extra = {}) => new Client({ 'bootstrap.servers': bootstrap, 'client.id': id, ...SHORT, ...extra });
 
   test(`[${label}] two electors, 20 forced failovers (abort, close, setEligible(false), a resign through the term's leadership)`, { timeout: 600_000 }, async () => {
-    const bootstrap = bootstrapOf(env);
-    const role = unique('failover');
-    const c1 = client(bootstrap, 'elect-fo-a');
-    const c2 = client(bootstrap, 'elect-fo-b');
-    const log = [];
-    const a = new Side('a', c1, role, log);
-    const b = new Side('b', c2, role, log);
+    const { role, c1, c2, log, a, b } = pair(env, 'failover');
     const times = { abort: [], close: [], eligible: [], resign: [] };
     try {
       const first = nextStart(a.start(), 'a to win the first term');
@@ -230,13 +234,7 @@ for (const [label, env] of CLUSTERS) {
   });
 
   test(`[${label}] the holder's client closed abruptly: its term stops CLOSED, the standby takes over at the lease deadline`, { timeout: 180_000 }, async () => {
-    const bootstrap = bootstrapOf(env);
-    const role = unique('abrupt');
-    const c1 = client(bootstrap, 'elect-abrupt-a');
-    const c2 = client(bootstrap, 'elect-abrupt-b');
-    const log = [];
-    const a = new Side('a', c1, role, log);
-    const b = new Side('b', c2, role, log);
+    const { role, c1, c2, log, a, b } = pair(env, 'abrupt');
     try {
       await nextStart(a.start(), 'a to win');
       b.start();
@@ -303,13 +301,7 @@ for (const [label, env] of CLUSTERS) {
   });
 
   test(`[${label}] abort resigns: the for-await loop exits and the standby takes over at once`, { timeout: 180_000 }, async () => {
-    const bootstrap = bootstrapOf(env);
-    const role = unique('abort');
-    const c1 = client(bootstrap, 'elect-abort-a');
-    const c2 = client(bootstrap, 'elect-abort-b');
-    const log = [];
-    const a = new Side('a', c1, role, log);
-    const b = new Side('b', c2, role, log);
+    const { role, c1, c2, log, a, b } = pair(env, 'abort');
     try {
       await nextStart(a.start(), 'a to win');
       b.start();
@@ -373,12 +365,7 @@ for (const [label, env] of CLUSTERS) {
 }
 
 test('[tv2] the release rule: no campaign while the loop body of a stopped term runs; then a re-campaign after the loss', { timeout: 180_000 }, async () => {
-  const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
-  const role = unique('release');
-  const c1 = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-rel-a', ...SHORT });
-  const c2 = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-rel-b', ...SHORT });
-  const log = [];
-  const b = new Side('b', c2, role, log);
+  const { role, c1, c2, log, b } = pair('KRABKA_BOOTSTRAP', 'release');
   const ea = c1.elect(role, 'a');
   record(ea, log, 'a');
   try {
@@ -430,12 +417,7 @@ test('[tv2] the release rule: no campaign while the loop body of a stopped term 
 });
 
 test('[tv2] an exception thrown in the loop body resigns the term (no term left running)', { timeout: 180_000 }, async () => {
-  const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
-  const role = unique('throw');
-  const c1 = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-throw-a', ...SHORT });
-  const c2 = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-throw-b', ...SHORT });
-  const log = [];
-  const b = new Side('b', c2, role, log);
+  const { role, c1, c2, log, b } = pair('KRABKA_BOOTSTRAP', 'throw');
   const ea = c1.elect(role, 'a');
   record(ea, log, 'a');
   let held = null;
