@@ -638,12 +638,13 @@ func (l *Leadership) resign(ctx context.Context, successor *core.MemberID) error
 		return err
 	}
 	// The resignation's wait does not end with the leadership (the
-	// context begin returns does): a standby the resignation let in may mint and write its
-	// lease while the commit's answer is on its way, and the live view
-	// then ends this leadership. Cancelling the call then would report a
-	// resignation that was written as failed; the broker's answer decides
-	// (the producer's Close waits for the transaction in flight). The
-	// caller's context and the client still end it.
+	// context begin returns does): a standby the resignation let in may
+	// mint and write its lease while the commit's answer is on its way,
+	// and the live view then ends this leadership. Cancelling the call
+	// then would report a resignation that was written as failed; the
+	// broker's answer decides (the producer's Close waits for the
+	// transaction in flight). The caller's context and the client still
+	// end it.
 	tctx, stopT := l.c.callCtx(ctx)
 	defer stopT()
 	tok := l.Token()
