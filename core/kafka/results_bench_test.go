@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/krabka/krabka-coord/internal/perfdoc"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
