@@ -24,7 +24,14 @@ under every WARN and FAIL:
   authentication   the security protocol and SASL login (wrong password: FAIL)
   cluster          cluster id, brokers, controller
   transactions     InitProducerId/EndTxn/DescribeTransactions offered; transaction.version
-  txn timeout      krabka.lease.ms within the broker's transaction.max.timeout.ms
+  txn timeout      krabka.txn.timeout.ms (capped at krabka.lease.ms) within the broker's
+                   transaction.max.timeout.ms
+  txn freeze       how long a lease transaction left open (a holder killed between its
+                   Produce and its EndTxn) holds its partition's last stable offset: that
+                   timeout plus the broker's
+                   transaction.abort.timed.out.transaction.cleanup.interval.ms; WARN when
+                   it reaches krabka.lease.ms - krabka.renew.interval.ms (read_committed
+                   readers, the reference members, can then see a healthy lease expire)
   describe         DescribeTransactions allowed on the role prefix
   topic            the coordination topic: partitions, replication, min.insync.replicas,
                    cleanup.policy=compact, segment.ms (about an hour) and
@@ -210,16 +217,18 @@ func runCheck(e *env, args []string) int {
 		return ch.finish()
 	}
 	ch.ok("transactions", "InitProducerId, AddPartitionsToTxn, EndTxn and DescribeTransactions offered; %s (both 1 and 2 work)", tvText)
-	leaseMs := cfg.Lease.DurationMs
+	txnMs := cfg.LeaseTxnTimeout().Milliseconds()
 	switch {
 	case ci.TxnMaxTimeoutMs < 0:
-		ch.ok("txn timeout", "krabka.lease.ms=%d; transaction.max.timeout.ms not readable (needs DESCRIBE_CONFIGS on the Cluster): Kafka's default is 900000", leaseMs)
-	case ci.TxnMaxTimeoutMs < leaseMs:
-		ch.fail("txn timeout", fmt.Sprintf("krabka.lease.ms=%d is above the broker's transaction.max.timeout.ms=%d: the lease is the transaction timeout, so every acquire fails (INVALID_CONFIG)", leaseMs, ci.TxnMaxTimeoutMs),
-			"lower krabka.lease.ms or raise transaction.max.timeout.ms on the brokers")
+		ch.ok("txn timeout", "%s; transaction.max.timeout.ms not readable (needs DESCRIBE_CONFIGS on the Cluster): Kafka's default is %d", txnTimeoutText(cfg), kafkaDefaultTxnMaxTimeoutMs)
+	case ci.TxnMaxTimeoutMs < txnMs:
+		ch.fail("txn timeout", fmt.Sprintf("%s is above the broker's transaction.max.timeout.ms=%d: every lease transaction carries it, so every acquire fails (INVALID_CONFIG)", txnTimeoutText(cfg), ci.TxnMaxTimeoutMs),
+			fmt.Sprintf("lower krabka.txn.timeout.ms to at most %d or raise transaction.max.timeout.ms on the brokers", ci.TxnMaxTimeoutMs))
 	default:
-		ch.ok("txn timeout", "krabka.lease.ms=%d within transaction.max.timeout.ms=%d", leaseMs, ci.TxnMaxTimeoutMs)
+		ch.ok("txn timeout", "%s within transaction.max.timeout.ms=%d", txnTimeoutText(cfg), ci.TxnMaxTimeoutMs)
 	}
+	fl := judgeTxnFreeze(cfg, ci.TxnMaxTimeoutMs, ci.TxnAbortScanMs)
+	ch.add(fl.Status, fl.Check, fl.Detail, fl.Fix)
 
 	// 4. DescribeTransactions on the prefix.
 	probeID := prefix + probe
@@ -266,6 +275,80 @@ func runCheck(e *env, args []string) int {
 	// 6. ACLs.
 	checkACLs(ctx, ch, t, cfg, who, prefix, topicExists, describeOK)
 	return ch.finish()
+}
+
+// Kafka's defaults of the broker settings check reads, assumed when the
+// principal may not read them.
+const (
+	kafkaDefaultTxnMaxTimeoutMs = 900000
+	kafkaDefaultTxnAbortScanMs  = 10000
+)
+
+// txnTimeoutText names the transaction timeout the members' lease
+// transactions carry (krabka.txn.timeout.ms, capped at krabka.lease.ms).
+func txnTimeoutText(cfg coord.Config) string {
+	eff := cfg.LeaseTxnTimeout().Milliseconds()
+	if set := cfg.TxnTimeout.Milliseconds(); set > eff {
+		return fmt.Sprintf("krabka.txn.timeout.ms=%d capped at krabka.lease.ms=%d", set, eff)
+	}
+	return fmt.Sprintf("krabka.txn.timeout.ms=%d", eff)
+}
+
+// judgeTxnFreeze judges how long a lease transaction left open (its holder
+// killed or cut off between its Produce and its EndTxn) holds the last
+// stable offset of its coordination partition: until the broker aborts it,
+// at most the transaction timeout (krabka.txn.timeout.ms, capped at the
+// lease and by the broker's transaction.max.timeout.ms) plus the broker's
+// scan interval for timed-out transactions. Meanwhile a read_committed
+// reader (every reference member) sees nothing new of any role on that
+// partition; the last renewal it saw of a healthy holder may be up to
+// krabka.renew.interval.ms old when the freeze begins, so a freeze of
+// krabka.lease.ms - krabka.renew.interval.ms or more can show it the lease
+// expiring and make its standby challenge (docs/OPERATIONS.md). maxMs and
+// scanMs are the broker's settings, -1 when not readable (Kafka's defaults
+// are then assumed and said).
+func judgeTxnFreeze(cfg coord.Config, maxMs, scanMs int64) checkLine {
+	txn := cfg.LeaseTxnTimeout().Milliseconds()
+	var unread []string
+	if maxMs < 0 {
+		maxMs = kafkaDefaultTxnMaxTimeoutMs
+		unread = append(unread, "transaction.max.timeout.ms")
+	}
+	if scanMs < 0 {
+		scanMs = kafkaDefaultTxnAbortScanMs
+		unread = append(unread, kafka.TxnAbortScanKey)
+	}
+	timeout := txnTimeoutText(cfg)
+	if maxMs < txn {
+		txn = maxMs
+		if strings.Contains(timeout, " capped ") {
+			timeout += fmt.Sprintf(" and by the broker's transaction.max.timeout.ms=%d", maxMs)
+		} else {
+			timeout += fmt.Sprintf(" capped by the broker's transaction.max.timeout.ms=%d", maxMs)
+		}
+	}
+	freeze := txn + scanMs
+	room := cfg.Lease.DurationMs - cfg.Lease.RenewIntervalMs
+	detail := fmt.Sprintf("a lease transaction left open holds its partition's stable offset for up to %d ms: %s, plus %s=%d", freeze, timeout, kafka.TxnAbortScanKey, scanMs)
+	if len(unread) > 0 {
+		detail += fmt.Sprintf(" (%s not readable, needs DESCRIBE_CONFIGS on the Cluster: Kafka's defaults assumed)", strings.Join(unread, " and "))
+	}
+	if freeze < room {
+		return checkLine{Status: "OK", Check: "txn freeze", Detail: fmt.Sprintf(
+			"%s; below krabka.lease.ms - krabka.renew.interval.ms = %d, so read_committed readers still see a renewing holder's lease live", detail, room)}
+	}
+	var fixes []string
+	if scanMs > 1000 {
+		fixes = append(fixes, "set "+kafka.TxnAbortScanKey+"=1000 in every broker's server.properties (a rolling restart)")
+	}
+	if room-scanMs > 1 {
+		fixes = append(fixes, fmt.Sprintf("lower krabka.txn.timeout.ms below %d", room-scanMs))
+	} else {
+		fixes = append(fixes, "lengthen krabka.lease.ms or shorten krabka.renew.interval.ms")
+	}
+	return checkLine{Status: "WARN", Check: "txn freeze", Detail: fmt.Sprintf(
+		"%s; not below krabka.lease.ms - krabka.renew.interval.ms = %d: read_committed readers (the reference members) can then see a healthy holder's lease expire, and their standbys depose it", detail, room),
+		Fix: strings.Join(fixes, ", or ")}
 }
 
 func prefixOrStar(p string) string {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
 )
 
@@ -253,4 +254,72 @@ func TestExporterCountsFailoversBetweenLeases(t *testing.T) {
 	step(nil, 1, at.Add(time.Second))                     // lease cleared
 	step(lease("b", 7, 4, 20000), 2, at.Add(time.Second)) // b again, new token: a failover
 	step(lease("b", 7, 4, 25000), 2, at)                  // renewal
+}
+
+// The txn freeze line of check (issue 34): the freeze an abandoned lease
+// transaction causes (the transaction timeout, capped at the lease and by
+// the broker's transaction.max.timeout.ms, plus the broker's scan for
+// timed-out transactions) against krabka.lease.ms - krabka.renew.interval.ms.
+func TestTxnFreezeJudgement(t *testing.T) {
+	conf := func(kv ...string) coord.Config {
+		c := coord.DefaultConfig()
+		for i := 0; i+1 < len(kv); i += 2 {
+			if err := c.Set(kv[i], kv[i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	cases := []struct {
+		name          string
+		cfg           coord.Config
+		maxMs, scanMs int64
+		status        string
+		has           []string // in the detail
+		fix           []string // in the fix (none: no fix)
+	}{
+		{"defaults on a 1 s scan", conf(), 900000, 1000, "OK",
+			[]string{"up to 11000 ms: krabka.txn.timeout.ms=10000, plus transaction.abort.timed.out.transaction.cleanup.interval.ms=1000;", "= 20000"}, nil},
+		{"defaults on Kafka's 10 s scan", conf(), 900000, 10000, "WARN",
+			[]string{"up to 20000 ms", "not below krabka.lease.ms - krabka.renew.interval.ms = 20000"},
+			[]string{"transaction.abort.timed.out.transaction.cleanup.interval.ms=1000 in every broker's server.properties", "lower krabka.txn.timeout.ms below 10000"}},
+		{"one millisecond below the room", conf("krabka.txn.timeout.ms", "18999"), 900000, 1000, "OK", []string{"up to 19999 ms"}, nil},
+		{"exactly the room", conf("krabka.txn.timeout.ms", "19000"), 900000, 1000, "WARN", []string{"up to 20000 ms"},
+			[]string{"lower krabka.txn.timeout.ms below 19000"}},
+		{"the old behaviour: the lease as the timeout", conf("krabka.txn.timeout.ms", "30000"), 900000, 1000, "WARN", []string{"up to 31000 ms"}, nil},
+		{"capped at the lease", conf("krabka.lease.ms", "3000", "krabka.renew.interval.ms", "1000"), 900000, 1000, "WARN",
+			[]string{"krabka.txn.timeout.ms=10000 capped at krabka.lease.ms=3000, plus ", "up to 4000 ms", "= 2000"},
+			[]string{"lower krabka.txn.timeout.ms below 1000"}},
+		{"capped by the broker's maximum", conf("krabka.lease.ms", "90000", "krabka.renew.interval.ms", "30000", "krabka.txn.timeout.ms", "60000"), 15000, 1000, "OK",
+			[]string{"krabka.txn.timeout.ms=60000 capped by the broker's transaction.max.timeout.ms=15000, plus ", "up to 16000 ms", "= 60000"}, nil},
+		{"capped at the lease and by the broker's maximum", conf("krabka.lease.ms", "20000", "krabka.renew.interval.ms", "5000", "krabka.txn.timeout.ms", "60000"), 12000, 1000, "OK",
+			[]string{"krabka.txn.timeout.ms=60000 capped at krabka.lease.ms=20000 and by the broker's transaction.max.timeout.ms=12000, plus ", "up to 13000 ms", "= 15000"}, nil},
+		{"no room left for a shorter timeout", conf("krabka.lease.ms", "3000", "krabka.renew.interval.ms", "1000"), 900000, 5000, "WARN",
+			[]string{"up to 8000 ms"}, []string{"=1000 in every broker's", "lengthen krabka.lease.ms or shorten krabka.renew.interval.ms"}},
+		{"not readable: Kafka's defaults", conf(), -1, -1, "WARN",
+			[]string{"up to 20000 ms", "transaction.max.timeout.ms and transaction.abort.timed.out.transaction.cleanup.interval.ms not readable"}, []string{"=1000 in every broker's"}},
+	}
+	for _, c := range cases {
+		l := judgeTxnFreeze(c.cfg, c.maxMs, c.scanMs)
+		if l.Status != c.status || l.Check != "txn freeze" {
+			t.Errorf("%s: %s %s, want %s: %s", c.name, l.Status, l.Check, c.status, l.Detail)
+		}
+		for _, h := range c.has {
+			if !strings.Contains(l.Detail, h) {
+				t.Errorf("%s: detail lacks %q: %s", c.name, h, l.Detail)
+			}
+		}
+		if (l.Fix == "") != (c.status == "OK") {
+			t.Errorf("%s: %s with fix %q", c.name, l.Status, l.Fix)
+		}
+		for _, f := range c.fix {
+			if !strings.Contains(l.Fix, f) {
+				t.Errorf("%s: fix lacks %q: %s", c.name, f, l.Fix)
+			}
+		}
+	}
+	// A scan already at 1 s is not advised again.
+	if l := judgeTxnFreeze(conf("krabka.txn.timeout.ms", "19000"), 900000, 1000); strings.Contains(l.Fix, "server.properties") {
+		t.Errorf("fix with a 1 s scan: %s", l.Fix)
+	}
 }

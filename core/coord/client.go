@@ -243,8 +243,7 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 	}
 	defer v.release()
 	if pr, ok := c.t.(Preparer); ok && !try {
-		txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
-		pr.Prepare(role.txnID(), txnTimeout)
+		pr.Prepare(role.txnID(), c.cfg.LeaseTxnTimeout())
 		defer pr.Unprepare(role.txnID())
 	}
 
@@ -446,8 +445,7 @@ func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
 // challenge mints a new epoch for role and writes member's lease under it,
 // pruning in the same transaction the members that let their turn pass.
 func (c *Client) challenge(ctx context.Context, role wireRole, member core.MemberID, p int32, st core.State, now int64, meta []byte) (*Leadership, error) {
-	txnTimeout := time.Duration(c.cfg.Lease.DurationMs) * time.Millisecond
-	prod, err := c.t.Mint(ctx, role.txnID(), txnTimeout)
+	prod, err := c.t.Mint(ctx, role.txnID(), c.cfg.LeaseTxnTimeout())
 	if err != nil {
 		return nil, err
 	}

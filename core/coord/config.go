@@ -49,6 +49,16 @@ type Config struct {
 	// Lease: krabka.lease.ms, krabka.renew.interval.ms,
 	// krabka.challenge.stagger.ms.
 	Lease core.LeaseConfig
+	// TxnTimeout: krabka.txn.timeout.ms, the Kafka transaction timeout of
+	// a role's producer (default 10 s): every transaction of a holder
+	// (acquire, renew, resign, fence, guarded writes) carries it, capped at
+	// the lease (see LeaseTxnTimeout). A transaction left open (a holder
+	// killed between its Produce and its EndTxn) holds its partitions'
+	// last stable offset until the broker aborts it: this long plus the
+	// broker's transaction.abort.timed.out.transaction.cleanup.interval.ms.
+	// The broker aborts a transaction still open after this long and bumps
+	// the producer's epoch, which fences the holder.
+	TxnTimeout time.Duration
 	// PollInterval: krabka.poll.interval.ms, the longest sleep of one WAIT
 	// step of Acquire (default 1 s).
 	PollInterval time.Duration
@@ -113,6 +123,18 @@ func (c Config) RiskMargin() time.Duration {
 		return c.LeaseRiskMargin
 	}
 	return time.Duration(max((c.Lease.DurationMs-c.Lease.RenewIntervalMs)/2, 1)) * time.Millisecond
+}
+
+// LeaseTxnTimeout returns the transaction timeout every transaction of a
+// role's producer carries: krabka.txn.timeout.ms, capped at krabka.lease.ms
+// (a transaction never needs to outlive the lease it writes; the cap also
+// keeps a short lease from failing on the default).
+func (c Config) LeaseTxnTimeout() time.Duration {
+	lease := time.Duration(c.Lease.DurationMs) * time.Millisecond
+	if c.TxnTimeout <= 0 || c.TxnTimeout > lease {
+		return lease
+	}
+	return c.TxnTimeout
 }
 
 // ConfigKey describes one configuration property.
@@ -268,9 +290,9 @@ var configTable = []configEntry{
 			return err
 		},
 		func(c *Config) string { return strconv.FormatInt(c.RequestTimeout.Milliseconds(), 10) }},
-	{ConfigKey{"krabka.lease.ms", "int", "30000", "Lease duration (ms, >= 1); also the transaction timeout, bounded by the broker's transaction.max.timeout.ms."},
+	{ConfigKey{"krabka.lease.ms", "int", "30000", "Lease duration (ms, >= 1); it also caps krabka.txn.timeout.ms."},
 		func(c *Config, v string) error {
-			n, err := parseMsMax("krabka.lease.ms", v, 1, maxInt32Ms, "the lease is the transaction timeout, an int32 of milliseconds that the broker further bounds by its transaction.max.timeout.ms")
+			n, err := parseMsMax("krabka.lease.ms", v, 1, maxInt32Ms, "it caps the transaction timeout, an int32 of milliseconds")
 			if err == nil {
 				c.Lease.DurationMs = n
 			}
@@ -295,6 +317,17 @@ var configTable = []configEntry{
 			return err
 		},
 		func(c *Config) string { return strconv.FormatInt(c.Lease.ChallengeStaggerMs, 10) }},
+	{ConfigKey{"krabka.txn.timeout.ms", "int", "10000", "Kafka transaction timeout of a role's producer, for acquire, renew, resign, fence and guarded writes (ms, >= 1; capped at krabka.lease.ms; above the broker's transaction.max.timeout.ms every acquire fails with INVALID_CONFIG). " +
+		"A transaction left open by a holder killed or cut off between its Produce and its EndTxn holds the last stable offset of its partitions, so read_committed readers (reference members, consumers) see nothing newer there, for this long plus the broker's transaction.abort.timed.out.transaction.cleanup.interval.ms: keep it short (docs/OPERATIONS.md). " +
+		"The broker aborts a transaction still open after it and bumps the epoch, fencing the holder: to ride out a stalled round trip (given up after request.timeout.ms, then aborted by the holder itself) it must exceed request.timeout.ms with an EndTxn to spare; below that, as at the defaults, a holder whose transaction stalls longer than it loses the role (never safety)."},
+		func(c *Config, v string) error {
+			n, err := parseMsMax("krabka.txn.timeout.ms", v, 1, maxInt32Ms, "Kafka's transaction timeout is an int32 of milliseconds")
+			if err == nil {
+				c.TxnTimeout = time.Duration(n) * time.Millisecond
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.TxnTimeout.Milliseconds(), 10) }},
 	{ConfigKey{"krabka.poll.interval.ms", "int", "1000", "Longest sleep of one WAIT step of acquire before re-reading the role (ms, >= 1)."},
 		func(c *Config, v string) error {
 			n, err := parseMsMax("krabka.poll.interval.ms", v, 1, maxInt32Ms, "about 24.8 days")

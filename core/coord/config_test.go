@@ -1,9 +1,12 @@
 package coord_test
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
@@ -37,6 +40,7 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"krabka.produce.group.max.messages": "64",
 		"krabka.produce.group.max.bytes":    "65536", "krabka.produce.group.linger.ms": "0", "krabka.leave.on.close": "false",
 		"krabka.produce.token.header": "false", "krabka.lease.risk.margin.ms": "2500",
+		"krabka.txn.timeout.ms": "4000",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {
@@ -83,6 +87,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{"krabka.topic.partitions", "0"}, {"krabka.topic.replication", "0"}, {"krabka.renew.background", "yes"},
 		{"krabka.produce.group.max.messages", "0"}, {"krabka.produce.group.max.bytes", "2147483648"},
 		{"krabka.produce.group.linger.ms", "-1"},
+		{"krabka.txn.timeout.ms", "0"}, {"krabka.txn.timeout.ms", "-1000"}, {"krabka.txn.timeout.ms", "10s"},
+		{"krabka.txn.timeout.ms", "2147483648"},
 		// Issue 16.5: what can never work is refused at Set, naming the value.
 		{"request.timeout.ms", "9223372036854775807"}, {"request.timeout.ms", "2147483648"},
 		{"krabka.lease.ms", "9223372036854775807"}, {"krabka.lease.ms", "2147483648"},
@@ -128,10 +134,106 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The largest values that can work are accepted.
-	for _, kv := range [][2]string{{"request.timeout.ms", "2147483647"}, {"krabka.lease.ms", "2147483647"},
+	for _, kv := range [][2]string{{"request.timeout.ms", "2147483647"}, {"krabka.lease.ms", "2147483647"}, {"krabka.txn.timeout.ms", "2147483647"},
 		{"krabka.role.prefix", strings.Repeat("p", 248)}, {"krabka.role.prefix", "zürich."}, {"krabka.topic", "__coordination_state"}} {
 		if err := c.Set(kv[0], kv[1]); err != nil {
 			t.Errorf("%s=%q: %v", kv[0], kv[1], err)
 		}
+	}
+}
+
+// Issue 34: lease transactions carry krabka.txn.timeout.ms (10 s by
+// default), capped at the lease, not the lease itself.
+func TestConfigTxnTimeoutDefaultParseAndCap(t *testing.T) {
+	c := coord.DefaultConfig()
+	if c.TxnTimeout != 10*time.Second || c.LeaseTxnTimeout() != 10*time.Second {
+		t.Fatalf("default: field %v, effective %v, want 10s", c.TxnTimeout, c.LeaseTxnTimeout())
+	}
+	if err := c.Set("krabka.txn.timeout.ms", "2500"); err != nil || c.TxnTimeout != 2500*time.Millisecond || c.LeaseTxnTimeout() != 2500*time.Millisecond {
+		t.Fatalf("set 2500: %v %v %v", err, c.TxnTimeout, c.LeaseTxnTimeout())
+	}
+	// Never more than the lease: the default under a short lease, and a
+	// value set above the lease, are the lease, and neither is an error.
+	c = coord.DefaultConfig()
+	for _, kv := range [][2]string{{"bootstrap.servers", "h:1"}, {"krabka.lease.ms", "3000"}, {"krabka.renew.interval.ms", "1000"}} {
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Validate(); err != nil || c.LeaseTxnTimeout() != 3*time.Second {
+		t.Fatalf("default under a 3 s lease: %v, effective %v, want 3s", err, c.LeaseTxnTimeout())
+	}
+	if err := c.Set("krabka.txn.timeout.ms", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Get("krabka.txn.timeout.ms"); got != "60000" || c.Validate() != nil || c.LeaseTxnTimeout() != 3*time.Second {
+		t.Fatalf("60000 under a 3 s lease: reads %q, validate %v, effective %v", got, c.Validate(), c.LeaseTxnTimeout())
+	}
+	// Validate refuses a field filled directly with no positive number of
+	// milliseconds, naming the key.
+	for _, d := range []time.Duration{0, -time.Second, 500 * time.Microsecond} {
+		c.TxnTimeout = d
+		if err := c.Validate(); !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.txn.timeout.ms") {
+			t.Errorf("TxnTimeout %v: %v", d, err)
+		}
+	}
+}
+
+// timeoutRecorder records the transaction timeout of every Mint and Prepare.
+type timeoutRecorder struct {
+	coord.Transport
+	mu               sync.Mutex
+	minted, prepared []time.Duration
+}
+
+func (r *timeoutRecorder) Mint(ctx context.Context, id string, d time.Duration) (coord.TxnProducer, error) {
+	r.mu.Lock()
+	r.minted = append(r.minted, d)
+	r.mu.Unlock()
+	return r.Transport.Mint(ctx, id, d)
+}
+
+func (r *timeoutRecorder) Prepare(id string, d time.Duration) {
+	r.mu.Lock()
+	r.prepared = append(r.prepared, d)
+	r.mu.Unlock()
+}
+
+func (r *timeoutRecorder) Unprepare(string) {}
+
+func TestLeaseTransactionsCarryTheTxnTimeout(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		kv   []string
+		want time.Duration
+	}{
+		{"default", nil, 10 * time.Second},
+		{"set", []string{"krabka.txn.timeout.ms", "2500"}, 2500 * time.Millisecond},
+		{"capped at the lease", []string{"krabka.lease.ms", "6000", "krabka.renew.interval.ms", "2000", "krabka.challenge.stagger.ms", "1000"}, 6 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			cfg := e.config(c.kv...)
+			rec := &timeoutRecorder{Transport: e.cluster.Transport(cfg.Topic)}
+			cl, err := coord.NewClient(cfg, rec, e.clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if _, err := cl.Acquire(bg(), role, ma); err != nil { // Prepare, then Mint
+				t.Fatal(err)
+			}
+			if _, err := cl.Fence(bg(), role, "config_test", nil); err != nil { // Mint
+				t.Fatal(err)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.prepared) != 1 || rec.prepared[0] != c.want {
+				t.Errorf("Prepare got %v, want [%v]", rec.prepared, c.want)
+			}
+			if len(rec.minted) != 2 || rec.minted[0] != c.want || rec.minted[1] != c.want {
+				t.Errorf("Mint got %v, want [%v %v] (acquire, fence)", rec.minted, c.want, c.want)
+			}
+		})
 	}
 }

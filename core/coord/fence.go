@@ -3,7 +3,6 @@ package coord
 import (
 	"context"
 	"fmt"
-	"time"
 	"unicode/utf8"
 
 	"github.com/krabka/krabka-coord/core"
@@ -80,7 +79,7 @@ func (c *Client) Fence(ctx context.Context, name core.Role, by string, successor
 	if res.OldToken, err = c.t.CurrentToken(cctx, role.txnID()); err != nil {
 		return nil, c.fail(cctx, err)
 	}
-	prod, err := c.t.Mint(cctx, role.txnID(), time.Duration(c.cfg.Lease.DurationMs)*time.Millisecond)
+	prod, err := c.t.Mint(cctx, role.txnID(), c.cfg.LeaseTxnTimeout())
 	if err != nil {
 		return nil, c.fail(cctx, err)
 	}

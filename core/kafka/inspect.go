@@ -32,7 +32,15 @@ type ClusterInfo struct {
 	// TxnMaxTimeoutMs is the broker's transaction.max.timeout.ms, -1 when the
 	// principal may not describe broker configs.
 	TxnMaxTimeoutMs int64
+	// TxnAbortScanMs is the broker's
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms (how often
+	// its transaction coordinator looks for timed-out transactions to
+	// abort), -1 when the principal may not describe broker configs.
+	TxnAbortScanMs int64
 }
+
+// TxnAbortScanKey is the broker setting of ClusterInfo.TxnAbortScanMs.
+const TxnAbortScanKey = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
 
 // BrokerInfo is one broker of the cluster's metadata.
 type BrokerInfo struct {
@@ -57,7 +65,7 @@ func (t *Transport) Cluster(ctx context.Context) (ClusterInfo, error) {
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	info := ClusterInfo{Features: map[string]int16{}, TxnMaxTimeoutMs: -1}
+	info := ClusterInfo{Features: map[string]int16{}, TxnMaxTimeoutMs: -1, TxnAbortScanMs: -1}
 	md, err := t.adm.BrokerMetadata(ctx)
 	if err != nil {
 		return info, t.classify(err, "metadata", "")
@@ -108,6 +116,11 @@ func (t *Transport) Cluster(ctx context.Context) (ClusterInfo, error) {
 				if c.Key == "transaction.max.timeout.ms" {
 					if ms, perr := strconv.ParseInt(*c.Value, 10, 64); perr == nil {
 						info.TxnMaxTimeoutMs = ms
+					}
+				}
+				if c.Key == TxnAbortScanKey {
+					if ms, perr := strconv.ParseInt(*c.Value, 10, 64); perr == nil {
+						info.TxnAbortScanMs = ms
 					}
 				}
 			}
