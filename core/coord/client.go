@@ -252,7 +252,7 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 	synced := false        // the view reached the stable offset listed since the last decision to act
 	for {
 		if !synced {
-			if err := v.sync(cctx); err != nil {
+			if err := v.sync(cctx, role); err != nil {
 				if rt.retry(cctx, err) {
 					continue
 				}
@@ -310,7 +310,7 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 			}
 			synced = false // the next decision to act needs a fresh sync
 			// Act only on a view that holds everything committed before now.
-			if err := v.sync(cctx); err != nil {
+			if err := v.sync(cctx, role); err != nil {
 				if rt.retry(cctx, err) {
 					continue
 				}

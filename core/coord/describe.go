@@ -93,7 +93,7 @@ func (c *Client) stateOf(ctx context.Context, role wireRole, p int32) (core.Stat
 		return c.readState(ctx, role, p)
 	}
 	defer v.release()
-	if err := v.sync(ctx); err != nil {
+	if err := v.sync(ctx, role); err != nil {
 		return core.State{}, err
 	}
 	st, _, _ := v.snapshot(role)

@@ -27,16 +27,22 @@ type Transport interface {
 	// aborted transactions and control records are left out.
 	Read(ctx context.Context, partition int32) ([]core.RawRecord, error)
 
-	// StableOffset returns the offset a reader must reach to have seen
-	// every record committed before the call: the last stable offset,
-	// listed after waiting a bounded time for the commit markers of
-	// transactions already answered (one ListOffsets round trip when there
-	// are none).
+	// StableOffset returns the offset a reader of Fetch must reach to have
+	// seen every record written before the call. For a transport whose
+	// Fetch returns only committed records (Fetched.Records) that is the
+	// last stable offset, listed after waiting a bounded time for the
+	// commit markers of transactions already answered; for one whose Fetch
+	// returns batches read past the stable offset (Fetched.Batches) it is
+	// the high watermark, listed without waiting: the reader waits for the
+	// markers of the transactions it cares about itself (docs/PROTOCOL.md
+	// 12.1).
 	StableOffset(ctx context.Context, partition int32) (int64, error)
 
-	// Fetch reads committed records of partition from offset (a long poll:
-	// it waits up to maxWait for records to arrive). The live view calls it
-	// in a loop, continuing from Fetched.Next.
+	// Fetch reads partition from offset (a long poll: it waits up to
+	// maxWait for records to arrive), returning committed records
+	// (Fetched.Records) or the batches read past the last stable offset
+	// (Fetched.Batches). The live view calls it in a loop, continuing from
+	// Fetched.Next.
 	Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (Fetched, error)
 
 	// Unfollow releases what Fetch holds for partition (the view stopped
@@ -99,6 +105,14 @@ type Fetched struct {
 	// Records are committed records at or after the offset asked for, in
 	// offset order (aborted data and control records left out).
 	Records []core.RawRecord
+	// Batches are the batches of a read_uncommitted fetch at or after the
+	// offset asked for, in offset order: data batches with their producer
+	// id and transactional flag, and the COMMIT/ABORT markers. The reader
+	// folds a transaction's records when its COMMIT marker arrives
+	// (core.TxnFolder), so that a transaction another producer left open
+	// does not hide the records committed after it (docs/PROTOCOL.md 12.1).
+	// A transport fills Records or Batches, never both in one answer.
+	Batches []core.Batch
 	// Next is the offset to fetch from next.
 	Next int64
 	// Reset: the offset asked for is no longer in the log (the log start

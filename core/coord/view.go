@@ -16,6 +16,15 @@ import (
 // into a core.PartitionFolder and wakes whoever waits on the partition.
 // Every acquire, leadership and watch of the client on that partition
 // shares the view; the follower stops when the last of them lets go.
+//
+// A transport that reads past the last stable offset (Fetched.Batches)
+// hands the view every batch with its producer; the view's core.TxnFolder
+// folds a transaction when its COMMIT marker arrives, so a transaction left
+// open by one producer (a holder of another role killed between its
+// renewal's Produce and its EndTxn) does not hide the renewals the other
+// holders commit after it (docs/PROTOCOL.md 12.1). Before a decision to
+// act, sync waits (briefly) only for open transactions that hold a record
+// of the role being decided.
 
 // followWait is how long one fetch of a follower waits at the broker for
 // new records (a long poll; the broker answers as soon as records arrive).
@@ -32,14 +41,15 @@ type partView struct {
 	mu      sync.Mutex
 	refs    int
 	fold    *core.PartitionFolder
-	next    int64         // the next offset to fetch
-	lso     int64         // the last stable offset the broker last reported
-	changed chan struct{} // closed and replaced whenever next moves or the fold restarts
-	err     error         // the follower's last error; nil after a fetch succeeded
-	folded  int64         // records folded since the view started
-	resets  int64         // times the fold restarted from the log start
-	heardMs int64         // when a fetch last answered (client clock; 0: never)
-	skipped int           // records of the partition skipped by the fold so far
+	txns    *core.TxnFolder // resolves Fetched.Batches into fold
+	next    int64           // the next offset to fetch
+	lso     int64           // the last stable offset the broker last reported
+	changed chan struct{}   // closed and replaced whenever next moves or the fold restarts
+	err     error           // the follower's last error; nil after a fetch succeeded
+	folded  int64           // records folded since the view started
+	resets  int64           // times the fold restarted from the log start
+	heardMs int64           // when a fetch last answered (client clock; 0: never)
+	skipped int             // records of the partition skipped by the fold so far
 }
 
 // follow returns the client's view of partition p, starting its follower
@@ -59,8 +69,9 @@ func (c *Client) follow(p int32) (*partView, error) {
 	ctx, cancel := context.WithCancel(c.root)
 	v := &partView{
 		c: c, p: p, stop: cancel, done: make(chan struct{}), refs: 1,
-		fold: core.NewPartitionFolder(), lso: -1, changed: make(chan struct{}),
+		lso: -1, changed: make(chan struct{}),
 	}
+	v.restartFold()
 	c.views[p] = v
 	c.wg.Add(1)
 	go func() {
@@ -119,10 +130,11 @@ func (v *partView) run(ctx context.Context) {
 		v.err = nil
 		v.heardMs = v.c.clock.NowMs()
 		moved := false
+		read := 0
 		if f.Reset {
 			// The log start passed the next offset (retention, deleted
 			// records) or the topic was recreated: fold again from the start.
-			v.fold = core.NewPartitionFolder()
+			v.restartFold()
 			v.next = f.Next
 			v.resets++
 			moved = true
@@ -132,23 +144,37 @@ func (v *partView) run(ctx context.Context) {
 			for _, r := range f.Records {
 				v.fold.AddRaw(r)
 			}
-			v.folded += int64(len(f.Records))
+			n := len(f.Records)
+			for _, b := range f.Batches {
+				v.txns.Add(b)
+				n += len(b.Records)
+			}
+			v.folded += int64(n)
+			read = n
 			if f.Next > v.next {
 				v.next = f.Next
 				moved = true
 			}
+
 		}
 		if f.LastStable >= 0 {
 			v.lso = f.LastStable
 		}
 		skipped := v.fold.Skipped()
-		v.c.stats.fetched(len(f.Records), skipped-v.skipped)
+		v.c.stats.fetched(read, skipped-v.skipped)
 		v.skipped = skipped
 		if moved {
 			v.wakeLocked()
 		}
 		v.mu.Unlock()
 	}
+}
+
+// restartFold starts the fold afresh (a new view, or the log start moved).
+func (v *partView) restartFold() {
+	fold := core.NewPartitionFolder()
+	v.fold = fold
+	v.txns = core.NewTxnFolder(fold.AddRaw)
 }
 
 func (v *partView) wakeLocked() {
@@ -164,12 +190,19 @@ func (v *partView) snapshot(role wireRole) (core.State, int64, <-chan struct{}) 
 	return role.stateIn(v.fold), v.next, v.changed
 }
 
-// sync brings the view up to the stable offset listed now (one ListOffsets
-// round trip, plus the bounded wait for commit markers of transactions
-// already answered): afterwards the view holds every record committed
-// before the call. Fails when ctx ends, or with the follower's error when
-// that error will not pass by itself (authorization, a missing topic ...).
-func (v *partView) sync(ctx context.Context) error {
+// sync brings the view up to the offset the transport lists now (one
+// round trip; the last stable offset, or the high watermark for a transport
+// that reads past it): afterwards the view holds every record committed
+// before the call. Then, for a view that reads past the stable offset, it
+// waits up to openTxnWait for the transactions still open that hold a
+// record of role (a write of the role answered just before the call whose
+// COMMIT marker is not in the partition yet: the coordinator writes markers
+// after it answers EndTxn), and for no other: a transaction of another
+// producer, abandoned or not, does not delay the decision (docs/PROTOCOL.md
+// 12.1). Fails when ctx ends, or with the follower's error when that error
+// will not pass by itself (authorization, a missing topic ...).
+func (v *partView) sync(ctx context.Context, role wireRole) error {
+	start := v.c.clock.NowMs()
 	target, err := v.c.t.StableOffset(ctx, v.p)
 	if err != nil {
 		return err
@@ -177,12 +210,28 @@ func (v *partView) sync(ctx context.Context) error {
 	for {
 		v.mu.Lock()
 		next, ferr, changed := v.next, v.err, v.changed
+		open := next >= target && !role.r.IsZero() && v.txns.OpenHolds(role.r)
 		v.mu.Unlock()
-		if next >= target {
+		if next >= target && !open {
 			return nil
 		}
 		if ferr != nil && !retriable(ferr) {
 			return ferr
+		}
+		wait := time.Duration(-1)
+		if open {
+			wait = time.Duration(core.SatSub(core.SatAdd(start, openTxnWait.Milliseconds()), v.c.clock.NowMs())) * time.Millisecond
+			if wait <= 0 {
+				v.c.log().Debug("krabka: a transaction of the role is still open after the marker wait; deciding on the view as it is",
+					"partition", v.p, "role", role.String())
+				return nil
+			}
+		}
+		if wait > 0 {
+			if err := v.c.waitChange(ctx, changed, wait); err != nil {
+				return WrapError(ErrTimeout, err, "waiting for an open transaction of %s in partition %d", role.String(), v.p)
+			}
+			continue
 		}
 		select {
 		case <-changed:
@@ -192,6 +241,18 @@ func (v *partView) sync(ctx context.Context) error {
 			return WrapError(ErrClosed, nil, "the view of partition %d stopped", v.p)
 		}
 	}
+}
+
+// openTxnWait bounds how long sync waits for the markers of transactions
+// that hold a record of the role being decided (see sync).
+const openTxnWait = time.Second
+
+// openTxns returns how many transactions the view reads as open, and the
+// offset of the oldest one's first record (-1: none).
+func (v *partView) openTxns() (int, int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.txns.Open(), v.txns.Stable()
 }
 
 // retriable reports the errors that may pass by themselves: the transport's.

@@ -131,7 +131,7 @@ func (c *Client) Watch(ctx context.Context, role core.Role, opts ...WatchOption)
 	if err != nil {
 		return nil, err
 	}
-	if err := v.sync(cctx); err != nil {
+	if err := v.sync(cctx, wrole); err != nil {
 		v.release()
 		return nil, c.fail(cctx, err)
 	}

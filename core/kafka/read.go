@@ -4,19 +4,26 @@ package kafka
 // and the long-polling fetches of a partition follower (Fetch, StableOffset)
 // that core/coord's live view is built on (docs/PROTOCOL.md section 10.1).
 //
-// Every read is a raw read_committed Fetch request to the partition leader,
-// decoded with kgo.ProcessFetchPartition, so aborted data is dropped and an
-// aborted tail cannot stall a read. Followers long-poll on kgo clients of
+// Every read is a raw read_uncommitted Fetch request to the partition
+// leader, decoded with kgo.ProcessFetchPartition with the control records
+// kept: each batch comes with its producer id, its transactional flag and
+// the COMMIT/ABORT markers, and core.TxnFolder decides per producer what is
+// committed (docs/PROTOCOL.md 12.1). A read_committed reader would see
+// nothing past a transaction that another producer left open (a holder of
+// another role killed between its renewal's Produce and its EndTxn) until
+// the coordinator aborts it; this one sees every transaction that committed
+// after it. Followers long-poll on kgo clients of
 // their own (one per followed partition): a fetch that waits at the broker
 // holds its connection, and Kafka answers the requests of one connection in
 // order, so a long poll on a shared connection would hold up every other
 // request behind it.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -30,8 +37,9 @@ import (
 
 // fetched is one answered fetch of one partition.
 type fetched struct {
-	recs []core.RawRecord
-	next int64 // the offset to fetch from next
+	recs    []core.RawRecord // committed records (read_committed fetches)
+	batches []core.Batch     // every batch and marker (read_uncommitted fetches)
+	next    int64            // the offset to fetch from next
 	// reset: the offset asked for was out of range (below the log start,
 	// records deleted; or past the end, topic recreated): next is the log
 	// start and recs is empty. A reader folds again from there.
@@ -44,13 +52,15 @@ type fetched struct {
 // partition leader through cl, waiting at most maxWait at the broker for
 // data. Retriable errors (a moving leader) are retried while ctx lasts.
 func (t *Transport) fetchOnce(ctx context.Context, cl *kgo.Client, partition int32, offset int64, maxWait time.Duration) (fetched, error) {
-	return t.fetchMax(ctx, cl, partition, offset, maxWait, 16<<20, true)
+	return t.fetchMax(ctx, cl, partition, offset, maxWait, 16<<20, true, false)
 }
 
 // fetchMax is fetchOnce asking for at most maxBytes of the partition (the
 // broker still returns a whole first batch); without retry, a failure that
-// fetchOnce would retry (a leader moving or down) is returned at once.
-func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int32, offset int64, maxWait time.Duration, maxBytes int32, retry bool) (fetched, error) {
+// fetchOnce would retry (a leader moving or down) is returned at once. A
+// committed fetch (read_committed) answers recs; otherwise (read_uncommitted,
+// control records kept) it answers batches.
+func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int32, offset int64, maxWait time.Duration, maxBytes int32, retry, committed bool) (fetched, error) {
 	topic := t.cfg.Topic
 	readACL := topicACL(topic, "READ")
 	for {
@@ -69,7 +79,9 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 		req.MaxWaitMillis = int32(maxWait / time.Millisecond)
 		req.MinBytes = 1
 		req.MaxBytes = maxBytes
-		req.IsolationLevel = 1
+		if committed {
+			req.IsolationLevel = 1
+		}
 		req.SessionID = 0
 		req.SessionEpoch = -1
 		rt := kmsg.NewFetchRequestTopic()
@@ -141,8 +153,13 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 				return fetched{}, t.classify(e, "fetch of "+topic, readACL)
 			}
 		}
+		iso := kgo.ReadUncommitted()
+		if committed {
+			iso = kgo.ReadCommitted()
+		}
 		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: partition,
+			Offset: offset, IsolationLevel: iso, Topic: topic, Partition: partition,
+			KeepControlRecords: !committed,
 		}, got, kgo.DefaultDecompressor(), nil)
 		if fp.Err != nil {
 			return fetched{}, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
@@ -152,67 +169,83 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 			out.next = offset
 		}
 		t.fetchedTo(partition, out.next)
-		for _, r := range fp.Records {
-			if r.Attrs.IsControl() {
-				continue
+		if committed {
+			for _, r := range fp.Records {
+				if !r.Attrs.IsControl() {
+					out.recs = append(out.recs, rawRecord(r))
+				}
 			}
-			rec := core.RawRecord{Offset: r.Offset, Key: r.Key, Value: r.Value}
-			for _, h := range r.Headers {
-				rec.Headers = append(rec.Headers, core.RecordHeader{Key: h.Key, Value: h.Value})
-			}
-			out.recs = append(out.recs, rec)
+		} else {
+			out.batches = batchesOf(fp.Records)
 		}
 		return out, nil
 	}
 }
 
-// StableOffset implements coord.Transport: the last stable offset of the
-// partition, listed after waiting (at most markerWait, and at most
-// request.timeout.ms/2) for it to reach the high watermark seen at the
-// start. A transaction whose EndTxn was answered before this call may not
-// have its commit marker in the partition yet (the coordinator writes
-// markers after answering), which keeps the last stable offset below it; the
-// wait makes a lease written just before visible. An abandoned transaction
-// (its producer died) keeps the LSO down until the coordinator aborts it;
-// then the wait runs out and the LSO is returned as it is.
+// rawRecord is r as the fold takes it.
+func rawRecord(r *kgo.Record) core.RawRecord {
+	rec := core.RawRecord{Offset: r.Offset, Key: r.Key, Value: r.Value}
+	for _, h := range r.Headers {
+		rec.Headers = append(rec.Headers, core.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	return rec
+}
+
+// batchesOf groups the records of a read_uncommitted fetch (control records
+// kept) into runs of one producer, in offset order: each transaction marker
+// is a batch of its own.
+func batchesOf(recs []*kgo.Record) []core.Batch {
+	var out []core.Batch
+	for _, r := range recs {
+		if r.Attrs.IsControl() {
+			ct, ok := controlType(r.Key)
+			if !ok {
+				continue // a control record of another kind (none is defined today)
+			}
+			out = append(out, core.Batch{ProducerID: r.ProducerID, Transactional: true, Control: ct})
+			continue
+		}
+		txn := r.Attrs.IsTransactional()
+		if n := len(out); n > 0 && out[n-1].Control == core.NotControl &&
+			out[n-1].ProducerID == r.ProducerID && out[n-1].Transactional == txn {
+			out[n-1].Records = append(out[n-1].Records, rawRecord(r))
+			continue
+		}
+		out = append(out, core.Batch{ProducerID: r.ProducerID, Transactional: txn, Records: []core.RawRecord{rawRecord(r)}})
+	}
+	return out
+}
+
+// controlType decodes a control record's key (i16 version, i16 type: 0
+// ABORT, 1 COMMIT).
+func controlType(key []byte) (core.ControlType, bool) {
+	if len(key) < 4 {
+		return core.NotControl, false
+	}
+	switch int16(key[2])<<8 | int16(key[3]) {
+	case 0:
+		return core.ControlAbort, true
+	case 1:
+		return core.ControlCommit, true
+	}
+	return core.NotControl, false
+}
+
+// StableOffset implements coord.Transport for Fetch's readers, which read
+// past the last stable offset: the high watermark of the partition, listed
+// now (one Fetch, or ListOffsets) without waiting for any marker; the view
+// waits for the markers of its own role's transactions itself
+// (docs/PROTOCOL.md 12.1).
 func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, error) {
 	if err := t.checkOpen(); err != nil {
 		return 0, err
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	lso, hwm, ok := t.stableByFetch(ctx, partition)
-	if !ok {
-		var (
-			hwmErr error
-			hwmWG  sync.WaitGroup
-			err    error
-		)
-		hwmWG.Add(1)
-		go func() {
-			defer hwmWG.Done()
-			hwm, hwmErr = t.listEnd(ctx, partition)
-		}()
-		lso, err = t.listOffset(ctx, partition, true)
-		hwmWG.Wait()
-		if err == nil {
-			err = hwmErr
-		}
-		if err != nil {
-			return 0, err
-		}
+	if _, hwm, ok := t.stableByFetch(ctx, partition); ok {
+		return hwm, nil
 	}
-	var err error
-	waitUntil := time.Now().Add(min(markerWait, t.cfg.RequestTimeout/2))
-	for lso < hwm && time.Now().Before(waitUntil) {
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-			return 0, t.classify(err, "waiting for the last stable offset", "")
-		}
-		if lso, err = t.listOffset(ctx, partition, true); err != nil {
-			return 0, err
-		}
-	}
-	return lso, nil
+	return t.listEnd(ctx, partition)
 }
 
 // stableByFetch lists the last stable offset and the high watermark of
@@ -236,7 +269,7 @@ func (t *Transport) stableByFetch(ctx context.Context, partition int32) (lso, hw
 	// answer at all leaves the fallback time too.
 	fctx, cancel := context.WithTimeout(ctx, t.cfg.RequestTimeout/2)
 	defer cancel()
-	f, err := t.fetchMax(fctx, t.admin, partition, off, 0, 1, false)
+	f, err := t.fetchMax(fctx, t.admin, partition, off, 0, 1, false, false)
 	if err == nil && f.reset {
 		t.mu.Lock()
 		t.fetchNext[partition] = f.next // the log start moved, or the topic was recreated
@@ -260,21 +293,41 @@ func (t *Transport) fetchedTo(partition int32, next int64) {
 }
 
 // Read implements coord.Transport: every committed record from the log
-// start to the stable offset (see StableOffset).
+// start to the high watermark listed when the call began, in offset order,
+// read past the last stable offset (see the top of this file); a
+// transaction still open at the end gets up to markerWait (bounded by
+// request.timeout.ms/2) to end, and is left out if it does not.
 func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord, error) {
 	if err := t.checkOpen(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	lso, err := t.StableOffset(ctx, partition)
+	end, err := t.StableOffset(ctx, partition)
 	if err != nil {
 		return nil, err
 	}
 	var out []core.RawRecord
+	txns := core.NewTxnFolder(func(r core.RawRecord) { out = append(out, r) })
 	offset := int64(0)
-	for offset < lso {
-		f, err := t.fetchOnce(ctx, t.admin, partition, offset, 0)
+	var waitUntil time.Time
+	for {
+		if offset >= end {
+			if txns.Open() == 0 {
+				break
+			}
+			if waitUntil.IsZero() {
+				waitUntil = time.Now().Add(min(markerWait, t.cfg.RequestTimeout/2))
+			}
+			if !time.Now().Before(waitUntil) {
+				break
+			}
+		}
+		maxWait := time.Duration(0)
+		if offset >= end {
+			maxWait = 20 * time.Millisecond // at the end, waiting for a marker
+		}
+		f, err := t.fetchMax(ctx, t.admin, partition, offset, maxWait, 16<<20, true, false)
 		if err != nil {
 			return nil, err
 		}
@@ -283,25 +336,27 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 				return nil, coord.WrapError(coord.ErrTransport, kerr.OffsetOutOfRange, "fetch at %d of partition %d", offset, partition)
 			}
 			out, offset = out[:0], f.next
+			txns = core.NewTxnFolder(func(r core.RawRecord) { out = append(out, r) })
 			continue
 		}
-		// The broker returns stable data only (below its current LSO, which
-		// may be past the one listed above): keep all of it, or the records
-		// between the two would be skipped when offset moves on.
-		out = append(out, f.recs...)
-		if f.next <= offset {
-			// No progress (nothing returned below the LSO yet): retry shortly.
+		for _, b := range f.batches {
+			txns.Add(b)
+		}
+		if f.next <= offset && offset < end {
+			// No progress below the end listed: retry shortly.
 			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-				return nil, t.classify(err, fmt.Sprintf("reading partition %d to offset %d (at %d)", partition, lso, offset), "")
+				return nil, t.classify(err, fmt.Sprintf("reading partition %d to offset %d (at %d)", partition, end, offset), "")
 			}
 			continue
 		}
-		offset = f.next
+		offset = max(offset, f.next)
 	}
+	// A transaction committed late hands its records on after later ones.
+	slices.SortFunc(out, func(a, b core.RawRecord) int { return cmp.Compare(a.Offset, b.Offset) })
 	return out, nil
 }
 
-// Fetch implements coord.Transport: one long-polling read_committed fetch
+// Fetch implements coord.Transport: one long-polling read_uncommitted fetch
 // of a followed partition from offset, on the partition's own follower
 // client.
 func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (coord.Fetched, error) {
@@ -321,7 +376,7 @@ func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, ma
 		}
 		return coord.Fetched{}, err
 	}
-	return coord.Fetched{Records: f.recs, Next: f.next, Reset: f.reset, LastStable: f.lso}, nil
+	return coord.Fetched{Batches: f.batches, Next: f.next, Reset: f.reset, LastStable: f.lso}, nil
 }
 
 // follower returns the kgo client that long-polls partition (built once).

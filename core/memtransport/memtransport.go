@@ -6,7 +6,15 @@
 // producer id after epoch 32767), the broker rejecting transactional writes
 // of a superseded token (ErrFenced), read_committed visibility (a
 // transaction's records appear atomically at commit), and faults a test can
-// inject (refusals, black holes, lagging reads).
+// inject (refusals, black holes, lagging reads, and a transaction another
+// producer leaves open: OpenTxn).
+//
+// Its readers read past the last stable offset as core/kafka's do
+// (docs/PROTOCOL.md 12.1): Fetch answers batches with their producer and
+// the transaction markers, and StableOffset the end of the log;
+// ReadCommitted switches a cluster to the read_committed reading of the
+// library before that change (records up to the last stable offset only),
+// so a test can show what the change fixes.
 package memtransport
 
 import (
@@ -37,7 +45,17 @@ type record struct {
 	offset     int64
 	key, value []byte
 	headers    []core.RecordHeader
-	visible    bool
+	visible    bool // false: hidden by HideReads (a lagging read)
+
+	pid     int64            // the producer of an OpenTxn record or marker (0: none)
+	open    bool             // the record's OpenTxn has not ended
+	aborted bool             // the record's OpenTxn was aborted
+	control core.ControlType // a transaction marker (no key or value)
+}
+
+// committed reports whether a read_committed reader returns r.
+func (r *record) committed() bool {
+	return r.visible && !r.open && !r.aborted && r.control == core.NotControl
 }
 
 type txnState struct {
@@ -46,15 +64,17 @@ type txnState struct {
 
 // Cluster is the shared in-memory cluster. Safe for concurrent use.
 type Cluster struct {
-	mu         sync.Mutex
-	partitions int32
-	logs       map[string][][]record // topic -> partition -> records
-	txns       map[string]*txnState
-	nextPID    int64
-	hideReads  bool // new appends stay invisible to Read until ShowReads
-	appends    int
-	mints      int
-	changed    chan struct{} // closed and replaced whenever records appear
+	mu             sync.Mutex
+	partitions     int32
+	logs           map[string][][]record // topic -> partition -> records
+	txns           map[string]*txnState
+	nextPID        int64
+	hideReads      bool // new appends stay invisible to Read until ShowReads
+	committedReads bool // readers stop at the last stable offset (ReadCommitted)
+	nextOpenPID    int64
+	appends        int
+	mints          int
+	changed        chan struct{} // closed and replaced whenever records appear
 }
 
 // NewCluster returns a cluster whose coordination topic will have the given
@@ -135,8 +155,25 @@ func (c *Cluster) notifyLocked() {
 }
 
 // stableLocked returns the first offset of partition p of topic that is not
-// visible (or its length): what a read_committed reader can reach.
+// visible or belongs to an open transaction (or its length): what a
+// read_committed reader can reach.
 func (c *Cluster) stableLocked(topic string, p int32) int64 {
+	l := c.log(topic, c.partitions)
+	if int(p) >= len(l) {
+		return 0
+	}
+	for i, r := range l[p] {
+		if !r.visible || r.open {
+			return int64(i)
+		}
+	}
+	return int64(len(l[p]))
+}
+
+// endLocked returns the first offset of partition p of topic that is not
+// visible (or its length): what a reader past the stable offset can reach
+// (the high watermark).
+func (c *Cluster) endLocked(topic string, p int32) int64 {
 	l := c.log(topic, c.partitions)
 	if int(p) >= len(l) {
 		return 0
@@ -147,6 +184,77 @@ func (c *Cluster) stableLocked(topic string, p int32) int64 {
 		}
 	}
 	return int64(len(l[p]))
+}
+
+// ReadCommitted makes every reader of the cluster read as the library did
+// before docs/PROTOCOL.md 12.1: committed records up to the last stable
+// offset only (Fetched.Records), with StableOffset the last stable offset.
+// For tests that show what reading past it changes.
+func (c *Cluster) ReadCommitted(on bool) { c.mu.Lock(); c.committedReads = on; c.mu.Unlock() }
+
+// OpenTxn is a transaction of a producer outside the library, open on one
+// partition (a holder of another role killed between its Produce and its
+// EndTxn leaves one): it holds the partition's last stable offset until
+// Commit or Abort.
+type OpenTxn struct {
+	c     *Cluster
+	topic string
+	p     int32
+	pid   int64
+	off   int64
+	done  bool
+}
+
+// OpenTxn appends key and value to partition of topic inside a new
+// transaction of its own producer and leaves the transaction open.
+func (c *Cluster) OpenTxn(topic string, partition int32, key, value []byte) *OpenTxn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextOpenPID++
+	off, err := c.appendLocked(topic, partition, key, value)
+	if err != nil {
+		panic(err)
+	}
+	r := &c.log(topic, c.partitions)[partition][off]
+	r.pid, r.open = 900000+c.nextOpenPID, true
+	return &OpenTxn{c: c, topic: topic, p: partition, pid: r.pid, off: off}
+}
+
+// Commit ends the transaction with a COMMIT marker; Abort with an ABORT
+// marker (what the coordinator does at the transaction's timeout). Only the
+// first call counts.
+func (o *OpenTxn) Commit() { o.end(core.ControlCommit) }
+
+// Abort: see Commit.
+func (o *OpenTxn) Abort() { o.end(core.ControlAbort) }
+
+func (o *OpenTxn) end(ct core.ControlType) {
+	c := o.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o.done {
+		return
+	}
+	o.done = true
+	l := c.log(o.topic, c.partitions)[o.p]
+	r := &l[o.off]
+	r.open, r.aborted = false, ct == core.ControlAbort
+	off, err := c.appendLocked(o.topic, o.p, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	m := &c.log(o.topic, c.partitions)[o.p][off]
+	m.pid, m.control = o.pid, ct
+	c.notifyLocked()
+}
+
+// batchOf is r as a read_uncommitted fetch returns it.
+func batchOf(r record) core.Batch {
+	if r.control != core.NotControl {
+		return core.Batch{ProducerID: r.pid, Transactional: true, Control: r.control}
+	}
+	return core.Batch{ProducerID: r.pid, Transactional: r.pid != 0,
+		Records: []core.RawRecord{{Offset: r.offset, Key: r.key, Value: r.value, Headers: r.headers}}}
 }
 
 // Appends returns how many non-transactional appends (registrations) were made.
@@ -165,7 +273,7 @@ func (c *Cluster) Records(topic string, partition int32) []core.RawRecord {
 		return nil
 	}
 	for _, r := range l[partition] {
-		if r.visible {
+		if r.committed() {
 			out = append(out, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value, Headers: r.headers})
 		}
 	}
@@ -239,18 +347,24 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 	return t.c.Records(t.topic, partition), nil
 }
 
-// StableOffset implements coord.Transport: the first record not visible yet.
+// StableOffset implements coord.Transport: the first record not visible
+// yet (under ReadCommitted: the last stable offset).
 func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, error) {
 	if err := t.check(ctx); err != nil {
 		return 0, err
 	}
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
-	return t.c.stableLocked(t.topic, partition), nil
+	if t.c.committedReads {
+		return t.c.stableLocked(t.topic, partition), nil
+	}
+	return t.c.endLocked(t.topic, partition), nil
 }
 
-// Fetch implements coord.Transport: the visible records from offset,
-// waiting up to maxWait for one to appear.
+// Fetch implements coord.Transport: the visible records from offset as
+// batches with their producers and markers (under ReadCommitted: the
+// committed records up to the last stable offset), waiting up to maxWait
+// for one to appear.
 func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (coord.Fetched, error) {
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
@@ -260,19 +374,29 @@ func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, ma
 		}
 		t.c.mu.Lock()
 		stable := t.c.stableLocked(t.topic, partition)
+		end := t.c.endLocked(t.topic, partition)
+		committedOnly := t.c.committedReads
+		if committedOnly {
+			end = stable
+		}
 		changed := t.c.changed
 		var out coord.Fetched
-		if offset > stable {
+		if offset > end {
 			out = coord.Fetched{Next: 0, Reset: true, LastStable: stable}
-		} else if offset < stable {
+		} else if offset < end {
 			l := t.c.log(t.topic, t.c.partitions)[partition]
-			for _, r := range l[offset:stable] {
-				out.Records = append(out.Records, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value, Headers: r.headers})
+			for _, r := range l[offset:end] {
+				switch {
+				case !committedOnly:
+					out.Batches = append(out.Batches, batchOf(r))
+				case r.committed():
+					out.Records = append(out.Records, core.RawRecord{Offset: r.offset, Key: r.key, Value: r.value, Headers: r.headers})
+				}
 			}
-			out.Next, out.LastStable = stable, stable
+			out.Next, out.LastStable = end, stable
 		}
 		t.c.mu.Unlock()
-		if out.Reset || len(out.Records) > 0 {
+		if out.Reset || out.Next > offset {
 			return out, nil
 		}
 		select {

@@ -62,12 +62,13 @@ def bootstrap_tv1() -> str:
 
 
 class KafkaTools:
-    """The test helpers tests/kafka/cmd/ktopic and kread, built once per
-    session (go build) instead of `go run` per call."""
+    """The test helpers tests/kafka/cmd/ktopic, kread and kopentxn, built
+    once per session (go build) instead of `go run` per call."""
 
     def __init__(self, bindir: Path) -> None:
         self.ktopic = bindir / "ktopic"
         self.kread = bindir / "kread"
+        self.kopentxn = bindir / "kopentxn"
 
     def create_topic(self, bootstrap: str, topic: str, partitions: int = 1) -> None:
         subprocess.run([str(self.ktopic), bootstrap, topic, str(partitions)], check=True, timeout=120)
@@ -84,7 +85,8 @@ class KafkaTools:
 def kafka_tools(tmp_path_factory: pytest.TempPathFactory) -> KafkaTools:
     bindir = tmp_path_factory.mktemp("kafka-tools")
     env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
-    subprocess.run(["go", "build", "-o", str(bindir) + os.sep, "./tests/kafka/cmd/ktopic", "./tests/kafka/cmd/kread"],
+    subprocess.run(["go", "build", "-o", str(bindir) + os.sep, "./tests/kafka/cmd/ktopic", "./tests/kafka/cmd/kread",
+                    "./tests/kafka/cmd/kopentxn"],
                    cwd=str(REPO), check=True, timeout=600, env=env)
     return KafkaTools(bindir)
 
