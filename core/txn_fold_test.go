@@ -24,7 +24,7 @@ func TestTxnFolderCommitsPerProducer(t *testing.T) {
 	var got []RawRecord
 	f := NewTxnFolder(func(r RawRecord) { got = append(got, r) })
 	f.Add(Batch{ProducerID: 7, Transactional: true, Records: []RawRecord{txRec(0, "a")}}) // left open
-	f.Add(Batch{ProducerID: -1, Records: []RawRecord{txRec(1, "b")}})                      // a registration
+	f.Add(Batch{ProducerID: -1, Records: []RawRecord{txRec(1, "b")}})                     // a registration
 	f.Add(Batch{ProducerID: 8, Transactional: true, Records: []RawRecord{txRec(2, "b"), txRec(3, "b")}})
 	f.Add(Batch{ProducerID: 9, Transactional: true, Records: []RawRecord{txRec(4, "c")}})
 	if f.Open() != 3 || f.Stable() != 0 || !f.OpenHolds(MustRole("a")) || !f.OpenHolds(MustRole("b")) || f.OpenHolds(MustRole("d")) {
