@@ -73,16 +73,27 @@ func TestRolePrefixesSeparateEnvironments(t *testing.T) {
 	})
 }
 
-// A lease longer than the broker's transaction.max.timeout.ms (15 minutes on
-// the test brokers) can never work: the first acquire fails with
-// INVALID_CONFIG naming both settings, not with endless retriable errors.
-func TestLeaseAboveTheBrokersTransactionLimitFailsClearly(t *testing.T) {
+// A transaction timeout longer than the broker's transaction.max.timeout.ms
+// (15 minutes on the test brokers) can never work: the first acquire fails
+// with INVALID_CONFIG naming the settings, not with endless retriable
+// errors. A long lease alone is fine: the transaction timeout is
+// krabka.txn.timeout.ms (docs/PROTOCOL.md 12.2).
+func TestTransactionTimeoutAboveTheBrokersLimitFailsClearly(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{})
-	cl := newClient(t, c.Bootstrap, "krabka.lease.ms", "86400000", "krabka.renew.interval.ms", "1000")
+	cl := newClient(t, c.Bootstrap, "krabka.lease.ms", "86400000", "krabka.renew.interval.ms", "1000",
+		"krabka.txn.timeout.ms", "86400000")
 	_, err := cl.Acquire(ctxFor(t, 30*time.Second), core.MustRole(uniq("it-longlease-")), core.MustMemberID("a"))
-	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.lease.ms") ||
+	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.txn.timeout.ms") ||
 		!strings.Contains(err.Error(), "transaction.max.timeout.ms") {
-		t.Fatalf("a one-day lease: %v", err)
+		t.Fatalf("a one-day transaction timeout: %v", err)
+	}
+	ok := newClient(t, c.Bootstrap, "krabka.lease.ms", "86400000", "krabka.renew.interval.ms", "1000")
+	l, err := ok.Acquire(ctxFor(t, 30*time.Second), core.MustRole(uniq("it-longlease-")), core.MustMemberID("a"))
+	if err != nil {
+		t.Fatalf("a one-day lease with the default transaction timeout: %v", err)
+	}
+	if rem := l.Lease().Deadline - l.Lease().GrantedAt; rem != 86400000 {
+		t.Fatalf("the lease runs %d ms, want a day", rem)
 	}
 }
 

@@ -72,7 +72,7 @@ func classifyTxn(err error, what, acl string, txn bool) error {
 		errors.Is(err, kerr.UnsupportedForMessageFormat), txn && errors.Is(err, kerr.InvalidRequest):
 		return coord.WrapError(coord.ErrUnsupported, err, "%s: the cluster does not support the transactional protocol this needs", what)
 	case errors.Is(err, kerr.InvalidTransactionTimeout):
-		return coord.WrapError(coord.ErrInvalidConfig, err, "%s: krabka.lease.ms (the transaction timeout) exceeds the broker's transaction.max.timeout.ms", what)
+		return coord.WrapError(coord.ErrInvalidConfig, err, "%s: the transaction timeout (krabka.txn.timeout.ms, capped at krabka.lease.ms) exceeds the broker's transaction.max.timeout.ms", what)
 	case errors.Is(err, context.DeadlineExceeded):
 		return coord.WrapError(coord.ErrTimeout, err, "%s", what)
 	case errors.Is(err, kgo.ErrClientClosed):

@@ -426,12 +426,13 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	}
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
-	// The transaction timeout is the lease: a broker that caps it lower
-	// can never run this configuration (issue 16.5). When the cap cannot
-	// be read, the broker answers INVALID_TRANSACTION_TIMEOUT itself.
+	// The transaction timeout is krabka.txn.timeout.ms capped at the lease
+	// (docs/PROTOCOL.md 12.2): a broker that caps it lower can never run
+	// this configuration (issue 16.5). When the cap cannot be read, the
+	// broker answers INVALID_TRANSACTION_TIMEOUT itself.
 	if m, known := t.brokerTxnMax(ctx); known && txnTimeout > m {
 		return nil, coord.WrapError(coord.ErrInvalidConfig, nil,
-			"krabka.lease.ms=%d exceeds the broker's transaction.max.timeout.ms=%d (the lease is the transaction timeout): lower krabka.lease.ms or raise the broker's limit",
+			"the transaction timeout %d ms (krabka.txn.timeout.ms, capped at krabka.lease.ms) exceeds the broker's transaction.max.timeout.ms=%d: lower krabka.txn.timeout.ms or raise the broker's limit",
 			txnTimeout.Milliseconds(), m.Milliseconds())
 	}
 	if txnTimeout < time.Millisecond {
