@@ -19,6 +19,7 @@ var tables = map[string]func(*gen) (string, error){
 	"client-runs": clientRuns,
 	"goals":       goalsTable,
 	"procs":       procsTable,
+	"crossrole":   crossroleTable,
 }
 
 // The clusters of the side-by-side tables, in column order.
