@@ -19,25 +19,36 @@ import (
 // cluster (the ground truth), and every decision, registration, win attempt
 // and acknowledgement of the members (what they did and on which view).
 //
+// What a view at offset n should hold: read past the last stable offset
+// (the default), the records below n written outside transactions and the
+// records of the transactions whose COMMIT marker is below n; read_committed
+// (Bugs.ReadCommitted), the committed records below n (n never passes the
+// last stable offset). Either way each key keeps its record of the greatest
+// offset.
+//
 // Properties (Violation.Property):
 //
 //	log            offsets are handed out one after another, from 0
 //	order          in each partition, in log order, committed transactional
-//	               records never carry a lower token than one before them
+//	               records of a role never carry a lower token than one of
+//	               the role before them
 //	stale-append   the cluster accepted a produce whose token was superseded
-//	               by a token minted before it arrived (the real-time property)
+//	               by a token of its role minted before it arrived (the
+//	               real-time property)
 //	stale-commit   the same for a commit (EndTxn)
-//	mint-order     a mint that does not supersede every earlier token
+//	mint-order     a mint that does not supersede every earlier token of its
+//	               role
 //	token-owner    a produce under a token that was not minted for (or
 //	               recovered by) the incarnation that sent it
 //	token-mismatch a command whose text claims another token than its batch's
 //	lost           an acknowledged command not committed where acknowledged
 //	duplicate      a command value committed twice
-//	fold           a member's view of the role differs from the fold of the
-//	               committed prefix it had read
+//	fold           a member's view of the role differs from what the records
+//	               it had read fold to
 //	succession     a member decided otherwise than the rules say on its view
-//	stale-view     a member minted on a view short of the last stable offset
-//	               listed after it decided to act
+//	stale-view     a member minted on a view short of the offset its sync
+//	               listed after it decided to act (the high watermark; the
+//	               last stable offset with Bugs.ReadCommitted)
 //	register       a registration against the at-most-once rule (section 6)
 //	prune          a winner's first lease transaction removed other members
 //	               than 10.3/11.6 say
@@ -45,28 +56,27 @@ import (
 //	handover       in a quiet handover (no fault since before the holder left)
 //	               the role went to another member than the next eligible
 //	               registration, or later than that member's turn allows
+//	healthy-holder-deposed
+//	               a member minted for a role on a challenge (not an
+//	               administrative fence, not an own recovery) while the
+//	               role's holder was healthy: running, not paused, not cut
+//	               off, its last renewal not failed, and its last committed
+//	               lease live for every clock within the skew bound and
+//	               committed before the challenger's sync listed its offsets
+//	               (so that any view synced then holds it). A needless
+//	               failover, not a safety violation: the run goes on and the
+//	               cases are counted (Result.Deposed).
 type checker struct {
 	sim *Sim
 	cfg Config
 
-	hist    [2][]*entry // every offset as appended (before compaction)
-	pending [2][]int64  // offsets of undecided transactional records
-	lso     [2]int64
-	// lsoHist[v] is the coordination partition's last stable offset at
-	// version v (a new version on every move); ListOffsets answers carry
-	// their version.
-	lsoHist []int64
+	hist    [][]*entry // every offset as appended (before compaction), per partition
+	pending [][]int64  // offsets of undecided transactional records
+	lso     []int64
 
-	fold  specFold
-	snaps []snapshot
+	roles []*roleChk
+	mints map[core.FencingToken]mintRec
 
-	minted    bool
-	maxMinted core.FencingToken
-	mints     map[core.FencingToken]mintRec
-
-	lastCmd     core.FencingToken
-	lastCmdBy   core.MemberID
-	haveCmd     bool
 	failovers   int
 	handovers   int // failovers to another member
 	recoveries  int // own epoch recoveries seen in the command log
@@ -85,7 +95,34 @@ type checker struct {
 	judged      int
 	unjudged    int
 	decisions   int
+	deposed     int
 	violations  []Violation
+}
+
+// roleChk is the checker's record of one role.
+type roleChk struct {
+	rs    *roleSim
+	fold  specFold
+	snaps []snapshot
+
+	minted    bool
+	maxMinted core.FencingToken
+
+	lastCmd   core.FencingToken
+	lastCmdBy core.MemberID
+	haveCmd   bool
+
+	expect *handover
+	lease  leaseRec // the role's last committed lease
+}
+
+// leaseRec is a committed lease of a term (nil inc: an expired lease of a
+// resign or a fence).
+type leaseRec struct {
+	inc      *incarnation
+	token    core.FencingToken
+	deadline int64
+	marker   int64 // the offset of its transaction's marker
 }
 
 // Violation is one broken property.
@@ -132,9 +169,12 @@ type regKey struct {
 }
 
 func newChecker(s *Sim) *checker {
-	return &checker{
-		sim: s, cfg: s.cfg, lsoHist: []int64{0},
-		fold:        specFold{slots: map[string]*specSlot{}},
+	n := 1 + len(s.roles)
+	c := &checker{
+		sim: s, cfg: s.cfg,
+		hist:        make([][]*entry, n),
+		pending:     make([][]int64, n),
+		lso:         make([]int64, n),
 		mints:       map[core.FencingToken]mintRec{},
 		ackWatch:    map[*entry]ackRec{},
 		cmdValues:   map[string]int{},
@@ -145,13 +185,22 @@ func newChecker(s *Sim) *checker {
 		regs:        map[regKey]int64{},
 		regCount:    map[regKey]int{},
 	}
+	for _, rs := range s.roles {
+		c.roles = append(c.roles, &roleChk{rs: rs, fold: specFold{slots: map[string]*specSlot{}}})
+	}
+	return c
 }
 
 func (c *checker) violate(prop, format string, args ...any) {
+	c.note(prop, format, args...)
+	c.sim.stopped = true
+}
+
+// note records a violation and lets the run go on.
+func (c *checker) note(prop, format string, args ...any) {
 	v := Violation{Property: prop, At: c.sim.s.now, Detail: fmt.Sprintf(format, args...)}
 	c.violations = append(c.violations, v)
 	c.sim.tracef("VIOLATION %s", v)
-	c.sim.stopped = true
 }
 
 // ---- the checker's own fold of the role's partition (section 5) ----
@@ -176,8 +225,10 @@ type specLease struct {
 }
 
 type specFold struct {
-	slots map[string]*specSlot
-	lease *specLease
+	slots    map[string]*specSlot
+	lease    *specLease
+	leaseOff int64 // the offset of the lease record folded last (-1 none)
+	leaseSet bool
 }
 
 // specState is the role state after a prefix of the partition.
@@ -191,17 +242,18 @@ type snapshot struct {
 	st  specState
 }
 
-// add folds one committed data record in offset order; false when it is
-// not a record of the role (or does not decode).
-func (f *specFold) add(role core.Role, e *entry) bool {
-	k, err := core.DecodeKey(e.key)
-	if err != nil || k.Role != role {
-		return false
-	}
+// add folds one committed data record of the role (key k); false when it
+// changes nothing (its value does not decode, or the key already holds a
+// record of a greater offset: records may come out of offset order, and
+// folding them in offset order leaves each key with its last one).
+func (f *specFold) add(k core.Key, e *entry) bool {
 	tomb := len(e.value) == 0
 	switch k.Kind {
 	case core.KindRegistration:
 		m := k.Member.String()
+		if s, ok := f.slots[m]; ok && s.off >= e.off {
+			return false
+		}
 		if tomb {
 			if s, ok := f.slots[m]; ok {
 				s.removed, s.off = true, e.off
@@ -225,14 +277,18 @@ func (f *specFold) add(role core.Role, e *entry) bool {
 		}
 		f.slots[m] = s
 	case core.KindLease:
+		if f.leaseSet && f.leaseOff >= e.off {
+			return false
+		}
 		if tomb {
-			f.lease = nil
+			f.lease, f.leaseOff, f.leaseSet = nil, e.off, true
 			return true
 		}
 		l, err := core.DecodeLease(e.value)
 		if err != nil {
 			return false
 		}
+		f.leaseOff, f.leaseSet = e.off, true
 		sl := &specLease{member: l.Member.String(), token: l.Token, granted: l.GrantedAt, deadline: l.Deadline}
 		for _, h := range e.headers {
 			switch h.Key {
@@ -262,9 +318,11 @@ func (f *specFold) state() specState {
 	return st
 }
 
-// stateAt is the state after every committed record below next.
-func (c *checker) stateAt(next int64) specState {
-	i, _ := slices.BinarySearchFunc(c.snaps, next, func(s snapshot, n int64) int {
+// stateAt is role ri's state in a view that has read the partition below
+// next.
+func (c *checker) stateAt(ri int, next int64) specState {
+	snaps := c.roles[ri].snaps
+	i, _ := slices.BinarySearchFunc(snaps, next, func(s snapshot, n int64) int {
 		switch {
 		case s.off < n:
 			return -1
@@ -276,7 +334,48 @@ func (c *checker) stateAt(next int64) specState {
 	if i == 0 {
 		return specState{}
 	}
-	return c.snaps[i-1].st
+	return snaps[i-1].st
+}
+
+// visibleTo is the offset a view synced now reaches: the high watermark,
+// or the last stable offset with Bugs.ReadCommitted.
+func (c *checker) visibleTo() int64 {
+	if c.sim.oldRead {
+		return c.lso[topicCoord]
+	}
+	return int64(len(c.hist[topicCoord]))
+}
+
+// syncTarget is the offset a sync that listed now would be bound to reach
+// (Bugs.SkipSync's sync pretends it reached it).
+func (c *checker) syncTarget() int64 { return c.visibleTo() }
+
+// foldRecs folds committed records of the coordination partition that
+// become visible at offset at (a view reaches them once it has read the
+// entry at at) and takes a snapshot of each role they changed.
+func (c *checker) foldRecs(at int64, es ...*entry) {
+	var changed uint64
+	for _, e := range es {
+		if e.topic != topicCoord || e.marker || e.state != stateCommitted {
+			continue
+		}
+		k, err := core.DecodeKey(e.key)
+		if err != nil {
+			continue
+		}
+		ri, ok := c.sim.byName[k.Role.String()]
+		if !ok {
+			continue
+		}
+		if c.roles[ri].fold.add(k, e) {
+			changed |= 1 << ri
+		}
+	}
+	for ri, rc := range c.roles {
+		if changed&(1<<ri) != 0 {
+			rc.snaps = append(rc.snaps, snapshot{off: at, st: rc.fold.state()})
+		}
+	}
 }
 
 func (st *specState) index(m string) int {
@@ -463,21 +562,28 @@ func (c *checker) onAppend(e *entry) {
 	if e.txn != nil && !e.marker {
 		c.pending[e.topic] = append(c.pending[e.topic], e.off)
 	}
+	if e.topic == topicCoord && !c.sim.oldRead {
+		// Read past the last stable offset: a record written outside a
+		// transaction counts at once, a transaction's records at its
+		// COMMIT marker.
+		switch {
+		case e.txn == nil:
+			c.foldRecs(e.off, e)
+		case e.marker && e.state == stateCommitted:
+			c.foldRecs(e.off, e.txn.entries...)
+		}
+	}
 	c.advance(e.topic)
 }
 
-func (c *checker) onListOffsets(lso int64) {
-	if lso != c.lso[topicCoord] {
-		c.violate("stale-view", "ListOffsets answered %d, the last stable offset is %d", lso, c.lso[topicCoord])
+func (c *checker) onListOffsets(lso, hwm int64) {
+	if lso != c.lso[topicCoord] || hwm != int64(len(c.hist[topicCoord])) {
+		c.violate("stale-view", "ListOffsets answered %d/%d, the last stable offset is %d and the high watermark %d", lso, hwm, c.lso[topicCoord], len(c.hist[topicCoord]))
 	}
 }
 
-// lsoVersion is the version of the coordination partition's last stable
-// offset now (a member that decides records it with its sync).
-func (c *checker) lsoVersion() int { return len(c.lsoHist) - 1 }
-
-// advance moves the checker's last stable offset of topic t and folds the
-// newly decided committed records.
+// advance moves the checker's last stable offset of topic t and, with
+// Bugs.ReadCommitted, folds the newly decided committed records.
 func (c *checker) advance(t topicID) {
 	lso := int64(len(c.hist[t]))
 	if len(c.pending[t]) > 0 {
@@ -488,44 +594,62 @@ func (c *checker) advance(t topicID) {
 	}
 	from := c.lso[t]
 	c.lso[t] = lso
-	if t != topicCoord {
+	if t != topicCoord || !c.sim.oldRead {
 		return
 	}
-	c.lsoHist = append(c.lsoHist, lso)
 	for off := from; off < lso; off++ {
-		e := c.hist[t][off]
-		if e.marker || e.state != stateCommitted {
-			continue
-		}
-		if c.fold.add(c.sim.role, e) {
-			c.snaps = append(c.snaps, snapshot{off: off, st: c.fold.state()})
-		}
+		c.foldRecs(off, c.hist[t][off])
 	}
 }
 
-func (c *checker) onMint(t core.FencingToken, to *incarnation, kind mintKind) {
-	if c.minted && !t.Supersedes(c.maxMinted) {
-		c.violate("mint-order", "minted %s after %s", t, c.maxMinted)
+func (c *checker) onMint(co int, t core.FencingToken, to *incarnation, kind mintKind) {
+	rc := c.roles[co]
+	if rc.minted && !t.Supersedes(rc.maxMinted) {
+		c.violate("mint-order", "minted %s after %s", t, rc.maxMinted)
 	}
-	c.minted, c.maxMinted = true, t
+	rc.minted, rc.maxMinted = true, t
 	c.mints[t] = mintRec{kind: kind, to: to}
 	if c.sim.tracing() {
-		c.sim.tracef("coordinator: minted %s (%s) for %v", t, [...]string{"fresh", "own recovery", "fence of the ongoing transaction", "transaction timeout"}[kind], to)
+		c.sim.tracef("coordinator %d: minted %s (%s) for %v", co, t, [...]string{"fresh", "own recovery", "fence of the ongoing transaction", "transaction timeout"}[kind], to)
 	}
 }
 
-func (c *checker) onProduce(from *incarnation, tok core.FencingToken, tag txnTag, t *txn) {
-	if c.minted && c.maxMinted.Supersedes(tok) {
-		c.violate("stale-append", "%s's %s produce under %s accepted after %s was minted", from, tag, tok, c.maxMinted)
+// onChallengeMint judges a fresh InitProducerId of a member's challenge
+// (role co) as it arrives, listed being the high watermark when the sync
+// before the challenge listed its offsets: a healthy holder deposed is a
+// needless failover (see healthy-holder-deposed above).
+func (c *checker) onChallengeMint(co int, to *incarnation, listed int64) {
+	rc := c.roles[co]
+	l := rc.lease
+	h := l.inc
+	now := c.sim.s.now
+	if h == nil || h == to || h.dead || h.pausedUntil > now || h.m.cutUntil > now {
+		return
+	}
+	lead := h.lead
+	if lead == nil || lead.state != active || lead.renewFailing || lead.prod.token != l.token {
+		return
+	}
+	if l.deadline <= now+c.cfg.SkewBound || l.marker < 0 || l.marker >= listed {
+		return
+	}
+	c.deposed++
+	c.note("healthy-holder-deposed", "%s minted for %s while its holder %s was healthy: its lease under %s (committed at offset %d, below the high watermark %d when %s synced) runs to %d, past now %d plus the skew bound %d, and its renewals commit",
+		to, rc.rs.role, h, l.token, l.marker, listed, to, l.deadline, now, c.cfg.SkewBound)
+}
+
+func (c *checker) onProduce(co int, from *incarnation, tok core.FencingToken, tag txnTag, t *txn) {
+	if rc := c.roles[co]; rc.minted && rc.maxMinted.Supersedes(tok) {
+		c.violate("stale-append", "%s's %s produce under %s accepted after %s was minted", from, tag, tok, rc.maxMinted)
 	}
 	if r, ok := c.mints[tok]; !ok || r.to != from {
 		c.violate("token-owner", "%s produced under %s, which was minted for %v", from, tok, r.to)
 	}
 }
 
-func (c *checker) onEndAccepted(tok core.FencingToken, commit bool) {
-	if commit && c.minted && c.maxMinted.Supersedes(tok) {
-		c.violate("stale-commit", "a commit under %s accepted after %s was minted", tok, c.maxMinted)
+func (c *checker) onEndAccepted(co int, tok core.FencingToken, commit bool) {
+	if rc := c.roles[co]; commit && rc.minted && rc.maxMinted.Supersedes(tok) {
+		c.violate("stale-commit", "a commit under %s accepted after %s was minted", tok, rc.maxMinted)
 	}
 }
 
@@ -534,7 +658,7 @@ func (c *checker) onDecide(t *txn, commit bool) {
 		c.pending[e.topic] = slices.DeleteFunc(c.pending[e.topic], func(o int64) bool { return o == e.off })
 	}
 	c.advance(topicCoord)
-	c.advance(topicCmds)
+	c.advance(cmdsOf(t.co))
 	for _, e := range t.entries {
 		if a, ok := c.ackWatch[e]; ok {
 			delete(c.ackWatch, e)
@@ -548,7 +672,7 @@ func (c *checker) onDecide(t *txn, commit bool) {
 		if commit {
 			what = "committed"
 		}
-		c.sim.tracef("coordinator: transaction %d (%s of %v under %s, %d records) %s", t.id, t.tag, t.from, t.token, len(t.entries), what)
+		c.sim.tracef("coordinator %d: transaction %d (%s of %v under %s, %d records) %s", t.co, t.id, t.tag, t.from, t.token, len(t.entries), what)
 	}
 	if commit {
 		c.committed(t)
@@ -567,9 +691,11 @@ func (c *checker) committed(t *txn) {
 	}
 	me := t.from.m.id.String()
 	D := c.cfg.Lease.DurationMs
+	rc := c.roles[t.co]
+	role := rc.rs.role
 	leaseOf := func(e *entry) (core.Lease, bool) {
 		k, err := core.DecodeKey(e.key)
-		if err != nil || k.Kind != core.KindLease || k.Role != c.sim.role || len(e.value) == 0 {
+		if err != nil || k.Kind != core.KindLease || k.Role != role || len(e.value) == 0 {
 			return core.Lease{}, false
 		}
 		l, err := core.DecodeLease(e.value)
@@ -577,7 +703,7 @@ func (c *checker) committed(t *txn) {
 	}
 	tombOf := func(e *entry) (string, bool) {
 		k, err := core.DecodeKey(e.key)
-		if err != nil || k.Kind != core.KindRegistration || k.Role != c.sim.role || len(e.value) != 0 {
+		if err != nil || k.Kind != core.KindRegistration || k.Role != role || len(e.value) != 0 {
 			return "", false
 		}
 		return k.Member.String(), true
@@ -600,6 +726,7 @@ func (c *checker) committed(t *txn) {
 			c.violate("lease-record", "%s's %s under %s wrote lease %+v", t.from, t.tag, t.token, l)
 			return
 		}
+		rc.lease = leaseRec{inc: t.from, token: t.token, deadline: l.Deadline, marker: t.coordMarker}
 		// Every lease record of a term carries the term's metadata (11.1),
 		// across own epoch recoveries too.
 		meta := headerValue(coordRecs[0], core.HeaderMeta)
@@ -629,7 +756,7 @@ func (c *checker) committed(t *txn) {
 			return
 		}
 		delete(c.wins, t.token)
-		st := c.stateAt(w.viewNext)
+		st := c.stateAt(t.co, w.viewNext)
 		var want []string
 		if !t.from.m.reference {
 			want = st.prune(me, w.now)
@@ -641,6 +768,7 @@ func (c *checker) committed(t *txn) {
 		}
 		c.judgeHandover(t, coordRecs[0])
 	case tagResign:
+		rc.lease = leaseRec{}
 		if len(cmdRecs) > 0 || len(coordRecs) != 2 {
 			c.violate("lease-record", "%s's resign holds %d coordination and %d command records", t.from, len(coordRecs), len(cmdRecs))
 			return
@@ -653,6 +781,7 @@ func (c *checker) committed(t *txn) {
 		}
 		c.expectHandover("resign", t.from.m)
 	case tagFence:
+		rc.lease = leaseRec{}
 		deposed, ok := c.fences[t.token]
 		delete(c.fences, t.token)
 		if len(cmdRecs) > 0 || len(coordRecs) != 2 || !ok {
@@ -669,7 +798,7 @@ func (c *checker) committed(t *txn) {
 			c.violate("lease-record", "the fence of %s under %s wrote lease %+v and a tombstone of %q", deposed, t.token, l, m)
 			return
 		}
-		for _, x := range c.sim.members {
+		for _, x := range rc.rs.members {
 			if x.id == deposed {
 				c.expectHandover("fence", x)
 			}
@@ -716,19 +845,19 @@ func (c *checker) command(t *txn, e *entry) {
 		}
 		c.retokened++
 	}
-	if !c.haveCmd || t.token != c.lastCmd {
-		if c.haveCmd {
+	if rc := c.roles[t.co]; !rc.haveCmd || t.token != rc.lastCmd {
+		if rc.haveCmd {
 			switch c.mints[t.token].kind {
 			case mintFresh:
 				c.failovers++
-				if t.from.m.id != c.lastCmdBy {
+				if t.from.m.id != rc.lastCmdBy {
 					c.handovers++
 				}
 			default:
 				c.recoveries++
 			}
 		}
-		c.haveCmd, c.lastCmd, c.lastCmdBy = true, t.token, t.from.m.id
+		rc.haveCmd, rc.lastCmd, rc.lastCmdBy = true, t.token, t.from.m.id
 	}
 }
 
@@ -759,9 +888,11 @@ func (c *checker) recoveredFrom(tok, old core.FencingToken, inc *incarnation) bo
 
 // ---- the members' reports ----
 
-func (c *checker) onDecision(inc *incarnation, call int, viewNext, now int64, cs core.State, d core.Decision, syncVer int) {
+// onDecision judges a decision of inc on its view below viewNext; target is
+// the offset the sync before it was bound to reach (-1: no sync).
+func (c *checker) onDecision(inc *incarnation, call int, viewNext, now int64, cs core.State, d core.Decision, target int64) {
 	c.decisions++
-	st := c.stateAt(viewNext)
+	st := c.stateAt(inc.m.rs.idx, viewNext)
 	if !st.sameAs(cs) {
 		c.violate("fold", "%s's view below offset %d is %s; the committed records fold to %s", inc, viewNext, coreStateString(cs), st.String())
 		return
@@ -771,10 +902,8 @@ func (c *checker) onDecision(inc *incarnation, call int, viewNext, now int64, cs
 		c.violate("succession", "%s at %d on %s decided %v (until %d); the rules say %v (until %d)", inc, now, st.String(), d.Kind, d.WaitUntil, want.Kind, want.WaitUntil)
 		return
 	}
-	if syncVer >= 0 && (d.Kind == core.Hold || d.Kind == core.Challenge) {
-		if lso := c.lsoHist[syncVer]; viewNext < lso {
-			c.violate("stale-view", "%s decided %v on a view to offset %d, short of the last stable offset %d listed after it decided to act", inc, d.Kind, viewNext, lso)
-		}
+	if target >= 0 && (d.Kind == core.Hold || d.Kind == core.Challenge) && viewNext < target {
+		c.violate("stale-view", "%s decided %v on a view to offset %d, short of the offset %d listed after it decided to act", inc, d.Kind, viewNext, target)
 	}
 	if c.sim.tracing() {
 		c.sim.tracef("%s: call %d view<%d %s now=%d: %v %d", inc, call, viewNext, st.String(), now, d.Kind, d.WaitUntil)
@@ -816,7 +945,7 @@ func (c *checker) onAck(inc *incarnation, tok core.FencingToken, seq, off int64,
 	if c.sim.tracing() {
 		c.sim.tracef("%s: acknowledged %q at offset %d", inc, value, off)
 	}
-	h := c.hist[topicCmds]
+	h := c.hist[inc.m.rs.cmds]
 	if off < 0 || off >= int64(len(h)) || !bytes.Equal(h[off].value, value) {
 		c.violate("lost", "%s's acknowledged command %q is not at offset %d", inc, value, off)
 		return
@@ -836,17 +965,18 @@ func (c *checker) finish() {
 		c.violate("lost", "%s's acknowledged command %q (offset %d) never committed", a.inc, a.value, e.off)
 	}
 	for t := range c.hist {
-		var last core.FencingToken
-		have := false
+		last := make([]core.FencingToken, len(c.roles))
+		have := make([]bool, len(c.roles))
 		for _, e := range c.hist[t] {
 			if e.marker || e.txn == nil || e.state != stateCommitted {
 				continue
 			}
-			if have && e.txn.token.Compare(last) < 0 {
-				c.violate("order", "%s offset %d: token %s after %s", topicID(t), e.off, e.txn.token, last)
+			co := e.txn.co
+			if have[co] && e.txn.token.Compare(last[co]) < 0 {
+				c.violate("order", "%s offset %d: token %s after %s", topicID(t), e.off, e.txn.token, last[co])
 				return
 			}
-			last, have = e.txn.token, true
+			last[co], have[co] = e.txn.token, true
 		}
 	}
 }
@@ -866,41 +996,44 @@ type handover struct {
 }
 
 func (c *checker) expectHandover(kind string, holder *member) {
-	s := c.sim
+	rs := holder.rs
+	rc := c.roles[rs.idx]
 	// Judged only when every other running member is campaigning and none
 	// is already acting on an earlier decision to challenge (a mint on its
 	// way), and no earlier handover is still open.
-	h := &handover{kind: kind, holder: holder, at: s.s.now, quietBefore: s.quietFrom, ready: c.expect == nil, st: c.stateAt(c.lso[topicCoord])}
-	for _, m := range s.members {
+	h := &handover{kind: kind, holder: holder, at: c.sim.s.now, quietBefore: rs.quietFrom, ready: rc.expect == nil, st: c.stateAt(rs.idx, c.visibleTo())}
+	for _, m := range rs.members {
 		if m != holder && m.inc != nil && (!m.inc.campaigning() || m.inc.acting) {
 			h.ready = false
 		}
 	}
-	c.expect = h
+	rc.expect = h
 }
 
 // judgeHandover judges the first lease after an expected handover.
-func (c *checker) judgeHandover(t *txn, leaseRec *entry) {
-	h := c.expect
-	c.expect = nil
+func (c *checker) judgeHandover(t *txn, lease *entry) {
+	rc := c.roles[t.co]
+	rs := rc.rs
+	h := rc.expect
+	rc.expect = nil
 	if h == nil {
 		return
 	}
 	s := c.sim
 	lmax := s.cfg.LatencyMax
 	settle := s.cfg.Timeout + 2*s.cfg.Poll
-	if !h.ready || h.quietBefore > h.at-settle || s.quietFrom > h.at {
+	if !h.ready || h.quietBefore > h.at-settle || rs.quietFrom > h.at {
 		c.unjudged++
 		return
 	}
-	st := c.stateAt(leaseRec.off)
+	st := c.stateAt(rs.idx, lease.off)
 	type cand struct {
 		m     *member
 		at    int64 // true time of its turn
 		ready int64 // when it can act on it: it saw the holder leave, or registered since
 	}
 	var cands []cand
-	for _, m := range s.members {
+	for _, m := range rs.members {
 		if m.inc == nil || m.inc.pausedUntil > s.s.now {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 // member is one member id: it survives its incarnations (processes).
 type member struct {
 	sim       *Sim
+	rs        *roleSim // its role (nil: the operator's tool)
 	id        core.MemberID
 	reference bool
 	skew      int64
@@ -45,6 +46,10 @@ type incarnation struct {
 	calls       int            // acquire calls so far
 	inAcquire   bool
 	acting      bool // between a decision to challenge and the end of the challenge
+	// listedHWM: the coordination partition's high watermark (the truth,
+	// whatever the sync listed) when its last sync listed its offsets.
+	listedHWM int64
+	trap      trapKind // a fault armed to strike inside its next lease transaction
 }
 
 // campaigning: the incarnation runs an acquire call and is not paused.
@@ -60,9 +65,9 @@ func (inc *incarnation) now() int64 { return inc.sim.s.now + inc.skew }
 func (s *Sim) start(m *member) {
 	m.incs++
 	inc := &incarnation{sim: s, m: m, n: m.incs, skew: m.skew}
-	inc.name = m.id.String() + "#" + strconv.Itoa(inc.n)
+	inc.name = m.rs.prefix + m.id.String() + "#" + strconv.Itoa(inc.n)
 	m.inc = inc
-	inc.view = &view{inc: inc, fold: core.NewPartitionFolder()}
+	inc.view = newView(inc)
 	inc.spawn("follower", inc.view.follow)
 	inc.spawn("host", inc.host)
 	s.tracef("%s: started (skew %+d ms)", inc, inc.skew)
@@ -78,20 +83,53 @@ func (inc *incarnation) crash() {
 	}
 }
 
-// view is the incarnation's live view of the role's partition (coord's
-// partView): a follower fetches read_committed from the next offset with
-// long polls and folds every record into a core.PartitionFolder.
+// view is the incarnation's live view of the coordination partition
+// (coord's partView): a follower fetches from the next offset with long
+// polls. It reads past the last stable offset (docs/PROTOCOL.md 12.1): a
+// core.TxnFolder resolves the batches of each producer and hands the
+// committed records to a core.PartitionFolder, so that a transaction
+// another producer left open hides nothing committed after it. With
+// Bugs.ReadCommitted it reads committed records up to the last stable
+// offset and folds them as they come (the reading before issue 34).
 type view struct {
 	inc     *incarnation
 	fold    *core.PartitionFolder
+	txns    *core.TxnFolder
 	next    int64
 	changed waitList
-	// The role's state as last computed, valid while cached == folded.
+	// The role's state as last computed, valid while cached == folded+1.
 	folded, cached int64
 	st             core.State
 }
 
 const followWait = 5000
+
+func newView(inc *incarnation) *view {
+	v := &view{inc: inc, fold: core.NewPartitionFolder()}
+	role := inc.m.rs.role.String()
+	v.txns = core.NewTxnFolder(func(r core.RawRecord) {
+		v.fold.AddRaw(r)
+		if !otherRole(r.Key, role) {
+			v.folded++
+		}
+	})
+	return v
+}
+
+// otherRole reports whether key names another role than role (a record
+// that cannot change role's state, its count of skipped records aside,
+// which no decision reads: the view's cache of that state stays valid).
+func otherRole(key []byte, role string) bool {
+	// A key: version (2 bytes), kind (2), the role's length (2), the role.
+	if len(key) < 6 {
+		return false
+	}
+	n := int(key[4])<<8 | int(key[5])
+	if len(key) < 6+n {
+		return false
+	}
+	return string(key[6:6+n]) != role
+}
 
 func (v *view) follow(p *proc) {
 	s := p.sim
@@ -108,6 +146,17 @@ func (v *view) follow(p *proc) {
 			v.fold.AddRaw(rec)
 		}
 		v.folded += int64(len(r.recs))
+		for _, b := range r.batches {
+			if s.bugs.ReadUncommitted {
+				// The broken reading: every data record counts at once.
+				for _, rec := range b.Records {
+					v.fold.AddRaw(rec)
+					v.folded++
+				}
+				continue
+			}
+			v.txns.Add(b)
+		}
 		if r.next > v.next {
 			v.next = r.next
 			v.changed.wakeAll(s.s)
@@ -118,28 +167,84 @@ func (v *view) follow(p *proc) {
 // state is the role's state in the view. The caller must not modify it.
 func (v *view) state() core.State {
 	if v.cached != v.folded+1 {
-		v.st = v.fold.State(v.inc.sim.role)
+		v.st = v.fold.State(v.inc.m.rs.role)
 		v.cached = v.folded + 1
 	}
 	return v.st
 }
 
-// sync brings the view to the last stable offset listed now (partView.sync)
-// and returns the checker's version of that offset (so that the checker can
-// judge the view the member then acts on).
-func (inc *incarnation) sync(p *proc) (int, bool) {
+// markerWait bounds how long a sync waits for the markers of open
+// transactions (coord's openTxnWait; core/kafka's markerWait before issue
+// 34).
+const markerWait = 1000
+
+// sync brings the view up to date before the member acts (partView.sync)
+// and returns the offset it was bound to reach (so that the checker can
+// judge the view the member then acts on). It lists the high watermark and
+// brings the view there; then, while a transaction the view reads as open
+// holds a record of the member's role (a write answered just before whose
+// marker is not read yet), it waits for the view to change, at most
+// markerWait from its start. Open transactions of other roles are not
+// waited for. With Bugs.ReadCommitted it is the sync before issue 34 (see
+// syncCommitted).
+func (inc *incarnation) sync(p *proc) (int64, bool) {
 	s := inc.sim
 	if s.bugs.SkipSync {
-		return s.chk.lsoVersion(), true
+		inc.listedHWM = s.cl.parts[topicCoord].end
+		return s.chk.syncTarget(), true
 	}
+	if s.oldRead {
+		return inc.syncCommitted(p)
+	}
+	start := s.s.now
 	r := p.call(&request{kind: reqListOffsets}, s.cfg.Timeout)
 	if r.err != errOK {
 		return 0, false
 	}
-	for inc.view.next < r.lso {
+	inc.listedHWM = r.hwm
+	v := inc.view
+	for v.next < r.hwm {
+		p.waitOn(&v.changed, 0)
+	}
+	for v.txns.OpenHolds(inc.m.rs.role) {
+		wait := start + markerWait - s.s.now
+		if wait <= 0 {
+			if s.tracing() {
+				s.tracef("%s: a transaction of the role is still open after the marker wait; deciding on the view as it is", inc)
+			}
+			break
+		}
+		p.waitOn(&v.changed, wait)
+	}
+	return r.hwm, true
+}
+
+// syncCommitted is the sync before issue 34 (core/kafka's StableOffset and
+// partView.sync): list the last stable offset and the high watermark, list
+// the last stable offset again every 5 ms while it is short of that high
+// watermark, at most markerWait and at most half the request timeout, then
+// bring the view to the last stable offset listed last.
+func (inc *incarnation) syncCommitted(p *proc) (int64, bool) {
+	s := inc.sim
+	r := p.call(&request{kind: reqListOffsets}, s.cfg.Timeout)
+	if r.err != errOK {
+		return 0, false
+	}
+	inc.listedHWM = r.hwm
+	lso, hwm := r.lso, r.hwm
+	until := s.s.now + min(markerWait, s.cfg.Timeout/2)
+	for lso < hwm && s.s.now < until {
+		p.sleep(5)
+		r := p.call(&request{kind: reqListOffsets}, s.cfg.Timeout)
+		if r.err != errOK {
+			return 0, false
+		}
+		lso = r.lso
+	}
+	for inc.view.next < lso {
 		p.waitOn(&inc.view.changed, 0)
 	}
-	return r.ver, true
+	return lso, true
 }
 
 // rideThrough is coord's retry of transport failures in acquire: 50 ms
@@ -223,7 +328,7 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 			}
 			reg := core.Registration{Member: inc.m.id, RegisteredAt: now}
 			r := p.call(&request{kind: reqAppend, recs: []outRecord{{topic: topicCoord,
-				key: core.EncodeKey(core.RegistrationKey(s.role, inc.m.id)), value: core.EncodeRegistration(reg), headers: hdrs}}}, s.cfg.Timeout)
+				key: core.EncodeKey(core.RegistrationKey(inc.m.rs.role, inc.m.id)), value: core.EncodeRegistration(reg), headers: hdrs}}}, s.cfg.Timeout)
 			if r.err != errOK {
 				rt.retry(p)
 				continue
@@ -231,7 +336,10 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 			regOffset = r.offsets[0]
 			registered++
 			s.chk.onRegistered(inc, call, regOffset)
-			synced = false
+			// Decide again after a sync: the view then reaches past the
+			// registration (RegisterAgain decides at once, on the view as
+			// it is).
+			synced = s.bugs.RegisterAgain
 		case core.Wait:
 			wait := min(core.SatSub(d.WaitUntil, now), s.cfg.Poll)
 			p.waitOn(&v.changed, wait)
@@ -240,7 +348,7 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 				p.sleep(s.cfg.Lease.ChallengeStaggerMs)
 			}
 			synced = false
-			at, ok := inc.sync(p)
+			target, ok := inc.sync(p)
 			if !ok {
 				rt.retry(p)
 				continue
@@ -248,7 +356,7 @@ func (inc *incarnation) acquire(p *proc) *leadership {
 			st, next = v.state(), v.next
 			now = inc.now()
 			d2 := inc.evaluate(st, now)
-			s.chk.onDecision(inc, call, next, now, st, d2, at)
+			s.chk.onDecision(inc, call, next, now, st, d2, target)
 			if d2.Kind != core.Hold && d2.Kind != core.Challenge {
 				synced = true
 				continue
@@ -281,31 +389,32 @@ func metaHeader(meta []byte) []core.RecordHeader {
 	return []core.RecordHeader{{Key: core.HeaderMeta, Value: meta}}
 }
 
-func (s *Sim) leaseRecord(l core.Lease, hdrs []core.RecordHeader) outRecord {
-	return outRecord{topic: topicCoord, key: core.EncodeKey(core.LeaseKey(s.role)), value: core.EncodeLease(l), headers: hdrs}
+func leaseRecord(r core.Role, l core.Lease, hdrs []core.RecordHeader) outRecord {
+	return outRecord{topic: topicCoord, key: core.EncodeKey(core.LeaseKey(r)), value: core.EncodeLease(l), headers: hdrs}
 }
 
-func (s *Sim) tombstone(m core.MemberID) outRecord {
-	return outRecord{topic: topicCoord, key: core.EncodeKey(core.RegistrationKey(s.role, m))}
+func tombstone(r core.Role, m core.MemberID) outRecord {
+	return outRecord{topic: topicCoord, key: core.EncodeKey(core.RegistrationKey(r, m))}
 }
 
 // challenge is coord.Client.challenge: mint, then one transaction with the
 // lease and the pruning.
 func (inc *incarnation) challenge(p *proc, st core.State, now, viewNext int64, meta []byte) (*leadership, errCode) {
 	s := inc.sim
-	r := p.call(&request{kind: reqInitPID}, s.cfg.Timeout)
+	role := inc.m.rs.role
+	r := p.call(&request{kind: reqInitPID, co: inc.m.rs.idx, listed: inc.listedHWM}, s.cfg.Timeout)
 	if r.err != errOK {
 		return nil, r.err
 	}
-	prod := &producer{inc: inc, token: r.token}
+	prod := &producer{inc: inc, co: inc.m.rs.idx, token: r.token}
 	lease := s.cfg.Lease.Grant(inc.m.id, prod.token, inc.now())
-	msgs := []outRecord{s.leaseRecord(lease, metaHeader(meta))}
+	msgs := []outRecord{leaseRecord(role, lease, metaHeader(meta))}
 	var pruned []core.MemberID
 	if !inc.m.reference && !s.bugs.NoPrune {
 		pruned = coord.PruneList(st, inc.m.id, now)
 	}
 	for _, m := range pruned {
-		msgs = append(msgs, s.tombstone(m))
+		msgs = append(msgs, tombstone(role, m))
 	}
 	s.chk.onWinAttempt(inc, prod.token, viewNext, now)
 	if _, code := prod.transact(p, msgs, tagWin); code != errOK {
@@ -340,7 +449,7 @@ func (inc *incarnation) host(p *proc) {
 			tok := l.prod.token
 			s.attempts++
 			value := commandValue(inc.m.seq, inc.m.id, tok, s.attempts)
-			offs, code := l.produce(p, []outRecord{{topic: topicCmds, value: value}})
+			offs, code := l.produce(p, []outRecord{{topic: inc.m.rs.cmds, value: value}})
 			if code == errOK {
 				s.chk.onAck(inc, tok, inc.m.seq, offs[0], value)
 				inc.m.seq++
@@ -382,6 +491,7 @@ func commandValue(seq int64, m core.MemberID, t core.FencingToken, attempt int64
 // else minted.
 type producer struct {
 	inc      *incarnation
+	co       int // its transactional.id's coordinator (the role's index)
 	token    core.FencingToken
 	open     bool // a transaction is begun and not ended
 	pending  bool // a failure is not settled yet
@@ -496,14 +606,14 @@ func (pr *producer) transactNow(p *proc, msgs []outRecord, tag txnTag, gaveUp *b
 		}
 		msgs = stamped
 	}
-	r := p.call(&request{kind: reqProduce, token: tok, recs: msgs, tag: tag}, s.cfg.Timeout)
+	r := p.call(&request{kind: reqProduce, co: pr.co, token: tok, recs: msgs, tag: tag}, s.cfg.Timeout)
 	if r.err != errOK {
 		return nil, pr.failed(p, r.err)
 	}
 	if *gaveUp {
 		// The caller gave up before the commit (it was told TIMEOUT):
 		// abort cleanly instead.
-		if r := p.call(&request{kind: reqEndTxn, token: tok}, s.cfg.Timeout); r.err != errOK {
+		if r := p.call(&request{kind: reqEndTxn, co: pr.co, token: tok}, s.cfg.Timeout); r.err != errOK {
 			pr.pending = true
 			pr.recoverAfterFailure(p)
 		} else {
@@ -512,11 +622,11 @@ func (pr *producer) transactNow(p *proc, msgs []outRecord, tag txnTag, gaveUp *b
 		return nil, errTimeout
 	}
 	if s.bugs.AckBeforeCommit && tag == tagCommand {
-		s.sendOneWay(pr.inc.m, &request{kind: reqEndTxn, token: tok, commit: true})
+		s.sendOneWay(pr.inc.m, &request{kind: reqEndTxn, co: pr.co, token: tok, commit: true})
 		pr.open = false
 		return r.offsets, errOK
 	}
-	r2 := p.call(&request{kind: reqEndTxn, token: tok, commit: true}, s.cfg.Timeout)
+	r2 := p.call(&request{kind: reqEndTxn, co: pr.co, token: tok, commit: true}, s.cfg.Timeout)
 	if r2.err != errOK {
 		return nil, pr.failed(p, r2.err)
 	}
@@ -573,11 +683,11 @@ func (pr *producer) recoverAfterFailure(p *proc) {
 		return
 	}
 	tok := pr.token
-	if r := p.call(&request{kind: reqEndTxn, token: tok}, s.cfg.Timeout); r.err == errFenced {
+	if r := p.call(&request{kind: reqEndTxn, co: pr.co, token: tok}, s.cfg.Timeout); r.err == errFenced {
 		pr.broken = true
 		return
 	}
-	d := p.call(&request{kind: reqDescribe}, s.cfg.Timeout)
+	d := p.call(&request{kind: reqDescribe, co: pr.co}, s.cfg.Timeout)
 	if d.err != errOK {
 		return
 	}
@@ -588,7 +698,7 @@ func (pr *producer) recoverAfterFailure(p *proc) {
 	if pr.closing {
 		return
 	}
-	r := p.call(&request{kind: reqInitPID, recover: true, token: tok}, s.cfg.Timeout)
+	r := p.call(&request{kind: reqInitPID, co: pr.co, recover: true, token: tok}, s.cfg.Timeout)
 	switch r.err {
 	case errOK:
 	case errFenced:
@@ -623,7 +733,7 @@ func (pr *producer) close() {
 
 func (pr *producer) abortOnClose() {
 	pr.open = false
-	pr.inc.sim.sendOneWay(pr.inc.m, &request{kind: reqEndTxn, token: pr.token})
+	pr.inc.sim.sendOneWay(pr.inc.m, &request{kind: reqEndTxn, co: pr.co, token: pr.token})
 }
 
 type leadState uint8
@@ -726,7 +836,7 @@ func (l *leadership) renew(p *proc) errCode {
 		return l.failure(code, true)
 	}
 	lease := s.cfg.Lease.Grant(l.inc.m.id, l.prod.token, l.inc.now())
-	if _, code := l.prod.transact(p, []outRecord{s.leaseRecord(lease, metaHeader(l.meta))}, tagRenew); code != errOK {
+	if _, code := l.prod.transact(p, []outRecord{leaseRecord(l.inc.m.rs.role, lease, metaHeader(l.meta))}, tagRenew); code != errOK {
 		return l.failure(code, true)
 	}
 	if l.state != active {
@@ -825,7 +935,8 @@ func (l *leadership) resign(p *proc, successor core.MemberID) {
 		hdrs = []core.RecordHeader{{Key: core.HeaderSuccessor, Value: []byte(successor.String())}}
 	}
 	s.tracef("%s: resigns (successor %q)", l.inc, successor.String())
-	_, code := l.prod.transact(p, []outRecord{s.leaseRecord(expiredLease, hdrs), s.tombstone(l.inc.m.id)}, tagResign)
+	role := l.inc.m.rs.role
+	_, code := l.prod.transact(p, []outRecord{leaseRecord(role, expiredLease, hdrs), tombstone(role, l.inc.m.id)}, tagResign)
 	l.release(p)
 	if code == errFenced {
 		l.end(fenced)

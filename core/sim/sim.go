@@ -27,15 +27,26 @@ type Bugs struct {
 	// AckBeforeCommit: the guarded write reports success once its records
 	// are produced, without waiting for the commit.
 	AckBeforeCommit bool
-	// ReadUncommitted: fetches return records of undecided and aborted
-	// transactions too.
+	// ReadUncommitted: the live view folds every record of its fetches at
+	// once, without resolving transactions (undecided and aborted records
+	// too).
 	ReadUncommitted bool
 	// RegisterAgain: a member registers again whenever its view does not
-	// show its registration yet (instead of at most once per acquire call).
+	// show its registration yet (instead of at most once per acquire call),
+	// and decides again right after registering, without a sync (with one,
+	// a view that reads past the last stable offset always shows it).
 	RegisterAgain bool
 	// LateChallenge: a member whose turn has come waits one more stagger
 	// before it challenges (its decisions are right; it acts late).
 	LateChallenge bool
+	// ReadCommitted: the reading before issue 34. The live view fetches
+	// read_committed up to the partition's last stable offset, and the sync
+	// before acting lists the last stable offset, waits (at most 1 s, and
+	// at most half the request timeout) for it to reach the high watermark
+	// listed with it, then brings the view there; lease transactions carry
+	// the lease as their transaction timeout. A transaction of any role left
+	// open freezes every view of the partition until it is aborted.
+	ReadCommitted bool
 }
 
 // BugNames are the test-only switches by name (-sim.bug).
@@ -48,13 +59,18 @@ var BugNames = map[string]func(*Bugs){
 	"read-uncommitted":   func(b *Bugs) { b.ReadUncommitted = true },
 	"register-again":     func(b *Bugs) { b.RegisterAgain = true },
 	"late-challenge":     func(b *Bugs) { b.LateChallenge = true },
+	"read-committed":     func(b *Bugs) { b.ReadCommitted = true },
 }
 
 // Config is one scenario. Random draws it from a seed.
 type Config struct {
-	Seed    uint64
+	Seed uint64
+	// Roles: how many roles share the coordination partition, each with
+	// its own transactional.id, command partition, members and faults.
+	Roles int
+	// Members: how many members each role has.
 	Members int
-	// Reference is how many of the members behave like the reference
+	// Reference is how many of a role's members behave like the reference
 	// implementations (docs/PROTOCOL.md 11.6): no krabka.rejoin, the
 	// krabka.successor header ignored, at most one registration per
 	// acquire call, no pruning.
@@ -63,6 +79,14 @@ type Config struct {
 	Poll      int64 // krabka.poll.interval.ms
 	Timeout   int64 // request.timeout.ms
 	SkewBound int64 // every member's clock is off by at most this (either way)
+	// TxnTimeout: krabka.txn.timeout.ms, the transaction timeout of every
+	// transactional producer (never more than the lease; the lease with
+	// the read-committed switch, as before issue 34).
+	TxnTimeout int64
+	// AbortScan: the coordinator looks for transactions past their timeout
+	// this often (transaction.abort.timed.out.transaction.cleanup.interval.ms):
+	// a transaction left open stays open up to TxnTimeout+AbortScan.
+	AbortScan int64
 	// Dispatch: the leader writes a command every Dispatch ms.
 	Dispatch int64
 	// EagerRejoin: after a resign the host campaigns again at once
@@ -96,6 +120,7 @@ type Config struct {
 func Random(seed uint64, failovers int) Config {
 	r := rand.New(rand.NewPCG(seed, 0x6b7261626b61))
 	c := Config{Seed: seed, Failovers: failovers, MaxTime: int64(failovers) * 20000}
+	c.Roles = 2 + r.IntN(2)
 	c.Members = 3 + r.IntN(3)
 	if r.IntN(3) == 0 {
 		c.Reference = 1
@@ -127,7 +152,19 @@ func Random(seed uint64, failovers int) Config {
 		c.FirstEpoch = epochExhausted - int16(r.IntN(4))
 	}
 	c.EagerRejoin = r.IntN(3) == 0
+	// krabka.txn.timeout.ms: about a third of the lease (10 s to a 30 s
+	// lease by default) up to the lease.
+	c.TxnTimeout = min(d, d/3+r.Int64N(2*d/3+1))
+	c.AbortScan = []int64{500, 1000, 2000}[r.IntN(3)]
 	return c
+}
+
+// txnTimeout is the transaction timeout the members' producers ask for.
+func (s *Sim) txnTimeout() int64 {
+	if s.bugs.ReadCommitted {
+		return s.cfg.Lease.DurationMs
+	}
+	return min(s.cfg.TxnTimeout, s.cfg.Lease.DurationMs)
 }
 
 func (c Config) String() string {
@@ -135,9 +172,9 @@ func (c Config) String() string {
 	if c.Bug != "" {
 		bug = " bug=" + c.Bug
 	}
-	return fmt.Sprintf("seed=%d failovers=%d%s members=%d reference=%d lease=%d/%d/%d poll=%d timeout=%d skew<=%d dispatch=%d latency=%d-%d drop=%.3f/%.3f spike=%.3f faults every %d-%d first_epoch=%d eager_rejoin=%v",
-		c.Seed, c.Failovers, bug, c.Members, c.Reference, c.Lease.DurationMs, c.Lease.RenewIntervalMs, c.Lease.ChallengeStaggerMs,
-		c.Poll, c.Timeout, c.SkewBound, c.Dispatch, c.LatencyMin, c.LatencyMax, c.DropRequest, c.DropResponse, c.Spike,
+	return fmt.Sprintf("seed=%d failovers=%d%s roles=%d members=%d reference=%d lease=%d/%d/%d poll=%d timeout=%d skew<=%d txn_timeout=%d abort_scan=%d dispatch=%d latency=%d-%d drop=%.3f/%.3f spike=%.3f faults every %d-%d first_epoch=%d eager_rejoin=%v",
+		c.Seed, c.Failovers, bug, c.Roles, c.Members, c.Reference, c.Lease.DurationMs, c.Lease.RenewIntervalMs, c.Lease.ChallengeStaggerMs,
+		c.Poll, c.Timeout, c.SkewBound, c.TxnTimeout, c.AbortScan, c.Dispatch, c.LatencyMin, c.LatencyMax, c.DropRequest, c.DropResponse, c.Spike,
 		c.FaultMin, c.FaultMax, c.FirstEpoch, c.EagerRejoin)
 }
 
@@ -150,20 +187,34 @@ type Sim struct {
 	cl   *cluster
 	chk  *checker
 
-	role    core.Role
-	members []*member
-	admin   *member // the operator's tool (administrative fences)
+	roles   []*roleSim
+	byName  map[string]int // role name -> index in roles
+	members []*member      // every member of every role
+	admin   *member        // the operator's tool (administrative fences)
+	oldRead bool           // Bugs.ReadCommitted: the reading before issue 34
 
 	attempts int64 // command attempts, for unique command values
 
 	trace   *strings.Builder
 	verbose bool // trace every answer too
 
-	faults map[string]int
+	faults  map[string]int
+	stopped bool
+}
+
+// roleSim is one role of the coordination partition: its members, its
+// command partition and its quiet mark. Its transactional.id is the
+// cluster's coordinator of the same index.
+type roleSim struct {
+	idx     int
+	role    core.Role
+	prefix  string // of its incarnations' names in the trace ("" for the first role)
+	members []*member
+	cmds    topicID
 	// quietFrom: no fault and no effect of one before this instant is
-	// pending (the succession checks judge only handovers after it).
+	// pending in the role (the succession checks judge only handovers
+	// after it).
 	quietFrom int64
-	stopped   bool
 }
 
 // request is what a member sends to the cluster.
@@ -176,6 +227,10 @@ type request struct {
 	recover bool // InitProducerId carrying token (KIP-360)
 	commit  bool
 	tag     txnTag
+	co      int // the transaction coordinator (role index) of a transactional request
+	// listed: the high watermark when the sync before a challenge's
+	// InitProducerId listed its offsets (the checker's truth).
+	listed int64
 }
 
 type reqKind uint8
@@ -220,10 +275,11 @@ type response struct {
 	err     errCode
 	at      int64 // true time the cluster answered
 	offsets []int64
-	lso     int64
-	ver     int // the checker's version of that last stable offset
+	lso     int64 // the last stable offset
+	hwm     int64 // the high watermark
 	token   core.FencingToken
-	recs    []core.RawRecord
+	recs    []core.RawRecord // a read_committed fetch: committed records
+	batches []core.Batch     // a read_uncommitted fetch: every batch below the high watermark
 	next    int64
 }
 
@@ -240,20 +296,28 @@ func (s *Sim) tracef(format string, args ...any) {
 
 func (s *Sim) tracing() bool { return s.trace != nil }
 
-// fault counts an injected fault and moves the quiet mark past its effects.
-func (s *Sim) fault(kind string, effectsUntil int64) {
+// fault counts an injected fault and moves the quiet mark of rs (nil: of
+// every role) past its effects.
+func (s *Sim) fault(rs *roleSim, kind string, effectsUntil int64) {
 	s.faults[kind]++
-	s.quiet(effectsUntil)
+	s.quiet(rs, effectsUntil)
 }
 
-func (s *Sim) quiet(until int64) {
-	if until > s.quietFrom {
-		s.quietFrom = until
+// quiet moves the quiet mark of rs (nil: of every role) to until. With the
+// reading before issue 34 a fault of one role can hold every view of the
+// partition (a transaction it leaves open holds the last stable offset):
+// every role's mark moves.
+func (s *Sim) quiet(rs *roleSim, until int64) {
+	for _, r := range s.roles {
+		if (r == rs || rs == nil || s.oldRead) && until > r.quietFrom {
+			r.quietFrom = until
+		}
 	}
 }
 
-// latency draws the delay of one message and whether it is lost.
-func (s *Sim) latency(drop float64, timeout int64) (int64, bool) {
+// latency draws the delay of one message of a member of rs (nil: the
+// operator's) and whether it is lost.
+func (s *Sim) latency(rs *roleSim, drop float64, timeout int64) (int64, bool) {
 	c := &s.cfg
 	if drop > 0 && s.rng.Float64() < drop {
 		return 0, true
@@ -261,7 +325,7 @@ func (s *Sim) latency(drop float64, timeout int64) (int64, bool) {
 	d := c.LatencyMin + s.rng.Int64N(c.LatencyMax-c.LatencyMin+1)
 	if c.Spike > 0 && s.rng.Float64() < c.Spike {
 		d = c.SpikeMin + s.rng.Int64N(c.SpikeMax-c.SpikeMin+1)
-		s.fault("message-delayed", s.s.now+d+s.settleCall(timeout))
+		s.fault(rs, "message-delayed", s.s.now+d+s.settleCall(timeout))
 	}
 	return d, false
 }
@@ -307,7 +371,8 @@ func callString(rq *request, r *response) string {
 	switch rq.kind {
 	case reqFetch:
 		what += fmt.Sprintf("(from %d)", rq.offset)
-	case reqInitPID:
+	case reqInitPID, reqDescribe:
+		what += fmt.Sprintf("[%d]", rq.co)
 		if rq.recover {
 			what += fmt.Sprintf("(own %s)", rq.token)
 		}
@@ -325,8 +390,11 @@ func callString(rq *request, r *response) string {
 	}
 	switch rq.kind {
 	case reqListOffsets:
-		return fmt.Sprintf("%s -> last stable offset %d", what, r.lso)
+		return fmt.Sprintf("%s -> last stable offset %d, high watermark %d", what, r.lso, r.hwm)
 	case reqFetch:
+		if r.batches != nil {
+			return fmt.Sprintf("%s -> %d batches, next %d", what, len(r.batches), r.next)
+		}
 		return fmt.Sprintf("%s -> %d records, next %d", what, len(r.recs), r.next)
 	case reqAppend, reqProduce:
 		return fmt.Sprintf("%s -> offsets %v", what, r.offsets)
@@ -340,9 +408,9 @@ func callString(rq *request, r *response) string {
 // incarnation that crashes afterwards still arrives).
 func (s *Sim) send(p *proc, gen uint64, rq *request) {
 	m := p.inc.m
-	d, lost := s.latency(s.cfg.DropRequest, p.callTimeout)
+	d, lost := s.latency(m.rs, s.cfg.DropRequest, p.callTimeout)
 	if lost {
-		s.fault("request-lost", s.s.now+s.settleCall(p.callTimeout))
+		s.fault(m.rs, "request-lost", s.s.now+s.settleCall(p.callTimeout))
 		if s.tracing() {
 			s.tracef("%s: %s lost on the way", p.inc, rq.kind)
 		}
@@ -360,9 +428,9 @@ func (s *Sim) reply(p *proc, gen uint64, r *response) {
 		return // a one-way request
 	}
 	m := p.inc.m
-	d, lost := s.latency(s.cfg.DropResponse, p.callTimeout)
+	d, lost := s.latency(m.rs, s.cfg.DropResponse, p.callTimeout)
 	if lost {
-		s.fault("response-lost", s.s.now+s.settleCall(p.callTimeout))
+		s.fault(m.rs, "response-lost", s.s.now+s.settleCall(p.callTimeout))
 		if s.tracing() {
 			s.tracef("%s: an answer (%s) lost on the way", p.inc, r.err)
 		}
@@ -395,7 +463,7 @@ func (s *Sim) fire(ev event) {
 // sendOneWay sends a request whose answer nobody waits for (a producer's
 // abort at close).
 func (s *Sim) sendOneWay(m *member, rq *request) {
-	d, lost := s.latency(s.cfg.DropRequest, 0)
+	d, lost := s.latency(m.rs, s.cfg.DropRequest, 0)
 	if lost {
 		return
 	}

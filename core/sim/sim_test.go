@@ -79,6 +79,7 @@ func TestSimulation(t *testing.T) {
 				seeds++
 				total.Failovers += r.Failovers
 				total.Handovers += r.Handovers
+				total.Deposed += r.Deposed
 				total.Recoveries += r.Recoveries
 				total.Retokened += r.Retokened
 				total.Commands += r.Commands
@@ -104,6 +105,7 @@ func TestSimulation(t *testing.T) {
 		total.Failovers, total.Handovers, total.Recoveries, seeds, float64(total.SimTime)/1000)
 	fmt.Printf("simulation: %d commands committed, %d acknowledged (%d name the token before an own recovery); %d succession decisions and %d quiet handovers judged (%d left unjudged); %d events\n",
 		total.Commands, total.Acked, total.Retokened, total.Decisions, total.Judged, total.Unjudged, total.Events)
+	fmt.Printf("simulation: %d healthy holders deposed\n", total.Deposed)
 	fmt.Printf("simulation: faults: %s\n", FaultList(faults))
 	fmt.Printf("simulation: %.1f s wall, %.0f failovers/s (GOMAXPROCS %d)\n", wall.Seconds(), float64(total.Failovers)/wall.Seconds(), workers)
 	for _, r := range failed {
@@ -120,8 +122,8 @@ func replay(t *testing.T, seed uint64) {
 	cfg := Random(seed, *flagPerSeed)
 	cfg.Bug = *flagBug
 	r := run(cfg, true, true)
-	fmt.Printf("scenario: %s\n%d failovers, %d commands, %d decisions, %d quiet handovers judged; faults: %s\n",
-		cfg, r.Failovers, r.Commands, r.Decisions, r.Judged, FaultList(r.Faults))
+	fmt.Printf("scenario: %s\n%d failovers, %d commands, %d decisions, %d quiet handovers judged, %d healthy holders deposed; faults: %s\n",
+		cfg, r.Failovers, r.Commands, r.Decisions, r.Judged, r.Deposed, FaultList(r.Faults))
 	writeTrace(t, cfg, r.Trace, *flagTrace)
 	if *flagTrace != "-" {
 		fmt.Print(tail(r.Trace, 40))
@@ -198,10 +200,14 @@ func TestSimulationCatchesBrokenRules(t *testing.T) {
 		{"fail-back", []string{"succession"}},
 		{"no-prune", []string{"prune"}},
 		{"skip-sync", []string{"stale-view"}},
-		{"ack-before-commit", []string{"lost"}},
+		// The acknowledged command's transaction is still open when the
+		// next write of the leadership (a command, or a renewal that the
+		// checker then finds inside a command transaction) joins it.
+		{"ack-before-commit", []string{"lost", "lease-record"}},
 		{"read-uncommitted", []string{"fold"}},
 		{"register-again", []string{"register"}},
 		{"late-challenge", []string{"handover"}},
+		{"read-committed", []string{"healthy-holder-deposed"}},
 	}
 	if len(cases) != len(BugNames) {
 		t.Fatalf("%d cases for %d switches", len(cases), len(BugNames))
@@ -233,5 +239,47 @@ func TestSimulationCatchesBrokenRules(t *testing.T) {
 			}
 			t.Fatalf("no violation in 40 seeds")
 		})
+	}
+}
+
+// Issue 34: a holder of one role killed, paused or cut off inside its lease
+// transaction leaves it open until the coordinator aborts it. Read
+// read_committed (the reading before the fix), that transaction hides every
+// later record of every role of the partition, and the standbys of the
+// other roles depose their healthy holders on the frozen view; read past
+// the last stable offset, none does. The same seeds, both readings.
+func TestSimulationOpenTransactionOfAnotherRole(t *testing.T) {
+	const seeds, per = 12, 100
+	var old, fixed, oldSeeds, txnFaults int
+	for seed := uint64(1); seed <= seeds; seed++ {
+		cfg := Random(seed, per)
+		r := Run(cfg, false)
+		if len(r.Violations) > 0 {
+			t.Fatalf("%s", r.Report())
+		}
+		fixed += r.Deposed
+		txnFaults += r.Faults["txn-crash"] + r.Faults["txn-pause"] + r.Faults["txn-cut"]
+		cfg.Bug = "read-committed"
+		r = Run(cfg, false)
+		for _, v := range r.Violations {
+			if v.Property != "healthy-holder-deposed" {
+				t.Fatalf("the reading before the fix broke another property:\n%s", r.Report())
+			}
+		}
+		old += r.Deposed
+		if r.Deposed > 0 {
+			oldSeeds++
+		}
+	}
+	t.Logf("%d seeds of %d failovers, %d faults inside a lease transaction: read_committed deposed %d healthy holders (in %d seeds), read past the last stable offset %d",
+		seeds, per, txnFaults, old, oldSeeds, fixed)
+	if txnFaults < seeds {
+		t.Errorf("only %d faults inside a lease transaction in %d seeds", txnFaults, seeds)
+	}
+	if oldSeeds < seeds/2 {
+		t.Errorf("read_committed deposed healthy holders in %d of %d seeds only", oldSeeds, seeds)
+	}
+	if fixed != 0 {
+		t.Errorf("read past the last stable offset, %d healthy holders deposed", fixed)
 	}
 }
