@@ -1,5 +1,7 @@
 package core
 
+import "slices"
+
 // Reading past a held last stable offset (docs/PROTOCOL.md 12.1).
 //
 // A read_committed reader of a partition sees nothing past the first
@@ -68,7 +70,7 @@ type TxnFolder struct {
 type openTxn struct {
 	first int64 // the offset of its first record
 	recs  []RawRecord
-	roles map[string]struct{} // roles named by the keys of its records
+	roles []string // roles named by the keys of its records (few: a slice)
 }
 
 // NewTxnFolder returns a TxnFolder that hands committed records to emit.
@@ -102,7 +104,7 @@ func (f *TxnFolder) Add(b Batch) {
 	}
 	t, ok := f.open[b.ProducerID]
 	if !ok {
-		t = &openTxn{first: b.Records[0].Offset, roles: map[string]struct{}{}}
+		t = &openTxn{first: b.Records[0].Offset}
 		f.open[b.ProducerID] = t
 	}
 	for _, r := range b.Records {
@@ -110,8 +112,8 @@ func (f *TxnFolder) Add(b Batch) {
 		if r.Key == nil {
 			continue
 		}
-		if kv, err := decodeKeyView(r.Key); err == nil {
-			t.roles[string(kv.role)] = struct{}{}
+		if kv, err := decodeKeyView(r.Key); err == nil && !slices.Contains(t.roles, string(kv.role)) {
+			t.roles = append(t.roles, string(kv.role))
 		}
 	}
 }
@@ -123,7 +125,7 @@ func (f *TxnFolder) Open() int { return len(f.open) }
 // a write of the role that is not decided yet.
 func (f *TxnFolder) OpenHolds(r Role) bool {
 	for _, t := range f.open {
-		if _, ok := t.roles[r.s]; ok {
+		if slices.Contains(t.roles, r.s) {
 			return true
 		}
 	}
