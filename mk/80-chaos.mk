@@ -7,6 +7,11 @@
 # it makes (ip netns, veth, a bridge, tc) and removes on every way out.
 # A run fails on a checker violation and on a missed minimum of acknowledged
 # commands, takeovers or faults (tests/chaos/minimums.go, docs/RELIABILITY.md).
+# Besides the primary role (C, Python and Node members) it runs five more
+# roles held by two Go processes (tests/chaos/cmd/krabka-member, one client
+# for several roles), on the primary role's partition of the coordination
+# topic and on one more; a healthy holder deposed fails the run like a lost
+# command (tests/chaos/deposed.go).
 # Each run prints its seed first and last; logs and result.json go to build/chaos/<seed>/.
 GO ?= go
 CHAOS_SEED ?= 0
@@ -22,6 +27,7 @@ chaos: $(CHAOS_DEPS)
 chaos-short: $(CHAOS_DEPS)
 	$(GO) run ./tests/chaos/cmd/krabka-chaos -seed $(CHAOS_SEED) -duration $(CHAOS_SHORT_DURATION) $(CHAOS_FLAGS)
 
-# The checker, the fault proxy and the namespace lab on their own (no broker).
+# The checker, the deposed-holder detection, the Go member's mid-transaction
+# hook, the fault proxy and the namespace lab on their own (no broker).
 chaos-unit:
-	$(GO) test -count=1 ./tests/chaos/ ./tests/chaos/netlab/ ./tests/kafka/faultproxy/
+	$(GO) test -count=1 ./tests/chaos/ ./tests/chaos/cmd/krabka-member/ ./tests/chaos/netlab/ ./tests/kafka/faultproxy/

@@ -1,11 +1,15 @@
 // Package chaos is the randomized fault campaign of krabka-coord (`make
 // chaos`): three brokers (replication 3, min.insync.replicas=2), each in a
 // network namespace of its own; three members in three languages (the C
-// device host, the Python host and the Node host of demo/) leading one role
-// and writing numbered commands from several concurrent writers through
-// guarded writes; a baseline writer beside them that needs no election; a
-// seeded schedule of faults; and a checker over the committed command log
-// (checker.go, linearize.go, docs/RELIABILITY.md).
+// device host, the Python host and the Node host of demo/) leading the
+// primary role and writing numbered commands from several concurrent
+// writers through guarded writes; two Go member processes taking part in
+// five more roles with one client each, on the primary role's partition of
+// the coordination topic and on one more (roles.go); a baseline writer
+// beside them that needs no election; a seeded schedule of faults; a
+// checker over each role's committed command log (checker.go,
+// linearize.go) and over the coordination topic (deposed.go); see
+// docs/RELIABILITY.md.
 //
 // The network (network.go, netlab): every broker, every member's link, the
 // baseline's link and the campaign's own admin client have a namespace with
@@ -24,7 +28,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -67,6 +70,10 @@ type Options struct {
 	Writers    int           // concurrent writers per leadership (default 8)
 	Subnet     string        // the lab's /24, first three octets (default 10.213.0)
 
+	CoordPartitions int32 // partitions of the coordination topic the campaign creates (default 4)
+	RoleWriters     int   // concurrent writers per leadership of an extra role (default 2)
+	RolePaceMs      int64 // an extra role's writer's pause between commands (default 200)
+
 	LeaseMs, RenewMs, StaggerMs, DispatchMs, RequestTimeoutMs int64
 }
 
@@ -103,6 +110,12 @@ func (o *Options) defaults() {
 	if o.Subnet == "" {
 		o.Subnet = "10.213.0"
 	}
+	if o.CoordPartitions == 0 {
+		o.CoordPartitions = 4
+	}
+	if o.RoleWriters == 0 {
+		o.RoleWriters = 2
+	}
 	def := func(p *int64, v int64) {
 		if *p == 0 {
 			*p = v
@@ -113,7 +126,11 @@ func (o *Options) defaults() {
 	def(&o.StaggerMs, 1000)
 	def(&o.DispatchMs, 100)
 	def(&o.RequestTimeoutMs, 2500)
+	def(&o.RolePaceMs, 200)
 }
+
+// SkewBound is the largest clock offset of the clock-skew fault (faults.go).
+const SkewBound = 8 * time.Second
 
 // Report is the outcome of a campaign.
 type Report struct {
@@ -139,6 +156,25 @@ type Report struct {
 	Elapsed     string           `json:"elapsed"`
 	BrokerReady []string         `json:"broker_restarts,omitempty"`
 	Extra       map[string]int64 `json:"extra,omitempty"`
+
+	// The roles on shared partitions (roles.go): the coordination topic's
+	// layout, each extra role's checker verdict, the healthy holders
+	// deposed (deposed.go) and what it was judged on.
+	Coordination CoordLayout            `json:"coordination"`
+	Roles        map[string]*RoleReport `json:"roles"`
+	Deposed      *DeposeResult          `json:"healthy_holders_deposed"`
+	MidTxn       []MidTxnRecord         `json:"midtxn_faults"`
+	MemberFaults []MemberFault          `json:"member_faults"`
+	Skews        []SkewSpan             `json:"clock_skews"`
+}
+
+// CoordLayout is the coordination topic and which roles share which of its
+// partitions.
+type CoordLayout struct {
+	Topic      string             `json:"topic"`
+	Partitions int32              `json:"partitions"`
+	Roles      map[int32][]string `json:"roles_by_partition"`
+	BadRecords int                `json:"undecodable_records"`
 }
 
 // GroupStats says how far concurrent writers shared transactions: the
@@ -152,9 +188,20 @@ type GroupStats struct {
 	UnderFaults  int     `json:"shared_under_faults"` // shared transactions committed while a fault was active
 }
 
-// OK is true when the checker found no violation and the run saw at least
-// its minimums of acknowledged commands, takeovers and faults.
-func (r *Report) OK() bool { return r.Result != nil && r.Result.OK() && len(r.Shortfalls) == 0 }
+// OK is true when the checker found no violation in any role, no healthy
+// holder was deposed and the run saw at least its minimums of acknowledged
+// commands, takeovers and faults.
+func (r *Report) OK() bool {
+	if r.Result == nil || !r.Result.OK() || len(r.Shortfalls) > 0 || r.Deposed == nil || r.Deposed.Count > 0 {
+		return false
+	}
+	for _, x := range r.Roles {
+		if x.Result == nil || !x.Result.OK() {
+			return false
+		}
+	}
+	return true
+}
 
 type member struct {
 	name     string
@@ -169,6 +216,9 @@ type member struct {
 	paused   bool
 	skewMs   int64
 	log      *os.File
+	multi    bool              // a Go process of several roles (cmd/krabka-member)
+	stdin    io.WriteCloser    // its control pipe (multi)
+	mid      chan MidTxnRecord // a mid-transaction fault waits for its MIDTXN (under c.mu)
 }
 
 // hostEvent is a host event the gap explanations read.
@@ -189,6 +239,9 @@ type campaign struct {
 	topic   string
 	members []*member // the three members, then the baseline
 	base    *member
+	gos     []*member    // the Go processes of the extra roles
+	roles   []*extraRole // the extra roles
+	p0      int32        // the primary role's partition of the coordination topic
 	admin   *kgo.Client
 	adm     *kadm.Client
 	net     *network
@@ -212,7 +265,14 @@ type campaign struct {
 	readyLog   []string
 	evlog      *os.File
 	stopping   bool
-	wg         sync.WaitGroup
+
+	roleAcks     map[string][]Ack           // the extra roles' acknowledged commands
+	roleMints    map[string][]Mint          // ... epochs minted
+	roleAcquired map[string]map[string]bool // ... "member|token" of every ACQUIRED
+	holders      map[string]string          // extra role -> the Go process that holds it (best knowledge)
+	midLog       []MidTxnRecord
+	skews        []SkewSpan
+	wg           sync.WaitGroup
 }
 
 func (c *campaign) say(format string, a ...any) {
@@ -247,7 +307,8 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	opts.defaults()
 	c := &campaign{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		faults: map[string]int{}, drawn: map[string]int{}, events: map[string]int{}, down: map[int]bool{}, paused: map[int]bool{},
-		acquired: map[string]bool{}}
+		acquired: map[string]bool{}, roleAcks: map[string][]Ack{}, roleMints: map[string][]Mint{},
+		roleAcquired: map[string]map[string]bool{}, holders: map[string]string{}}
 	rep = &Report{Seed: opts.Seed, Duration: opts.Duration.String(), TxnVersion: opts.TxnVersion, Writers: opts.Writers,
 		Faults: c.faults, Drawn: c.drawn, Events: c.events, Commit: gitCommit(opts.Repo),
 		Minimums: MinimumsFor(opts.Duration), Members: map[string]int{}, Started: time.Now().UTC(),
@@ -276,6 +337,12 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building the baseline writer: %v\n%s", err, out)
 	}
+	goBin := filepath.Join(opts.LogDir, "krabka-member")
+	build = exec.Command("go", "build", "-o", goBin, "./tests/chaos/cmd/krabka-member")
+	build.Dir = opts.Repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the Go member: %v\n%s", err, out)
+	}
 
 	// The network first: namespaces, the bridge, the proxies.
 	hosts := demo.DefaultHosts(opts.Repo, opts.Lib, opts.CHost)
@@ -285,7 +352,10 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	c.base = &member{name: BaselineMember, baseline: true,
 		host: demo.Host{Member: BaselineMember, Lang: "Go", Argv: []string{baseBin}}}
 	c.members = append(c.members, c.base)
-	nw, err := newNetwork(opts, c.members)
+	for _, n := range goMembers {
+		c.gos = append(c.gos, &member{name: n, multi: true, host: demo.Host{Member: n, Lang: "Go", Argv: []string{goBin}}})
+	}
+	nw, err := newNetwork(opts, c.members, c.gos)
 	if err != nil {
 		return nil, err
 	}
@@ -325,17 +395,34 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	c.adm = kadm.NewClient(c.admin)
 	c.role = fmt.Sprintf("chaos-%d", opts.Seed)
 	c.topic = fmt.Sprintf("chaos-commands-%d-%d", opts.Seed, time.Now().Unix())
-	if err := c.createTopic(ctx); err != nil {
+	if err := c.createTopic(ctx, c.topic); err != nil {
 		return nil, err
+	}
+	if err := c.createCoordTopic(ctx); err != nil {
+		return nil, err
+	}
+	if c.p0, c.roles, err = layoutRoles(c.role, opts.CoordPartitions, c.topic); err != nil {
+		return nil, err
+	}
+	rep.Coordination = CoordLayout{Topic: CoordTopic, Partitions: opts.CoordPartitions, Roles: map[int32][]string{}}
+	for _, r := range c.allRoles() {
+		rep.Coordination.Roles[r.Partition] = append(rep.Coordination.Roles[r.Partition], r.Name)
+		if r.Label == "primary" {
+			continue
+		}
+		if err := c.createTopic(ctx, r.Topic); err != nil {
+			return nil, err
+		}
+		c.say("extra role %s on partition %d of %s: %s; command topic %s", r.Name, r.Partition, CoordTopic, strings.Join(r.Members, ", "), r.Topic)
 	}
 	c.baseTxn, err = c.baselineTxnID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.say("role %s, command topic %s (1 partition, RF 3, min.insync.replicas=2, message.timestamp.type=LogAppendTime); baseline transactional.id %s (the role's transaction coordinator)",
-		c.role, c.topic, c.baseTxn)
+	c.say("role %s (partition %d of %s, %d partitions), command topic %s (1 partition, RF 3, min.insync.replicas=2, message.timestamp.type=LogAppendTime); baseline transactional.id %s (the role's transaction coordinator)",
+		c.role, c.p0, CoordTopic, opts.CoordPartitions, c.topic, c.baseTxn)
 
-	for _, m := range c.members {
+	for _, m := range append(append([]*member{}, c.members...), c.gos...) {
 		if err := c.startMember(m, 0); err != nil {
 			c.stopMembers()
 			return nil, err
@@ -356,9 +443,34 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	}
 	c.stopMembers()
 
-	recs, err := c.readLog(context.Background())
+	recs, err := c.commandRecords(context.Background(), c.topic)
 	if err != nil {
 		return nil, fmt.Errorf("reading the command log: %w", err)
+	}
+	leases, bad, err := c.leaseRecords(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("reading the coordination topic: %w", err)
+	}
+	rep.Coordination.BadRecords = bad
+	rep.Roles = map[string]*RoleReport{}
+	for _, r := range c.roles {
+		rrecs, err := c.commandRecords(context.Background(), r.Topic)
+		if err != nil {
+			return nil, fmt.Errorf("reading the command log of %s: %w", r.Name, err)
+		}
+		c.mu.Lock()
+		rin := Input{Records: rrecs, Acks: append([]Ack(nil), c.roleAcks[r.Name]...), Mints: append([]Mint(nil), c.roleMints[r.Name]...),
+			Acquired: c.roleAcquired[r.Name], TwoDown: append([]Window(nil), c.twoDown...),
+			Slack: time.Duration(opts.RolePaceMs)*time.Millisecond + time.Second}
+		c.mu.Unlock()
+		rr := &RoleReport{extraRole: *r, Acked: map[string]int{}, Result: CheckAll(rin)}
+		for _, a := range rin.Acks {
+			rr.Acked[a.Member]++
+		}
+		rep.Roles[r.Name] = rr
+		for _, v := range rr.Result.Violations {
+			rep.Violations = append(rep.Violations, r.Name+": "+v.String())
+		}
 	}
 	c.mu.Lock()
 	in := Input{Records: recs, Acks: append([]Ack(nil), c.acks...), Mints: append([]Mint(nil), c.mints...),
@@ -367,6 +479,14 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		BaseAcks: append([]Ack(nil), c.baseAcks...)}
 	faultLog := append([]FaultRecord(nil), c.faultLog...)
 	events := append([]hostEvent(nil), c.hostEvents...)
+	now := time.Now()
+	for i := range c.skews {
+		if c.skews[i].To.IsZero() {
+			c.skews[i].To = now
+		}
+	}
+	rep.Skews = append([]SkewSpan(nil), c.skews...)
+	rep.MidTxn = append([]MidTxnRecord(nil), c.midLog...)
 	rep.BrokerReady = append([]string(nil), c.readyLog...)
 	c.mu.Unlock()
 	for _, a := range in.Acks {
@@ -384,7 +504,19 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	if res.Baseline != nil {
 		rep.BaseLong = explainGaps(res.Baseline.Availability.Long, faultLog, nil, nil, c.start)
 	}
+	rep.MemberFaults = memberFaults(faultLog)
+	dep := HealthyDeposed(DeposeInput{Leases: leases, Faults: rep.MemberFaults, Skews: rep.Skews, SkewBound: SkewBound,
+		RaceWindow: DefaultRaceWindow})
+	rep.Deposed = &dep
+	for _, d := range dep.Deposed {
+		rep.Violations = append(rep.Violations, "healthy-holder-deposed: "+d.Text)
+	}
 	rep.Shortfalls = Shortfalls(rep.Minimums, opts.Duration, res.Acked, res.Tokens, c.drawn, c.faults)
+	acked := map[string]int{}
+	for name, x := range rep.Roles {
+		acked[name] = x.Result.Acked
+	}
+	rep.Shortfalls = append(rep.Shortfalls, RoleShortfalls(rep.Minimums, opts.Duration, acked)...)
 	rep.Elapsed = time.Since(c.start).Round(time.Second).String()
 	c.summary(rep)
 	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
@@ -405,16 +537,16 @@ func gitCommit(repo string) string {
 	return s
 }
 
-func (c *campaign) createTopic(ctx context.Context) error {
+func (c *campaign) createTopic(ctx context.Context, topic string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	isr, ts := "2", "LogAppendTime"
-	resp, err := c.adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &isr, "message.timestamp.type": &ts}, c.topic)
+	resp, err := c.adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &isr, "message.timestamp.type": &ts}, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", c.topic, err)
+		return fmt.Errorf("creating %s: %w", topic, err)
 	}
 	return nil
 }
@@ -423,7 +555,9 @@ func (c *campaign) createTopic(ctx context.Context) error {
 // when skewMs is not 0.
 func (c *campaign) startMember(m *member, skewMs int64) error {
 	var argv []string
-	if m.baseline {
+	if m.multi {
+		argv = append(append([]string{}, m.host.Argv...), c.goArgs(m)...)
+	} else if m.baseline {
 		argv = append(append([]string{}, m.host.Argv...), m.proxies.Bootstrap(), c.baseTxn, m.name, c.topic)
 	} else {
 		argv = append(append([]string{}, m.host.Argv...), m.proxies.Bootstrap(), c.role, m.name, c.topic)
@@ -436,13 +570,16 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 		fmt.Sprintf("KRABKA_LEASE_MS=%d", c.opts.LeaseMs),
 		fmt.Sprintf("KRABKA_RENEW_INTERVAL_MS=%d", c.opts.RenewMs),
 		fmt.Sprintf("KRABKA_CHALLENGE_STAGGER_MS=%d", c.opts.StaggerMs),
-		fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.DispatchMs),
 		fmt.Sprintf("KRABKA_REQUEST_TIMEOUT_MS=%d", c.opts.RequestTimeoutMs),
-		fmt.Sprintf("KRABKA_WRITERS=%d", c.opts.Writers),
 		// Node: one libuv pool thread per writer, and some for the rest.
 		fmt.Sprintf("UV_THREADPOOL_SIZE=%d", c.opts.Writers+8),
 		"KRABKA_REJOIN_DELAY_MS=500",
 	)
+	if m.multi {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.RolePaceMs), fmt.Sprintf("KRABKA_WRITERS=%d", c.opts.RoleWriters))
+	} else {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.DispatchMs), fmt.Sprintf("KRABKA_WRITERS=%d", c.opts.Writers))
+	}
 	if skewMs != 0 {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_TEST_CLOCK_OFFSET_MS=%d", skewMs))
 	}
@@ -459,13 +596,34 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 	if err != nil {
 		return err
 	}
+	var stdin io.WriteCloser
+	if m.multi {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return err
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", m.name, err)
 	}
 	exited := make(chan struct{})
 	m.mu.Lock()
-	m.cmd, m.pid, m.exited, m.paused, m.skewMs = cmd, cmd.Process.Pid, exited, false, skewMs
+	if m.stdin != nil {
+		m.stdin.Close()
+	}
+	m.cmd, m.pid, m.exited, m.paused, m.skewMs, m.stdin = cmd, cmd.Process.Pid, exited, false, skewMs, stdin
 	m.mu.Unlock()
+	// The stretches of a skewed lease clock: one ends at the next start.
+	now := time.Now()
+	c.mu.Lock()
+	for i := range c.skews {
+		if c.skews[i].Member == m.name && c.skews[i].To.IsZero() {
+			c.skews[i].To = now
+		}
+	}
+	if skewMs != 0 {
+		c.skews = append(c.skews, SkewSpan{Member: m.name, OffsetMs: skewMs, From: now})
+	}
+	c.mu.Unlock()
 	fmt.Fprintf(m.log, "# %s: pid %d skew %d ms: %s\n", time.Now().Format(time.RFC3339Nano), cmd.Process.Pid, skewMs, strings.Join(argv, " "))
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -473,7 +631,9 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(m.log, line)
-			if ev, ok := demo.ParseEvent(line, m.name, time.Now()); ok && ev.Strict {
+			if m.multi {
+				c.goLine(m, line)
+			} else if ev, ok := demo.ParseEvent(line, m.name, time.Now()); ok && ev.Strict {
 				c.handle(m, ev)
 			} else if f := strings.Fields(line); len(f) >= 4 && f[0] == "EVENT" && f[3] == "MINTED" {
 				c.handleMint(m, line)
@@ -642,6 +802,11 @@ func (c *campaign) kill(m *member) bool {
 	if c.leader == m.name {
 		c.leader = ""
 	}
+	for r, h := range c.holders {
+		if h == m.name {
+			delete(c.holders, r)
+		}
+	}
 	c.mu.Unlock()
 	return alive && err == nil
 }
@@ -652,11 +817,12 @@ func (c *campaign) stopMembers() {
 	c.mu.Lock()
 	c.stopping = true
 	c.mu.Unlock()
-	for _, m := range c.members {
+	all := append(append([]*member{}, c.members...), c.gos...)
+	for _, m := range all {
 		c.signal(m, syscall.SIGCONT)
 		c.signal(m, syscall.SIGTERM)
 	}
-	for _, m := range c.members {
+	for _, m := range all {
 		m.mu.Lock()
 		exited := m.exited
 		pid := m.pid
@@ -674,97 +840,6 @@ func (c *campaign) stopMembers() {
 			m.log.Close()
 		}
 	}
-}
-
-// readLog reads every committed record of the command topic (all
-// partitions, read_committed) up to the last stable offset, once no
-// transaction is open any more (a killed leader's open transaction is
-// aborted by its successor or by its timeout).
-func (c *campaign) readLog(ctx context.Context) ([]Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	var lso map[int32]int64
-	for {
-		committed, err := c.adm.ListCommittedOffsets(ctx, c.topic)
-		if err != nil {
-			return nil, err
-		}
-		ends, err := c.adm.ListEndOffsets(ctx, c.topic)
-		if err != nil {
-			return nil, err
-		}
-		lso = map[int32]int64{}
-		settled := true
-		committed.Each(func(o kadm.ListedOffset) {
-			lso[o.Partition] = o.Offset
-			if e, ok := ends.Lookup(c.topic, o.Partition); !ok || e.Offset != o.Offset {
-				settled = false
-			}
-		})
-		if settled || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	parts := map[int32]kgo.Offset{}
-	want := 0
-	for p, o := range lso {
-		if o > 0 {
-			parts[p] = kgo.NewOffset().AtStart()
-			want++
-		}
-	}
-	if want == 0 {
-		return nil, nil
-	}
-	rd, err := kgo.NewClient(kgo.SeedBrokers(c.net.brokerBootstrap()...), kgo.Dialer(c.net.ctl.Dialer()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: parts}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	var recs []Record
-	done := map[int32]bool{}
-	createTime := 0
-	for len(done) < want {
-		fs := rd.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("reading %s: %w (read %d records)", c.topic, ctx.Err(), len(recs))
-		}
-		for _, fe := range fs.Errors() {
-			if fe.Err != nil && !errors.Is(fe.Err, context.Canceled) {
-				return nil, fmt.Errorf("fetching %s: %w", c.topic, fe.Err)
-			}
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			end := lso[r.Partition]
-			if r.Offset >= end-1 {
-				done[r.Partition] = true
-			}
-			if r.Offset >= end || r.Attrs.IsControl() {
-				return
-			}
-			rec := ParseRecord(r.Partition, r.Offset,
-				core.FencingToken{ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}, string(r.Value))
-			if r.Attrs.TimestampType() == 1 {
-				rec.Appended = r.Timestamp
-			} else {
-				createTime++
-			}
-			recs = append(recs, rec)
-		})
-	}
-	if createTime > 0 {
-		return nil, fmt.Errorf("%d records of %s carry their producer's timestamp, not LogAppendTime: the real-time check needs message.timestamp.type=LogAppendTime", createTime, c.topic)
-	}
-	sort.SliceStable(recs, func(i, j int) bool {
-		if recs[i].Partition != recs[j].Partition {
-			return recs[i].Partition < recs[j].Partition
-		}
-		return recs[i].Offset < recs[j].Offset
-	})
-	return recs, nil
 }
 
 // groupStats measures group commit from the log: the members' records of
@@ -850,14 +925,67 @@ func (c *campaign) summary(rep *Report) {
 	for _, g := range rep.LongGaps {
 		c.say("gap > 10s: %s", g.Text)
 	}
+	var parts []int32
+	for p := range rep.Coordination.Roles {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	for _, p := range parts {
+		c.say("coordination partition %d: %s", p, strings.Join(rep.Coordination.Roles[p], ", "))
+	}
+	for _, er := range c.roles {
+		x := rep.Roles[er.Name]
+		if x == nil {
+			continue
+		}
+		rr := x.Result
+		c.say("role %s (partition %d; %s): acknowledged=%d lost=%d duplicated=%d order=%d stale=%d mismatch=%d real-time=%d (against %d mints) acked-two-down=%d tokens=%d linearizable=%s availability %.2f%% (gaps > %s: %d, max %s)",
+			er.Name, er.Partition, strings.Join(er.Members, "+"), rr.Acked, rr.Lost, rr.Duplicated, rr.OrderBreaks, rr.StaleTokens, rr.TokenMismatch,
+			rr.RealTime, rr.Mints, rr.TwoDownAcked, rr.Tokens, rr.Linearizable, rr.Availability.Fraction*100, rr.Availability.Slack,
+			len(rr.Availability.Gaps), rr.Availability.Max.Round(time.Millisecond))
+	}
+	mid := map[string]int{}
+	midParts := map[int32]int{}
+	for _, m := range rep.MidTxn {
+		mid[m.Kind]++
+		midParts[m.Partition]++
+	}
+	c.say("mid-transaction faults that took effect: kill=%d pause=%d cut=%d (by partition: %v)", mid["midtxn-kill"], mid["midtxn-pause"], mid["midtxn-cut"], midParts)
+	if d := rep.Deposed; d != nil {
+		c.say("healthy holders deposed=%d (goal 0) by role %v; of %d takeovers in %d lease records: after the deadline %d, after a resign %d, after a fence %d, the holder under a member fault %d, within the clock-skew tolerance %d, raced (the lease that would have stopped it committed less than %s before) %d, slow challenges (that lease visible %s or more before) %d",
+			d.Count, d.ByRole, d.Takeovers, d.Leases, d.AfterDeadline, d.AfterResign, d.AfterFence, d.UnderFault, d.WithinSkew,
+			DefaultRaceWindow, d.Raced, DefaultRaceWindow, d.Slow)
+		for i, x := range d.Deposed {
+			if i >= maxListed {
+				break
+			}
+			c.say("  deposed: %s", x.Text)
+		}
+		for i, x := range d.RacedList {
+			if i >= maxListed {
+				break
+			}
+			c.say("  raced: %s", x.Text)
+		}
+		for i, x := range d.SlowList {
+			if i >= maxListed {
+				break
+			}
+			c.say("  slow challenge: %s", x.Text)
+		}
+	}
 	m := rep.Minimums
 	c.say("minimums for %s: acknowledged >= %d, takeovers >= %d, faults >= %d, each drawn kind >= %d", rep.Duration, m.Acked, m.Takeovers, m.Faults, m.PerKind)
 	if rep.OK() {
 		c.say("PASS (seed %d)", rep.Seed)
 		return
 	}
-	c.say("FAIL (seed %d, replay: %s): %d violation(s), %d minimum(s) missed:", rep.Seed, rep.Replay, len(r.Violations), len(rep.Shortfalls))
-	for _, v := range r.Violations {
+	c.say("FAIL (seed %d, replay: %s): %d violation(s), %d minimum(s) missed:", rep.Seed, rep.Replay, len(rep.Violations), len(rep.Shortfalls))
+	for i, v := range rep.Violations {
+		if i >= 3*maxListed {
+			c.say("  ... and %d more (result.json)", len(rep.Violations)-i)
+			break
+		}
 		c.say("  %s", v)
 	}
 	for _, s := range rep.Shortfalls {

@@ -23,6 +23,7 @@ type FaultRecord struct {
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	OnLeader bool      `json:"on_leader,omitempty"` // a member fault that hit the leader (and the baseline with it)
+	Members  []string  `json:"members,omitempty"`   // the member processes it hit (member faults)
 }
 
 // The fault kinds of the schedule and their weights (out of 100). Member
@@ -34,10 +35,15 @@ type FaultRecord struct {
 //	member-minority 8, broker-kill 10, broker-isolate 12, broker-pause 7,
 //	broker-oneway 6, broker-link-delay 6, broker-link-loss 5,
 //	broker-kill-two 4 (a broker fault holds the slot until every replica is
-//	in sync again, and two brokers down take the longest: 30-60 s).
+//	in sync again, and two brokers down take the longest: 30-60 s),
+//	midtxn-kill 8, midtxn-pause 4, midtxn-cut 5 (a Go process of the extra
+//	roles struck between its renewal's answered Produce and its EndTxn:
+//	roles.go); 117 in all.
 //
 // The first fault of every campaign is a broker-isolate (so that even a
-// 90 s campaign partitions a broker).
+// 90 s campaign partitions a broker), the second a midtxn-kill (so that
+// even a 90 s campaign leaves a lease transaction open on a shared
+// partition).
 var faultWeights = []struct {
 	kind   string
 	weight int
@@ -45,6 +51,16 @@ var faultWeights = []struct {
 	{"member-kill", 11}, {"member-pause", 9}, {"link-cut", 10}, {"link-delay", 6}, {"clock-skew", 6},
 	{"member-minority", 8}, {"broker-kill", 10}, {"broker-isolate", 12}, {"broker-pause", 7},
 	{"broker-oneway", 6}, {"broker-link-delay", 6}, {"broker-link-loss", 5}, {"broker-kill-two", 4},
+	{"midtxn-kill", 8}, {"midtxn-pause", 4}, {"midtxn-cut", 5},
+}
+
+// totalWeight is the sum of the weights.
+func totalWeight() int {
+	n := 0
+	for _, w := range faultWeights {
+		n += w.weight
+	}
+	return n
 }
 
 func kindOf(n int) string {
@@ -92,8 +108,14 @@ func (c *campaign) injected(kind string) {
 	c.mu.Unlock()
 }
 
-func (c *campaign) begin(kind, target string, onLeader bool) *FaultRecord {
-	return &FaultRecord{Kind: kind, Target: target, Start: time.Now(), OnLeader: onLeader}
+// begin starts the record of a fault; members are the member processes it
+// hits (none for a broker fault).
+func (c *campaign) begin(kind, target string, onLeader bool, members ...*member) *FaultRecord {
+	f := &FaultRecord{Kind: kind, Target: target, Start: time.Now(), OnLeader: onLeader}
+	for _, m := range members {
+		f.Members = append(f.Members, m.name)
+	}
+	return f
 }
 
 func (c *campaign) end(f *FaultRecord) {
@@ -177,7 +199,7 @@ func (c *campaign) schedule(ctx context.Context) {
 	lease := time.Duration(c.opts.LeaseMs) * time.Millisecond
 	for i := 0; ctx.Err() == nil; i++ {
 		gap := between(c.rng, 2*time.Second, 6*time.Second)
-		n := c.rng.IntN(100)
+		n := c.rng.IntN(totalWeight())
 		toLeader := c.rng.IntN(100) < 75
 		d1 := between(c.rng, 500*time.Millisecond, 3*time.Second)
 		d2 := between(c.rng, 1*time.Second, 4*time.Second)
@@ -194,9 +216,13 @@ func (c *campaign) schedule(ctx context.Context) {
 		linkDelay := between(c.rng, 50*time.Millisecond, 800*time.Millisecond)
 		loss := 0.1 + 0.3*c.rng.Float64()
 		dir := c.rng.IntN(2)
+		drawnGo := c.rng.IntN(len(goMembers))
 		kind := kindOf(n)
-		if i == 0 {
+		switch i {
+		case 0:
 			kind = "broker-isolate"
+		case 1:
+			kind = "midtxn-kill"
 		}
 		if !c.sleep(ctx, gap) {
 			return
@@ -207,7 +233,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			ms := c.withBaseline(m, onL)
 			c.draw(kind)
 			c.say("FAULT member-kill: SIGKILL %s, restart in %s", names(ms), d1.Round(time.Millisecond))
-			f := c.begin(kind, names(ms), onL)
+			f := c.begin(kind, names(ms), onL, ms...)
 			if c.kill(m) {
 				c.injected(kind)
 			} else {
@@ -229,7 +255,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			d := lease + d2
 			c.draw(kind)
 			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", names(ms), d.Round(time.Millisecond), lease)
-			f := c.begin(kind, names(ms), onL)
+			f := c.begin(kind, names(ms), onL, ms...)
 			if c.signal(m, syscall.SIGSTOP) {
 				c.injected(kind)
 			} else {
@@ -263,7 +289,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			}
 			c.draw(k)
 			c.say("FAULT %s: %s cut from %s for %s", k, names(ms), what, d.Round(time.Millisecond))
-			f := c.begin(k, names(ms)+" to "+what, onL)
+			f := c.begin(k, names(ms)+" to "+what, onL, ms...)
 			for _, p := range ps {
 				p.Cut()
 			}
@@ -282,7 +308,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			d := d1 + d2 + lease
 			c.draw(kind)
 			c.say("FAULT link-delay: %s's links delayed by %s for %s", names(ms), delay.Round(time.Millisecond), d.Round(time.Millisecond))
-			f := c.begin(kind, names(ms), onL)
+			f := c.begin(kind, names(ms), onL, ms...)
 			var ps []*faultproxy.Proxy
 			for _, x := range ms {
 				ps = append(ps, x.proxies...)
@@ -304,7 +330,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			c.draw(kind)
 			c.say("FAULT clock-skew: restart %s with its lease clock offset by %+ds%s", m.name, skew/time.Second,
 				map[bool]string{true: " (and restart the baseline)", false: ""}[onL])
-			f := c.begin(kind, names(ms), onL)
+			f := c.begin(kind, names(ms), onL, ms...)
 			for _, x := range ms {
 				c.kill(x)
 			}
@@ -320,6 +346,12 @@ func (c *campaign) schedule(ctx context.Context) {
 				}
 			}
 			c.end(f)
+		case "midtxn-kill":
+			c.midTxn(kind, drawnGo, d1+d2)
+		case "midtxn-pause":
+			c.midTxn(kind, drawnGo, lease+d2)
+		case "midtxn-cut":
+			c.midTxn(kind, drawnGo, d1+d2)
 		case "member-minority": // a member and the old partition leader cut off from the rest
 			if !c.claimBrokers() {
 				c.say("(member-minority skipped: a broker fault is in progress)")
@@ -335,7 +367,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			}
 			var sideB []string
 			sideB = append(sideB, c.net.otherBrokers(node)...)
-			for _, x := range c.members {
+			for _, x := range append(append([]*member{}, c.members...), c.gos...) {
 				in := false
 				for _, y := range ms {
 					in = in || x == y
@@ -346,7 +378,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			}
 			c.say("FAULT member-minority: %s with broker %d (command partition leader) on the minority side, cut from %s for %s",
 				names(ms), node, strings.Join(sideB, " "), long.Round(time.Millisecond))
-			f := c.begin(kind, fmt.Sprintf("%s with broker %d", names(ms), node), onL)
+			f := c.begin(kind, fmt.Sprintf("%s with broker %d", names(ms), node), onL, ms...)
 			c.partition(kind, c.net.cut(sideA, sideB), long)
 			c.end(f)
 			c.waitHealthy(60 * time.Second)

@@ -82,3 +82,21 @@ func Shortfalls(m Minimums, d time.Duration, acked, tokens int, drawn, injected 
 	}
 	return out
 }
+
+// RoleShortfalls lists the extra roles (roles.go) whose acknowledged
+// commands fell below the minimum: each role's own checks must have had
+// something to judge.
+func RoleShortfalls(m Minimums, d time.Duration, acked map[string]int) []string {
+	names := make([]string, 0, len(acked))
+	for n := range acked {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		if acked[n] < m.Acked {
+			out = append(out, fmt.Sprintf("minimum missed: %d acknowledged commands of role %s, want at least %d in a %s campaign", acked[n], n, m.Acked, d))
+		}
+	}
+	return out
+}

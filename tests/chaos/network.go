@@ -19,8 +19,10 @@ import (
 )
 
 // network is the campaign's lab: the brokers' namespaces (b1..b3), one per
-// member link (m1..m3, the baseline's m4), the admin's (ctl), the
-// broker-to-broker proxies and the members' proxies.
+// member link (m1..m3, the baseline's m4), one per Go process of the extra
+// roles (g1, g2: they reach the brokers' own PLAINTEXT listeners, without
+// proxies; their faults are kills, pauses and packet filters), the admin's
+// (ctl), the broker-to-broker proxies and the members' proxies.
 //
 // Ports, with B = Options.PortBase:
 //
@@ -46,15 +48,16 @@ type network struct {
 	// mesh[i][j]: node i+1's proxies to node j+1: replication, controller.
 	mesh    [3][3][2]*faultproxy.Proxy
 	members []*member
+	gos     []*member
 }
 
 func nodePort(base, node, off int) int { return base + 10*(node-1) + off }
 
 // newNetwork builds the lab and the proxies. A machine where network
 // namespaces cannot be made fails here with one sentence.
-func newNetwork(opts Options, members []*member) (*network, error) {
+func newNetwork(opts Options, members, gos []*member) (*network, error) {
 	nw := &network{prefix: fmt.Sprintf("kc%d-", opts.PortBase), advBase: opts.PortBase + 100, peerBase: opts.PortBase + 200,
-		portBase: opts.PortBase, members: members}
+		portBase: opts.PortBase, members: members, gos: gos}
 	names := map[string]int{"ctl": 2}
 	for i := 1; i <= 3; i++ {
 		names[fmt.Sprintf("b%d", i)] = 10 + i
@@ -62,12 +65,18 @@ func newNetwork(opts Options, members []*member) (*network, error) {
 	for k := range members {
 		names[fmt.Sprintf("m%d", k+1)] = 21 + k
 	}
+	for k := range gos {
+		names[fmt.Sprintf("g%d", k+1)] = 21 + len(members) + k
+	}
 	lab, err := netlab.New(nw.prefix, opts.Subnet, names)
 	if err != nil {
 		return nil, fmt.Errorf("the campaign needs network namespaces for its brokers and links (root, ip netns, veth, a bridge, tc), and making them failed: %w", err)
 	}
 	nw.lab = lab
 	nw.ctl = lab.Endpoint("ctl")
+	for k, m := range gos {
+		m.ep = lab.Endpoint(fmt.Sprintf("g%d", k+1))
+	}
 	for i := 1; i <= 3; i++ {
 		nw.brokers = append(nw.brokers, lab.Endpoint(fmt.Sprintf("b%d", i)))
 	}
@@ -234,10 +243,11 @@ func (nw *network) otherBrokers(node int) []string {
 	return out
 }
 
-// memberNames names every member link (and the baseline's).
+// memberNames names every member link (and the baseline's, and the Go
+// processes').
 func (nw *network) memberNames() []string {
 	var out []string
-	for _, m := range nw.members {
+	for _, m := range append(append([]*member{}, nw.members...), nw.gos...) {
 		out = append(out, m.ep.Name)
 	}
 	return out
