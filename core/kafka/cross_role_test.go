@@ -30,15 +30,16 @@ import (
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
 
-// Timings of these tests: a renewal every second, so a standby whose view
-// froze would see its holder's lease run out within three.
+// Timings of these tests: a renewal every 2 s, so a standby whose view
+// froze would see its holder's lease run out within 6 s; renewals have 4 s
+// to commit (the suite runs beside others on 2 cores).
 const (
-	xLeaseMs = 3000
-	xRenewMs = 1000
-	// The faulted holder's transactions time out after 20 s (a reference
+	xLeaseMs = 6000
+	xRenewMs = 2000
+	// The faulted holder's transactions time out after 30 s (a reference
 	// member or an old one, whose lease transactions carry the lease): the
 	// stable offset stays held for the whole observation.
-	xFaultTxnTimeoutMs = 20000
+	xFaultTxnTimeoutMs = 30000
 )
 
 func crossConfig(bootstrap, topic string, kv ...string) []string {
@@ -48,7 +49,7 @@ func crossConfig(bootstrap, topic string, kv ...string) []string {
 		"krabka.topic.partitions", "1",
 		"krabka.lease.ms", fmt.Sprint(xLeaseMs),
 		"krabka.renew.interval.ms", fmt.Sprint(xRenewMs),
-		"krabka.challenge.stagger.ms", "500",
+		"krabka.challenge.stagger.ms", "1000",
 		"krabka.poll.interval.ms", "100",
 		"request.timeout.ms", "5000",
 	}, kv...)
@@ -203,9 +204,12 @@ func (x *crossRun) heldWhile(what string) {
 }
 
 // replaced waits for the standby of a dead holder and returns how long after
-// the dead holder's deadline it won.
-func replaced(t *testing.T, ch <-chan acquired, deadline int64, what string) int64 {
+// the dead holder's deadline it won. It must win before the coordinator
+// could abort the dead holder's open transaction (faultAt + its timeout):
+// the standby did not wait for the stable offset to move.
+func replaced(t *testing.T, ch <-chan acquired, deadline int64, faultAt time.Time, what string) int64 {
 	t.Helper()
+	abortAt := faultAt.Add(xFaultTxnTimeoutMs * time.Millisecond)
 	select {
 	case a := <-ch:
 		if a.err != nil {
@@ -215,23 +219,26 @@ func replaced(t *testing.T, ch <-chan acquired, deadline int64, what string) int
 		if late < 0 {
 			t.Fatalf("%s: the standby's lease was granted %d ms before the dead holder's deadline", what, -late)
 		}
-		t.Logf("%s: the dead holder was replaced %d ms after its deadline", what, late)
+		if a.at >= abortAt.UnixMilli() {
+			t.Fatalf("%s: the standby won %d ms after the fault, not before the open transaction's timeout", what, a.at-faultAt.UnixMilli())
+		}
+		t.Logf("%s: the dead holder was replaced %d ms after its deadline (%d ms after the fault)", what, late, a.at-faultAt.UnixMilli())
 		return late
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: the dead holder was not replaced within 30 s of the fault (its deadline %d)", what, deadline)
+	case <-time.After(time.Until(abortAt)):
+		t.Fatalf("%s: the dead holder was not replaced before its open transaction's timeout (its deadline %d)", what, deadline)
 	}
 	return 0
 }
 
 // A raw producer opens a transaction on the partition, appends one record
 // and never ends it (its timeout is longer than the observation): for four
-// leases no standby of the three healthy roles wins and every holder stays
+// leases (24 s) no standby of the three healthy roles wins and every holder stays
 // active.
 func TestOpenTransactionOfARawProducerDeposesNoHealthyHolder(t *testing.T) {
 	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
 		x := newCrossRun(t, c, 3)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(c.Bootstrap, ",")...),
-			kgo.TransactionalID(uniq("it-xrole-raw-")), kgo.TransactionTimeout(60*time.Second),
+			kgo.TransactionalID(uniq("it-xrole-raw-")), kgo.TransactionTimeout(90*time.Second),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			t.Fatal(err)
@@ -300,13 +307,14 @@ func TestHolderKilledInsideItsRenewalDeposesNoHealthyHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect("PRODUCED")
+		faultAt := time.Now()
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
 		x.heldWhile("holder killed inside its renewal")
 		x.watch(2*xLeaseMs*time.Millisecond, "holder killed inside its renewal")
-		replaced(t, standby, deadline, "holder killed inside its renewal")
+		replaced(t, standby, deadline, faultAt, "holder killed inside its renewal")
 		x.watch(xLeaseMs*time.Millisecond, "after the takeover")
 	})
 }
@@ -337,6 +345,7 @@ func TestHolderCutOffInsideItsRenewalDeposesNoHealthyHolder(t *testing.T) {
 		time.Sleep(300 * time.Millisecond) // the standby registers
 		deadline := l.Lease().Deadline
 		armed.Store(true)
+		faultAt := time.Now()
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := l.Renew(rctx); err == nil {
@@ -350,7 +359,7 @@ func TestHolderCutOffInsideItsRenewalDeposesNoHealthyHolder(t *testing.T) {
 		}
 		x.heldWhile("holder cut off inside its renewal")
 		x.watch(2*xLeaseMs*time.Millisecond, "holder cut off inside its renewal")
-		replaced(t, standby, deadline, "holder cut off inside its renewal")
+		replaced(t, standby, deadline, faultAt, "holder cut off inside its renewal")
 		select {
 		case <-l.Done():
 		case <-time.After(10 * time.Second):

@@ -54,13 +54,16 @@ func TestStableOffsetByOneFetch(t *testing.T) {
 	if got["ListOffsets"] != 1 || got["Fetch"] != 0 {
 		t.Fatalf("before any fetch: %v, want one ListOffsets and no Fetch", got)
 	}
-	if listed != 3 { // k1, k2 and the commit marker
-		t.Fatalf("listed %d, want 3", listed)
+	// k1 and k2, and the commit marker once the coordinator wrote it (it
+	// answers EndTxn first): the high watermark, no wait for the marker.
+	if listed != 2 && listed != 3 {
+		t.Fatalf("listed %d, want 2 or 3", listed)
 	}
 	if _, err := tr.Fetch(ctx, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Append(ctx, 0, []byte("k3"), []byte("v3"), nil); err != nil {
+	off3, err := tr.Append(ctx, 0, []byte("k3"), []byte("v3"), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var byFetch int64
@@ -72,7 +75,7 @@ func TestStableOffsetByOneFetch(t *testing.T) {
 	if got["ListOffsets"] != 0 || got["Fetch"] != 1 {
 		t.Fatalf("after a fetch: %v, want one Fetch and no ListOffsets", got)
 	}
-	if byFetch != 4 {
-		t.Fatalf("listed %d by fetch, want 4", byFetch)
+	if byFetch < off3+1 || byFetch > 4 {
+		t.Fatalf("listed %d by fetch, want past k3 at %d (at most 4)", byFetch, off3)
 	}
 }
