@@ -57,6 +57,8 @@ type goEnum struct {
 	prefix string // "Term"
 	pos    string // where the type is declared: "core/coord/elect.go:70"
 	consts []goConst
+	// ownString: where a String() written by hand is ("" when none)
+	ownString string
 }
 
 // goConst is one constant of a goEnum.
@@ -217,7 +219,7 @@ func scanPackage(fsys fs.FS, dir string) ([]*goEnum, error) {
 		for _, decl := range f.Decls {
 			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv != nil && fd.Name.Name == "String" && len(fd.Recv.List) == 1 {
 				if id, ok := fd.Recv.List[0].Type.(*ast.Ident); ok && byType[id.Name] != nil {
-					return nil, fmt.Errorf("%s: %s has a String() of its own: delete it, internal/gen writes it (%s)", pos(fd.Pos()), id.Name, path.Join(dir, stringsFile))
+					byType[id.Name].ownString = pos(fd.Pos())
 				}
 			}
 			gd, ok := decl.(*ast.GenDecl)
@@ -550,4 +552,27 @@ func (in *inputs) stringsOutputs() []output {
 		out = append(out, output{path.Join(d, stringsFile), func(*inputs) (string, error) { return renderStrings(enums) }})
 	}
 	return out
+}
+
+// errOwnString says which String() methods written by hand to delete.
+// renderAll returns it with the rendered files, and run writes them first:
+// the package still compiles once the hand-written method is gone (and
+// the generator, which imports core/coord, still builds).
+type errOwnString struct{ msgs []string }
+
+func (e *errOwnString) Error() string { return strings.Join(e.msgs, "\n") }
+
+// ownStrings is an *errOwnString for the marked types with a String() of
+// their own, or nil.
+func (in *inputs) ownStrings() error {
+	var msgs []string
+	for _, g := range in.goEnums {
+		if g.ownString != "" {
+			msgs = append(msgs, fmt.Sprintf("%s: %s has a String() of its own: delete it, internal/gen wrote it into %s", g.ownString, g.qualified(), path.Join(g.dir, stringsFile)))
+		}
+	}
+	if msgs == nil {
+		return nil
+	}
+	return &errOwnString{msgs}
 }

@@ -197,9 +197,6 @@ func TestEnumDisagreementsStopTheGenerator(t *testing.T) {
 		{"one number under two names", "core/coord/watch.go",
 			`\tEventRoleFree\n`, "\tEventRoleVacant\n",
 			"coord.EventKind has EventRoleVacant = 3, which the header names KRABKA_WATCH_ROLE_FREE (include/krabka_coord.h:"},
-		{"a String() written by hand", "core/verify.go",
-			`\z`, "\nfunc (v Verdict) String() string { return \"\" }\n",
-			"Verdict has a String() of its own: delete it, internal/gen writes it (core/enum_strings_gen.go)"},
 		{"a directive naming no header enum", "core/coord/risk.go",
 			`krabka_lease_event_kind_t`, "krabka_lease_kind_t",
 			"coord.LeadershipEventKind is marked //krabka:enum krabka_lease_kind_t and include/krabka_coord.h declares no typedef enum ... krabka_lease_kind_t"},
@@ -218,6 +215,31 @@ func TestEnumDisagreementsStopTheGenerator(t *testing.T) {
 				t.Fatalf("got %v\nwant a message with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A marked type with a String() written by hand: the generator writes its
+// own all the same (so that the package compiles once the hand-written one
+// is deleted) and fails, naming the method to delete.
+func TestHandWrittenStringIsNamedForDeletion(t *testing.T) {
+	root := copyInputs(t)
+	gen := filepath.Join(root, "core", stringsFile)
+	if err := os.Remove(gen); err != nil {
+		t.Fatal(err)
+	}
+	editCopy(t, root, "core/verify.go", `\z`, "\n// String is written by hand.\nfunc (v Verdict) String() string { return \"\" }\n")
+	line := lineOf(t, root, "core/verify.go", `^func \(v Verdict\) String\(\)`)
+	err := run(root)
+	want := fmt.Sprintf("core/verify.go:%d: core.Verdict has a String() of its own: delete it, internal/gen wrote it into core/enum_strings_gen.go", line)
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant %s", err, want)
+	}
+	b, err := os.ReadFile(gen)
+	if err != nil {
+		t.Fatalf("the generator did not write core/%s: %v", stringsFile, err)
+	}
+	if !strings.Contains(string(b), "func (v Verdict) String() string {") {
+		t.Errorf("core/%s lacks Verdict's String():\n%s", stringsFile, b)
 	}
 }
 

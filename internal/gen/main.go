@@ -38,8 +38,13 @@
 //	//krabka:enum krabka_elector_state_t prefix=Elector
 //	type ElectorState int
 //
-// Write no String() for it: the generator does, and stops while one is
-// written by hand. A header enum with no Go type stops the generator too,
+// Write no String() for it: the generator does. While one is written by
+// hand it writes its own all the same and fails, naming the method to
+// delete; the package compiles again once it is gone (the generator
+// imports core/coord, so a package that does not compile stops it: the
+// generated String() is there before the hand-written one goes). Its
+// switch uses numbers, not the constants' names, so that renaming a
+// constant by hand does not break the build either. A header enum with no Go type stops the generator too,
 // unless headerOnlyEnums (goenums.go) lists it with the reason (capi's own
 // event types, the syslog levels). A Go enum that never crosses the ABI may
 // say //krabka:enum - to have its String() written (core.DecisionKind).
@@ -180,7 +185,9 @@ func renderAll(in *inputs) (map[string]string, error) {
 		}
 		out[o.path] = s
 	}
-	return out, nil
+	// A marked type with a String() of its own: the files are rendered, and
+	// run writes them, but the generator fails until the method is gone.
+	return out, in.ownStrings()
 }
 
 // run checks and renders everything from the inputs under root and writes
@@ -191,7 +198,8 @@ func run(root string) error {
 		return err
 	}
 	files, err := renderAll(in)
-	if err != nil {
+	var own *errOwnString
+	if err != nil && !errors.As(err, &own) {
 		return err
 	}
 	for _, o := range in.outputs() {
@@ -200,12 +208,15 @@ func run(root string) error {
 		if err == nil && bytes.Equal(old, []byte(files[o.path])) {
 			continue
 		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(p, []byte(files[o.path]), 0o644); err != nil {
 			return err
 		}
 		fmt.Printf("gen: wrote %s\n", o.path)
 	}
-	return nil
+	return err
 }
 
 func main() {
