@@ -169,7 +169,23 @@ func scanPackage(fsys fs.FS, dir string) ([]*goEnum, error) {
 		at := fset.Position(p)
 		return fmt.Sprintf("%s:%d", at.Filename, at.Line)
 	}
-	// The marked types.
+	enums, err := markedTypes(dir, files, pos)
+	if err != nil || len(enums) == 0 {
+		return nil, err
+	}
+	if err := readConsts(enums, files, pos); err != nil {
+		return nil, err
+	}
+	for _, e := range enums {
+		if err := e.validate(); err != nil {
+			return nil, err
+		}
+	}
+	return enums, nil
+}
+
+// markedTypes are the types of files with a //krabka:enum directive.
+func markedTypes(dir string, files []*ast.File, pos func(token.Pos) string) ([]*goEnum, error) {
 	byType := map[string]*goEnum{}
 	var enums []*goEnum
 	for _, f := range files {
@@ -210,10 +226,16 @@ func scanPackage(fsys fs.FS, dir string) ([]*goEnum, error) {
 			}
 		}
 	}
-	if len(enums) == 0 {
-		return nil, nil
+	return enums, nil
+}
+
+// readConsts adds the constants of each marked type, and notes a String()
+// written by hand.
+func readConsts(enums []*goEnum, files []*ast.File, pos func(token.Pos) string) error {
+	byType := map[string]*goEnum{}
+	for _, e := range enums {
+		byType[e.typ] = e
 	}
-	// Their constants, and no String() of their own.
 	known := map[string]constant.Value{}
 	for _, f := range files {
 		for _, decl := range f.Decls {
@@ -248,7 +270,7 @@ func scanPackage(fsys fs.FS, dir string) ([]*goEnum, error) {
 					v, err := evalGoConst(expr, iota, known)
 					if err != nil {
 						if e != nil {
-							return nil, fmt.Errorf("%s: %s: %w", pos(name.Pos()), name.Name, err)
+							return fmt.Errorf("%s: %s: %w", pos(name.Pos()), name.Name, err)
 						}
 						continue // not an enum constant: its value does not matter
 					}
@@ -258,34 +280,39 @@ func scanPackage(fsys fs.FS, dir string) ([]*goEnum, error) {
 					}
 					n, exact := constant.Int64Val(v)
 					if !exact {
-						return nil, fmt.Errorf("%s: %s is not an integer", pos(name.Pos()), name.Name)
+						return fmt.Errorf("%s: %s is not an integer", pos(name.Pos()), name.Name)
 					}
 					e.consts = append(e.consts, goConst{name: name.Name, value: n, pos: pos(name.Pos())})
 				}
 			}
 		}
 	}
-	for _, e := range enums {
-		if len(e.consts) == 0 {
-			return nil, fmt.Errorf("%s: %s is marked %s and has no constants", e.pos, e.typ, directive)
-		}
-		byValue := map[int64]string{}
-		byBare := map[string]string{}
-		for _, c := range e.consts {
-			if !strings.HasPrefix(c.name, e.prefix) || c.name == e.prefix {
-				return nil, fmt.Errorf("%s: %s does not start with %s, the prefix the %s directive of %s gives", c.pos, c.name, e.prefix, directive, e.typ)
-			}
-			if prev, dup := byValue[c.value]; dup {
-				return nil, fmt.Errorf("%s: %s and %s are both %s(%d): every value has one name", c.pos, prev, c.name, e.typ, c.value)
-			}
-			byValue[c.value] = c.name
-			if prev, dup := byBare[e.bare(c)]; dup {
-				return nil, fmt.Errorf("%s: %s and %s both give the name %s", c.pos, prev, c.name, e.bare(c))
-			}
-			byBare[e.bare(c)] = c.name
-		}
+	return nil
+}
+
+// validate checks what the header does not come into: the enum has
+// constants, each with the directive's prefix, one name per value and
+// one value per name.
+func (e *goEnum) validate() error {
+	if len(e.consts) == 0 {
+		return fmt.Errorf("%s: %s is marked %s and has no constants", e.pos, e.typ, directive)
 	}
-	return enums, nil
+	byValue := map[int64]string{}
+	byBare := map[string]string{}
+	for _, c := range e.consts {
+		if !strings.HasPrefix(c.name, e.prefix) || c.name == e.prefix {
+			return fmt.Errorf("%s: %s does not start with %s, the prefix the %s directive of %s gives", c.pos, c.name, e.prefix, directive, e.typ)
+		}
+		if prev, dup := byValue[c.value]; dup {
+			return fmt.Errorf("%s: %s and %s are both %s(%d): every value has one name", c.pos, prev, c.name, e.typ, c.value)
+		}
+		byValue[c.value] = c.name
+		if prev, dup := byBare[e.bare(c)]; dup {
+			return fmt.Errorf("%s: %s and %s both give the name %s", c.pos, prev, c.name, e.bare(c))
+		}
+		byBare[e.bare(c)] = c.name
+	}
+	return nil
 }
 
 func identName(id *ast.Ident, ok bool) string {
