@@ -19,7 +19,7 @@ import (
 // copies what it needs (an error is returned, nothing is posted), then runs
 // the same core call as its blocking form on a goroutine and posts exactly
 // one event: goPost. A queue destroyed meanwhile makes post dispose of the
-// event, and so of what the call won (queue.go, event.go).
+// event, and so of what the call won (queue.go, queue_event.go).
 
 // goPost runs call on a library goroutine and posts its event (type typ,
 // tag) to q when it returns: the error call returns, and the data call put

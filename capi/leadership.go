@@ -19,7 +19,7 @@ import (
 type leadershipObj struct {
 	l              *coord.Leadership
 	requestTimeout time.Duration
-	sig            endSignal // krabka_leadership_event_fd (events.go)
+	sig            endSignal // krabka_leadership_event_fd (leadership_end.go)
 	// borrowed: the leadership of an elector's term (elector.go); closing
 	// the handle leaves the leadership to the elector.
 	borrowed bool

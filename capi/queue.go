@@ -13,11 +13,11 @@ import (
 // Event queues (krabka_queue_t): the completion path of the *_async calls
 // and of the log queue. Producers are library goroutines; consumers are the
 // host's threads calling krabka_queue_poll, which hands each event out as a
-// handle of its own (krabka_event_t, events.go). The fd is the read end of
-// a non-blocking pipe (a pipe rather than an eventfd so that libuv can watch
-// it as a stream); it holds a byte exactly while the queue is not empty:
-// push signals it when the queue goes from empty to not empty, poll drains
-// it when the queue becomes empty, both under the queue's mutex.
+// handle of its own (krabka_event_t, queue_event.go). The fd is the read end
+// of a non-blocking pipe (a pipe rather than an eventfd so that libuv can
+// watch it as a stream); it holds a byte exactly while the queue is not
+// empty: push signals it when the queue goes from empty to not empty, poll
+// drains it when the queue becomes empty, both under the queue's mutex.
 
 // maxQueuedLogLines bounds the log lines waiting in one queue or for one
 // log callback.

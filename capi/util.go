@@ -161,3 +161,12 @@ func getName(src *[C.KRABKA_NAME_BUF]C.char, n C.uint32_t, what string) ([]byte,
 	}
 	return C.GoBytes(unsafe.Pointer(&src[0]), C.int(n)), nil
 }
+
+// kc_go_free is krabka_free: it releases memory the library malloc'ed for
+// the host (the JSON of krabka_client_stats_json).
+//
+//export kc_go_free
+func kc_go_free(p unsafe.Pointer) {
+	defer swallow()
+	C.free(p)
+}

@@ -7,6 +7,8 @@ import (
 )
 
 // Kind is the record kind written in a key.
+//
+//krabka:enum krabka_kind_t prefix=Kind
 type Kind int8
 
 // The two record kinds.
@@ -14,17 +16,6 @@ const (
 	KindRegistration Kind = 0
 	KindLease        Kind = 1
 )
-
-// String returns "registration", "lease" or "kind(<n>)".
-func (k Kind) String() string {
-	switch k {
-	case KindRegistration:
-		return "registration"
-	case KindLease:
-		return "lease"
-	}
-	return fmt.Sprintf("kind(%d)", int8(k))
-}
 
 // recordVersion is the only version of every key and value.
 const recordVersion = 0

@@ -101,6 +101,8 @@ func (c LeaseConfig) ChallengeAt(l Lease, rank int32) int64 {
 }
 
 // DecisionKind is the outcome of Evaluate.
+//
+//krabka:enum -
 type DecisionKind int
 
 // The four decisions of the succession rule (docs/PROTOCOL.md section 6).
@@ -114,21 +116,6 @@ const (
 	// Wait: the member should wait until Decision.WaitUntil and re-read.
 	Wait
 )
-
-// String returns "NOT_REGISTERED", "HOLD", "CHALLENGE" or "WAIT".
-func (k DecisionKind) String() string {
-	switch k {
-	case NotRegistered:
-		return "NOT_REGISTERED"
-	case Hold:
-		return "HOLD"
-	case Challenge:
-		return "CHALLENGE"
-	case Wait:
-		return "WAIT"
-	}
-	return fmt.Sprintf("DecisionKind(%d)", int(k))
-}
 
 // Decision is the result of Evaluate. WaitUntil is set only for Wait: the
 // first instant at which the answer changes for an unchanged state.

@@ -1,12 +1,11 @@
 package core
 
-import (
-	"fmt"
-	"sync"
-)
+import "sync"
 
 // Verdict is what a Verifier says of one consumed record (docs/PROTOCOL.md
 // 11.5).
+//
+//krabka:enum krabka_verdict_t prefix=Verdict
 type Verdict int
 
 const (
@@ -29,21 +28,6 @@ const (
 	// token still counts towards staleness.
 	VerdictUnstamped
 )
-
-// String returns "OK", "STALE", "MISMATCH" or "UNSTAMPED".
-func (v Verdict) String() string {
-	switch v {
-	case VerdictOK:
-		return "OK"
-	case VerdictStale:
-		return "STALE"
-	case VerdictMismatch:
-		return "MISMATCH"
-	case VerdictUnstamped:
-		return "UNSTAMPED"
-	}
-	return fmt.Sprintf("Verdict(%d)", int(v))
-}
 
 // Verifier judges consumed records of guarded writes: a consumer, or a
 // device that receives commands, feeds it each record's krabka.token header

@@ -24,10 +24,14 @@ import (
 
 // StopReason says why a term ended. The values shared with LeadershipState
 // have its numbers.
+//
+//krabka:enum krabka_stop_reason_t prefix=Stop
 type StopReason int
 
 // The reasons a term ends.
 const (
+	// StopNone: not a STOPPED event (the Reason of every other TermEvent).
+	StopNone StopReason = 0
 	// StopFenced: the cluster superseded the term's token (ErrFenced).
 	StopFenced StopReason = 1
 	// StopExpired: renewals failed until the lease deadline
@@ -48,25 +52,9 @@ const (
 	StopLostAtRisk StopReason = 5
 )
 
-// String returns "FENCED", "EXPIRED", "RESIGNED", "CLOSED" or
-// "LOST_AT_RISK".
-func (r StopReason) String() string {
-	switch r {
-	case StopFenced:
-		return "FENCED"
-	case StopExpired:
-		return "EXPIRED"
-	case StopResigned:
-		return "RESIGNED"
-	case StopClosed:
-		return "CLOSED"
-	case StopLostAtRisk:
-		return "LOST_AT_RISK"
-	}
-	return fmt.Sprintf("StopReason(%d)", int(r))
-}
-
 // TermEventKind says what a TermEvent reports.
+//
+//krabka:enum krabka_term_event_kind_t prefix=Term
 type TermEventKind int
 
 // The kinds of term events.
@@ -84,24 +72,6 @@ const (
 	// (anyone's term, this member's included).
 	TermNewLeader
 )
-
-// String returns "STARTED", "AT_RISK", "RECOVERED", "STOPPED" or
-// "NEW_LEADER".
-func (k TermEventKind) String() string {
-	switch k {
-	case TermStarted:
-		return "STARTED"
-	case TermAtRisk:
-		return "AT_RISK"
-	case TermRecovered:
-		return "RECOVERED"
-	case TermStopped:
-		return "STOPPED"
-	case TermNewLeader:
-		return "NEW_LEADER"
-	}
-	return fmt.Sprintf("TermEventKind(%d)", int(k))
-}
 
 // TermEvent is one event of an Elector. Every field but Leadership and
 // Context is a plain value.

@@ -14,6 +14,8 @@ import (
 
 // LeadershipState says whether a leadership is active and, if not, how it
 // ended.
+//
+//krabka:enum krabka_leadership_state_t
 type LeadershipState int
 
 // The states of a leadership (numbered as krabka_leadership_state_t).
@@ -30,23 +32,6 @@ const (
 	// (ErrClosed).
 	Closed
 )
-
-// String returns "ACTIVE", "FENCED", "EXPIRED", "RESIGNED" or "CLOSED".
-func (s LeadershipState) String() string {
-	switch s {
-	case Active:
-		return "ACTIVE"
-	case Fenced:
-		return "FENCED"
-	case Expired:
-		return "EXPIRED"
-	case Resigned:
-		return "RESIGNED"
-	case Closed:
-		return "CLOSED"
-	}
-	return fmt.Sprintf("LeadershipState(%d)", int(s))
-}
 
 // Message is one record of a guarded write.
 type Message struct {

@@ -2,7 +2,6 @@ package coord
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -20,6 +19,8 @@ import (
 // early enough to stop work while the lease still holds.
 
 // LeadershipEventKind says what a LeadershipEvent reports.
+//
+//krabka:enum krabka_lease_event_kind_t prefix=Leadership
 type LeadershipEventKind int
 
 // The kinds of leadership events.
@@ -33,19 +34,6 @@ const (
 	// last event of every subscription that was not cancelled.
 	LeadershipEnded
 )
-
-// String returns "AT_RISK", "RECOVERED" or "ENDED".
-func (k LeadershipEventKind) String() string {
-	switch k {
-	case LeadershipAtRisk:
-		return "AT_RISK"
-	case LeadershipRecovered:
-		return "RECOVERED"
-	case LeadershipEnded:
-		return "ENDED"
-	}
-	return fmt.Sprintf("LeadershipEventKind(%d)", int(k))
-}
 
 // LeadershipEvent is one event of Leadership.Events.
 type LeadershipEvent struct {

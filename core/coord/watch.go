@@ -3,7 +3,6 @@ package coord
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +11,8 @@ import (
 )
 
 // EventKind says what changed in a watched role.
+//
+//krabka:enum krabka_watch_event_kind_t prefix=Event
 type EventKind int
 
 // The kinds of watch events (numbered as krabka_event_kind_t).
@@ -30,22 +31,6 @@ const (
 	// nobody has taken the role since.
 	EventRoleFree
 )
-
-// String returns "HOLDER_CHANGED", "LEASE_RENEWED", "ROSTER_CHANGED" or
-// "ROLE_FREE".
-func (k EventKind) String() string {
-	switch k {
-	case EventHolderChanged:
-		return "HOLDER_CHANGED"
-	case EventLeaseRenewed:
-		return "LEASE_RENEWED"
-	case EventRosterChanged:
-		return "ROSTER_CHANGED"
-	case EventRoleFree:
-		return "ROLE_FREE"
-	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
-}
 
 // Event is one change of a watched role.
 type Event struct {

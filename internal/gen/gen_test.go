@@ -28,7 +28,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range outputs {
+	for _, o := range in.outputs() {
 		got, err := os.ReadFile(filepath.Join(root, o.path))
 		if err != nil {
 			t.Errorf("%s: %v; run `go generate ./...` (or `make generate`) from the repository root", o.path, err)
@@ -46,24 +46,24 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 func TestNewCodeAndEnumValueReachTheBindings(t *testing.T) {
 	table := []coord.ErrorCodeInfo{{Code: 0, Name: "OK", Text: "success"}, {Code: 1, Name: "INVALID_ARG", Text: "invalid argument"},
 		{Code: 30, Name: "FENCED", Text: "fenced", Fatal: true}, {Code: 31, Name: "NEXT", Text: "next"}}
-	render := func(hdr string, errs []coord.ErrorCodeInfo) map[string]string {
+	render := func(hdr, goSrc string, errs []coord.ErrorCodeInfo) map[string]string {
 		t.Helper()
-		in := &inputs{header: parseFixture(t, hdr), errors: errs}
-		files, err := renderAll(in)
+		files, err := renderAll(fixtureInputs(t, hdr, goSrc, errs))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return files
 	}
-	before := render(fixtureHeader, table)
+	before := render(fixtureHeader, fixtureGo, table)
 	hdr := strings.Replace(fixtureHeader, "    KRABKA_ERR_NEXT,            /* implicit: 31 */\n",
 		"    KRABKA_ERR_NEXT,            /* implicit: 31 */\n    KRABKA_ERR_FAKE_CODE = 99,\n", 1)
 	hdr = strings.Replace(hdr, "KRABKA_LEADERSHIP_FENCED = KRABKA_LEADERSHIP_ACTIVE + 1\n",
 		"KRABKA_LEADERSHIP_FENCED = KRABKA_LEADERSHIP_ACTIVE + 1,\n    KRABKA_LEADERSHIP_FAKE_STATE = 7\n", 1)
-	if hdr == fixtureHeader {
+	goSrc := strings.Replace(fixtureGo, "\tFenced\n", "\tFenced\n\tFakeState LeadershipState = 7\n", 1)
+	if hdr == fixtureHeader || goSrc == fixtureGo {
 		t.Fatal("the fixture did not change")
 	}
-	after := render(hdr, append(append([]coord.ErrorCodeInfo{}, table...), coord.ErrorCodeInfo{Code: 99, Name: "FAKE_CODE", Text: "a fake code", Retriable: true}))
+	after := render(hdr, goSrc, append(append([]coord.ErrorCodeInfo{}, table...), coord.ErrorCodeInfo{Code: 99, Name: "FAKE_CODE", Text: "a fake code", Retriable: true}))
 	for _, c := range []struct{ file, want string }{
 		{"bindings/python/src/krabka_coord/_abi.py", "    FAKE_CODE = 99\n"},
 		{"bindings/python/src/krabka_coord/_abi.py", `    (99, "FAKE_CODE", "a fake code", True, False),` + "\n"},
@@ -78,6 +78,8 @@ func TestNewCodeAndEnumValueReachTheBindings(t *testing.T) {
 		{"bindings/node/abi.d.ts", "  readonly FAKE_STATE: 7;\n"},
 		{"bindings/node/abi.d.ts", "export type LeadershipStateNumber = 0 | 1 | 7;\n"},
 		{"capi/kc_guard.c", `    {99, "FAKE_CODE", "a fake code", 1, 0},` + "\n"},
+		{"capi/enums_gen.go", "\t\t7: \"KRABKA_LEADERSHIP_FAKE_STATE\",\n"},
+		{"core/coord/enum_strings_gen.go", "\tcase 7: // FakeState\n\t\treturn \"FAKE_STATE\"\n"},
 	} {
 		if strings.Contains(before[c.file], c.want) {
 			t.Errorf("%s has %q before the change", c.file, c.want)
@@ -93,16 +95,17 @@ func TestNewCodeAndEnumValueReachTheBindings(t *testing.T) {
 func TestHeaderAndTableMustAgree(t *testing.T) {
 	table := []coord.ErrorCodeInfo{{Code: 0, Name: "OK", Text: "success"}, {Code: 1, Name: "INVALID_ARG", Text: "invalid argument"},
 		{Code: 30, Name: "FENCED", Text: "fenced"}}
-	h := parseFixture(t, fixtureHeader) // also has NEXT = 31
-	if _, err := renderAll(&inputs{header: h, errors: table}); err == nil || !strings.Contains(err.Error(), "KRABKA_ERR_NEXT = 31 and coord.ErrorTable does not") {
+	in := fixtureInputs(t, fixtureHeader, fixtureGo, table) // the header also has NEXT = 31
+	if _, err := renderAll(in); err == nil || !strings.Contains(err.Error(), "KRABKA_ERR_NEXT = 31 and coord.ErrorTable does not") {
 		t.Errorf("header ahead of the table: %v", err)
 	}
-	table = append(table, coord.ErrorCodeInfo{Code: 31, Name: "NEXT", Text: "next"}, coord.ErrorCodeInfo{Code: 40, Name: "LATER", Text: "later"})
-	if _, err := renderAll(&inputs{header: h, errors: table}); err == nil || !strings.Contains(err.Error(), "add KRABKA_ERR_LATER = 40") {
+	in.errors = append(table, coord.ErrorCodeInfo{Code: 31, Name: "NEXT", Text: "next"}, coord.ErrorCodeInfo{Code: 40, Name: "LATER", Text: "later"})
+	if _, err := renderAll(in); err == nil || !strings.Contains(err.Error(), "add KRABKA_ERR_LATER = 40") {
 		t.Errorf("table ahead of the header: %v", err)
 	}
-	table[3].Code = 32 // NEXT renumbered
-	if _, err := renderAll(&inputs{header: h, errors: table[:4]}); err == nil || !strings.Contains(err.Error(), "NEXT = 32") {
+	in.errors[3].Code = 32 // NEXT renumbered
+	in.errors = in.errors[:4]
+	if _, err := renderAll(in); err == nil || !strings.Contains(err.Error(), "NEXT = 32") {
 		t.Errorf("renumbered: %v", err)
 	}
 }

@@ -28,6 +28,7 @@ import (
 // header is what the generator reads from include/krabka_coord.h, each list
 // in the header's order.
 type header struct {
+	text      string // as read: the source of line numbers in messages
 	defines   []cDefine
 	enums     []cEnum
 	structs   []cStruct
@@ -177,7 +178,7 @@ var (
 
 // parseHeader reads the whole header.
 func parseHeader(text string) (*header, error) {
-	h := &header{kinds: map[string]typeKind{}, tags: map[string]string{}}
+	h := &header{text: text, kinds: map[string]typeKind{}, tags: map[string]string{}}
 	for b := range builtinTypes {
 		h.kinds[b] = kindBuiltin
 	}

@@ -6,14 +6,15 @@ package main
 import "C"
 
 import (
-	"encoding/json"
 	"sync"
-	"unsafe"
 
 	"github.com/krabka/krabka-coord/core/coord"
 )
 
-// ---- leadership end: wait, event fd, end error, ended_async ----
+// How a leadership's end reaches the host: krabka_leadership_wait, the
+// eventfd of krabka_leadership_event_fd (readable once the leadership has
+// ended) and krabka_leadership_end_error. The ENDED event of
+// krabka_leadership_ended_async is in async.go.
 
 // endSignal is the eventfd of a leadership handle (krabka_leadership_event_fd).
 type endSignal struct {
@@ -154,35 +155,4 @@ func kc_go_leadership_end_error(leadership *C.kc_cleadership_t, code *C.krabka_e
 	*code = ec
 	writeErrstr(reason, reason_size, text)
 	return C.KRABKA_OK
-}
-
-// ---- statistics ----
-
-//export kc_go_client_stats_json
-func kc_go_client_stats_json(client *C.krabka_client_t, out **C.char, n *C.size_t) (rc C.krabka_err_t) {
-	defer guardNoErrstr(&rc)
-	c, code := objectOut[*clientObj](unsafe.Pointer(client), kindClient, out)
-	if code != C.KRABKA_OK {
-		return code
-	}
-	b, err := json.Marshal(c.c.Stats())
-	if err != nil {
-		return C.KRABKA_ERR_INTERNAL
-	}
-	p := (*C.char)(C.malloc(C.size_t(len(b) + 1)))
-	if p == nil {
-		return C.KRABKA_ERR_INTERNAL
-	}
-	putString(p, string(b))
-	*out = p
-	if n != nil {
-		*n = C.size_t(len(b))
-	}
-	return C.KRABKA_OK
-}
-
-//export kc_go_free
-func kc_go_free(p unsafe.Pointer) {
-	defer swallow()
-	C.free(p)
 }

@@ -12,6 +12,12 @@ import (
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
 
+// A coord.Leadership on real brokers, without an elector: acquire, renew,
+// describe, a standby's wait and its takeover at the deadline, fencing of
+// a deposed holder, resign, succession in rank order, a poisoned record, an
+// unreachable cluster and a failed guarded write. The elector and the
+// lease-at-risk events are in elect_test.go.
+
 // An uncontended member takes the role at once; its token stays the same
 // across renewals under both transaction versions, and Describe reports it
 // as the current holder with the coordinator's token equal to it.
