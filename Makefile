@@ -6,6 +6,10 @@ export GOFLAGS ?= -buildvcs=false
 .PHONY: all build test test-inner demo bench conformance examples install clean
 all: build
 
+# The one guard of every target that needs a broker: $(call need_env,TARGET,VAR)
+# fails TARGET with one message naming VAR when the environment lacks it.
+need_env = @test -n "$$$(2)" || { echo "$(1): $(2) is not set: run it via 'make test' (tests/kafka/with-clusters.sh starts the brokers and exports it) or export the address of a running broker" >&2; exit 1; }
+
 include $(sort $(wildcard mk/*.mk))
 include tests/kafka/kafka.mk
 

@@ -24,7 +24,6 @@ CONFORMANCE_GO ?= $(GO) run ./tests/conformance/cmd/conformance-go
 PERFDOC ?= $(GO) run ./internal/perfdoc/cmd/perfdoc
 SIM_FAILOVERS ?= 100000
 
-TEST_TARGETS += core-test
 BENCH_TARGETS += core-bench
 
 .PHONY: core-test core-fuzz core-bench core-conformance generate sim-test perf-doc

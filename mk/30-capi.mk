@@ -37,7 +37,6 @@ CAPI_BLIND_TOPIC ?= krabka-capi-blind
 CAPI_ASYNC_TOPIC ?= krabka-capi-async
 GO ?= go
 
-TEST_TARGETS += capi-test
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
@@ -92,7 +91,7 @@ capi-valgrind: lib $(CAPI_BUILD)/misuse $(CAPI_BUILD)/conformance_c $(CAPI_VECTO
 	@echo "capi-valgrind: misuse and conformance clean (no definite leak, no error)"
 
 capi-live: lib $(CAPI_BUILD)/live
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-live: KRABKA_BOOTSTRAP is not set: run it via 'make test' (tests/kafka/with-clusters.sh) or export the address of a running broker" >&2; exit 1; }
+	$(call need_env,capi-live,KRABKA_BOOTSTRAP)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/live
 
@@ -104,8 +103,8 @@ capi-unit:
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
 capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP is not set" >&2; exit 1; }
-	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-valgrind-live: KRABKA_BOOTSTRAP_TV1 is not set" >&2; exit 1; }
+	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP_TV1)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/live
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_VALGRIND) $(CAPI_BUILD)/events
@@ -137,8 +136,8 @@ $(CAPI_BUILD)/kread: tests/kafka/cmd/kread/main.go go.mod go.sum
 # broker can refuse its produce, batch, renew and resign; the command topic
 # (one partition) is read back with kread. Both clusters: tv2 and tv1.
 capi-blind: lib $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-blind: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
-	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-blind: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
+	$(call need_env,capi-blind,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-blind,KRABKA_BOOTSTRAP_TV1)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_BLIND_TOPIC) 1
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
 	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/blind
@@ -146,16 +145,16 @@ capi-blind: lib $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
 # The async forms (tests/c/async.c) on both clusters; the produced records
 # (3 partitions) are read back with kread.
 capi-async: lib $(CAPI_BUILD)/async $(CAPI_BUILD)/kread
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-async: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
-	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-async: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
+	$(call need_env,capi-async,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-async,KRABKA_BOOTSTRAP_TV1)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_ASYNC_TOPIC) 3
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/async
 
 # The elector and lease events (tests/c/elect.c) on both clusters.
 capi-elect: lib $(CAPI_BUILD)/elect
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-elect: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
-	@test -n "$$KRABKA_BOOTSTRAP_TV1" || { echo "capi-elect: KRABKA_BOOTSTRAP_TV1 is not set: run it via 'make test' or export the address of a running transaction.version 1 broker" >&2; exit 1; }
+	$(call need_env,capi-elect,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-elect,KRABKA_BOOTSTRAP_TV1)
 	$(CAPI_BUILD)/elect
 
 # README.md's C quick start compiles (tests/c/readme_snippet.sh).
@@ -165,27 +164,27 @@ capi-readme: lib
 # Electors under failovers and a cut link (tests/c/elect_faults.c): tv2, its
 # extra listener (KRABKA_BOOTSTRAP_X1) and the proxy process build/kproxy.
 capi-elect-faults: lib kproxy $(CAPI_BUILD)/elect_faults
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-elect-faults: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running transaction.version 2 broker" >&2; exit 1; }
-	@test -n "$$KRABKA_BOOTSTRAP_X1" || { echo "capi-elect-faults: KRABKA_BOOTSTRAP_X1 is not set: run it via 'make test' (its tv2 cluster has the extra listener) or start a broker with cluster.sh --extra-listeners 1:PORT and export its env" >&2; exit 1; }
+	$(call need_env,capi-elect-faults,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-elect-faults,KRABKA_BOOTSTRAP_X1)
 	KRABKA_KPROXY=$(CURDIR)/build/kproxy $(CAPI_BUILD)/elect_faults
 
 # Record headers through the C ABI (tests/c/headers.c): metadata, resign to
 # a named successor, guarded writes with headers, the verifier.
 capi-headers-live: lib $(CAPI_BUILD)/headers
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-headers-live: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running broker" >&2; exit 1; }
+	$(call need_env,capi-headers-live,KRABKA_BOOTSTRAP)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/headers
 
 # The fork guard: calls in a child after fork() answer KRABKA_ERR_FORKED
 # (never enter the Go runtime); the parent keeps its leadership.
 capi-fork: lib $(CAPI_BUILD)/fork
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-fork: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running broker" >&2; exit 1; }
+	$(call need_env,capi-fork,KRABKA_BOOTSTRAP)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/fork
 
 # Leadership events, queues, logs and statistics on a real broker.
 capi-events: lib $(CAPI_BUILD)/events
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "capi-events: KRABKA_BOOTSTRAP is not set: run it via 'make test' or export the address of a running broker" >&2; exit 1; }
+	$(call need_env,capi-events,KRABKA_BOOTSTRAP)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_LIVE_TOPIC) $(CAPI_BUILD)/events
 

@@ -19,7 +19,6 @@ PYTEST_ARGS ?=
 # Tests import the binding from the source tree and load this library.
 PY_ENV_VARS = KRABKA_COORD_LIBRARY=$(PY_LIB) PYTHONDONTWRITEBYTECODE=1
 
-TEST_TARGETS += python-test
 BENCH_TARGETS += python-bench
 
 .PHONY: python-test python-bench python-conformance python-lib python-pytest

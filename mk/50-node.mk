@@ -18,7 +18,6 @@ NODE_LIB ?= $(CURDIR)/build/libkrabka_coord.so
 # The library is never built by npm; the binding finds it through this variable.
 NODE_ENV_VARS = KRABKA_COORD_LIBRARY=$(NODE_LIB)
 
-TEST_TARGETS += node-test
 BENCH_TARGETS += node-bench
 
 .PHONY: node-deps node-lib node-test node-bench node-mainthread-bench node-conformance
@@ -49,5 +48,5 @@ node-bench: node-deps node-lib
 	$(NODE_ENV_VARS) KRABKA_BENCH_SAMPLES=1 $(PERFDOC) record -bench node -- $(NODE) $(NODE_DIR)/bench/bench.js
 
 node-mainthread-bench: node-deps node-lib
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "node-mainthread-bench: KRABKA_BOOTSTRAP is not set: the handle reads need a held leadership (tests/kafka/cluster.sh start, then eval \"\$$(tests/kafka/cluster.sh env)\")" >&2; exit 2; }
+	$(call need_env,node-mainthread-bench,KRABKA_BOOTSTRAP)
 	$(NODE_ENV_VARS) KRABKA_BENCH_SAMPLES=1 $(PERFDOC) record -bench node-mainthread -- $(NODE) $(NODE_DIR)/bench/mainthread.js

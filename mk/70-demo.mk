@@ -22,7 +22,7 @@ demo: $(DEMO_DEPS)
 	$(GO) run ./demo/cmd/krabka-demo -lib $(DEMO_LIB) -c-host $(DEMO_C_HOST) $(DEMO_FLAGS)
 
 demo-test: $(DEMO_DEPS)
-	@test -n "$$KRABKA_BOOTSTRAP" || { echo "demo-test: KRABKA_BOOTSTRAP is not set (run it under make test, or start tests/kafka/cluster.sh and export it)" >&2; exit 1; }
+	$(call need_env,demo-test,KRABKA_BOOTSTRAP)
 	KRABKA_COORD_LIBRARY=$(DEMO_LIB) KRABKA_DEMO_C_HOST=$(DEMO_C_HOST) $(GO) test -count=1 -v -run . ./demo/...
 
 # The broker-free tests of the demo package (event parsing, the log check).

@@ -17,7 +17,6 @@
 # The tools (zig cc from PyPI's ziglang, auditwheel, qemu-user, cross C libraries) are
 # installed on demand by packaging/toolchain.sh.
 
-TEST_TARGETS += dist-short-test
 
 .PHONY: dist dist-test dist-qemu-test dist-short-test dist-clean
 dist:

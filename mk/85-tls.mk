@@ -14,7 +14,7 @@ $(TLS_BUILD)/tls: tests/tls/tls.c include/krabka_coord.h | lib
 	$(CC) $(CAPI_CFLAGS) -o $@ $< $(CAPI_LDFLAGS)
 
 tls-test: lib $(TLS_BUILD)/tls python-lib python-pytest node-deps node-lib
-	@test -n "$$KRABKA_TLS_BOOTSTRAP" || { echo "tls-test: KRABKA_TLS_BOOTSTRAP is not set: run it under make test, or make kafka-up && eval \"\$$(make -s kafka-env)\"" >&2; exit 1; }
+	$(call need_env,tls-test,KRABKA_TLS_BOOTSTRAP)
 	$(TLS_BUILD)/tls
 	$(PY_ENV_VARS) PYTHONPATH=$(CURDIR)/$(PY_DIR)/src $(PY_PYTHON) -m pytest -p no:cacheprovider -q tests/tls/test_tls.py
 	$(NODE_ENV_VARS) $(NODE) --test --test-reporter=spec tests/tls/tls.test.js

@@ -26,7 +26,6 @@ kafka-down:
 ## kafka-test: smoke tests on the real brokers (run by `make test` inside with-clusters.sh;
 ## alone, kafkatest starts and stops the clusters itself)
 .PHONY: kafka-test
-TEST_TARGETS += kafka-test
 kafka-test:
 	$(GO) test -count=1 -timeout 15m ./tests/kafka/...
 
