@@ -149,7 +149,6 @@ type runner struct {
 	sigs    chan os.Signal
 	stopped os.Signal // a terminating signal arrived: no --stay, no --requeue
 
-	el     *coord.Elector
 	events <-chan coord.TermEvent
 	runErr chan error
 	leases chan coord.LeaseEvent // the newest renewal of the current term (ElectOnLease)
@@ -290,7 +289,7 @@ func (r *runner) loop() int {
 		return exitFailed
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.el, r.runErr = el, make(chan error, 1)
+	r.runErr = make(chan error, 1)
 	go func() { r.runErr <- el.Run(ctx) }()
 	r.events = el.C()
 	defer func() {
