@@ -57,8 +57,8 @@ func TestFenceCommand(t *testing.T) {
 		t.Fatalf("fence --to ghost: exit %d: %s", code, errs)
 	}
 
+	began := time.Now()
 	code, out, errs := cli(t, "-b", bs, "fence", "--yes", "--by", "cli-test", role)
-	done := time.Now()
 	m := regexp.MustCompile(`^fenced a from role \S+: token (\S+) -> (\S+); b took over, token (\S+), \d+ ms after the fence\n$`).FindStringSubmatch(out)
 	if code != exitOK || m == nil || m[1] != a.Token().String() {
 		t.Fatalf("fence --yes: exit %d: %q %s", code, out, errs)
@@ -71,7 +71,7 @@ func TestFenceCommand(t *testing.T) {
 	if !w.l.Token().Supersedes(newTok) || w.l.Token().String() != m[3] {
 		t.Fatalf("b won %s, not after the fence's %s, or not the reported %s", w.l.Token(), newTok, m[3])
 	}
-	t.Logf("fence printed %s -> %s; b won %s %v after the command exited", m[1], m[2], w.l.Token(), w.at.Sub(done).Round(time.Millisecond))
+	t.Logf("fence printed %s -> %s; b won %s %v after the command started", m[1], m[2], w.l.Token(), w.at.Sub(began).Round(time.Millisecond))
 	select {
 	case <-a.Done():
 	case <-time.After(20 * time.Second):
