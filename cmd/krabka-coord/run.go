@@ -564,7 +564,10 @@ wait:
 	}
 	if stopWhy == "" {
 		// The leadership ended just as CMD exited by itself.
-		stopWhy = fmt.Sprintf("leadership %s (%v)", stopped.Reason, stopped.Err)
+		stopWhy = fmt.Sprintf("leadership %s (%v)", l.State(), l.Err())
+		if stopped != nil {
+			stopWhy = fmt.Sprintf("leadership %s (%v)", stopped.Reason, stopped.Err)
+		}
 	}
 	// A loss: report how the term ended.
 	res := termResult{lost: true}
