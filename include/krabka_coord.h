@@ -853,7 +853,8 @@ krabka_err_t krabka_leadership_set_metadata_async(
     int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr,
     size_t errstr_size);
 /** krabka_leadership_resign (successor NULL, length 0) or
- *  krabka_leadership_resign_to (a successor): posts KRABKA_EVENT_RESIGN. */
+ *  krabka_leadership_resign_to (a successor: a preference, see there):
+ *  posts KRABKA_EVENT_RESIGN. */
 krabka_err_t krabka_leadership_resign_async(krabka_leadership_t *leadership,
                                             const char *successor,
                                             size_t successor_len,
@@ -1136,6 +1137,11 @@ krabka_err_t krabka_leadership_metadata(const krabka_leadership_t *leadership,
  *  krabka.successor on the expired lease): if it is in the roster it
  *  challenges at once and every other standby one stagger later than its
  *  rank alone; a member that is not registered is ignored by readers.
+ *  A preference, not a promise (docs/PROTOCOL.md 11.3): a member of
+ *  another implementation (a registration without krabka.rejoin) ignores
+ *  the header and challenges at its own rank, so when the successor is
+ *  one, or one ranks ahead of it, another member may take the role (one
+ *  mint wins: never two holders). Watch the role to learn who did.
  *  Blocks up to timeout_ms. */
 krabka_err_t krabka_leadership_resign_to(krabka_leadership_t *leadership,
                                          const char *successor,

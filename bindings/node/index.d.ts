@@ -56,7 +56,11 @@ export interface AcquireOptions extends CallOptions {
 
 export interface ResignOptions extends CallOptions {
   /** Hand over to this member (krabka.successor): if it is registered it
-   *  challenges at once and every other standby one stagger later. */
+   *  challenges at once and every other standby one stagger later. A
+   *  preference, not a promise (docs/PROTOCOL.md 11.3): a member of another
+   *  implementation (registered without krabka.rejoin) ignores the header,
+   *  so when the successor is one, or one ranks ahead of it, another member
+   *  may take the role. Watch the role to learn who took over. */
   successor?: Name | null;
 }
 

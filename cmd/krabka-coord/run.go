@@ -81,12 +81,14 @@ holds the role, starts CMD with these variables in its environment:
                                   the write channel's answers carry later ones
   KRABKA_WRITE                    with --topic: the write channel's Unix socket
 
-run renews the lease in the background. When the leadership is lost
-(FENCED, EXPIRED), or the deadline comes within --margin without a
-successful renewal, CMD's process group gets SIGTERM and, --grace later,
-SIGKILL; the SIGKILL lands at least margin-grace before the lease deadline,
-so a standby (which waits for the deadline) never runs its copy while this
-one still runs. A separate watchdog process enforces these instants, so
+run is the library's elector (it campaigns again only as told below) and
+renews the lease in the background. When the leadership is lost (FENCED,
+EXPIRED), or the deadline comes within the stop margin without a
+successful renewal (--margin, which sets krabka.lease.stop.margin.ms;
+default half the risk margin: docs/CONFIGURATION.md), CMD's process group
+gets SIGTERM and, --grace later, SIGKILL; the SIGKILL lands at least
+margin-grace before the lease deadline, so a standby (which waits for the
+deadline) never runs its copy while this one still runs. A separate watchdog process enforces these instants, so
 they hold even when run itself is paused. CMD dies with run (SIGKILL when
 run dies). SIGINT, SIGTERM and SIGHUP are forwarded to CMD's process group.
 
@@ -119,7 +121,7 @@ krabka-coord -b kafka-1:9092 -X krabka.lease.ms=10000 -X krabka.renew.interval.m
 krabka-coord -b kafka-1:9092 run --topic commands --key-sep ' ' dispatcher d-1 -- ./dispatch.py`,
 	flags: func(fs *flag.FlagSet, o *options) {
 		r := &o.run
-		fs.Var(&r.margin, "margin", "stop CMD when the lease has less than `DURATION` left and no renewal succeeded (default max(lease/5, 500ms))")
+		fs.Var(&r.margin, "margin", "stop CMD when the lease has less than `DURATION` left and no renewal succeeded (sets krabka.lease.stop.margin.ms; default: that key's, half the risk margin)")
 		fs.Var(&r.grace, "grace", "SIGTERM to SIGKILL `DURATION` (default margin/2; below the margin)")
 		fs.BoolVar(&r.stay, "stay", false, "when CMD exits by itself, resign and campaign again instead of exiting")
 		fs.BoolVar(&r.requeue, "requeue", false, "after a loss, campaign again instead of exiting")
@@ -131,8 +133,8 @@ krabka-coord -b kafka-1:9092 run --topic commands --key-sep ' ' dispatcher d-1 -
 	run: runRun,
 }
 
-// runner is one run command: the campaign loop around terms of holding
-// the role.
+// runner is one run command: an elector (coord.Elector, the library's one
+// leader loop) whose terms run CMD under the watchdog.
 type runner struct {
 	e       *env
 	cfg     coord.Config
@@ -146,6 +148,10 @@ type runner struct {
 	o       runOptions
 	sigs    chan os.Signal
 	stopped os.Signal // a terminating signal arrived: no --stay, no --requeue
+
+	events <-chan coord.TermEvent
+	runErr chan error
+	leases chan coord.LeaseEvent // the newest renewal of the current term (ElectOnLease)
 }
 
 func runRun(e *env, args []string) int {
@@ -164,6 +170,10 @@ func runRun(e *env, args []string) int {
 	defer signal.Stop(r.sigs)
 	return r.loop()
 }
+
+// stopMarginKey is the one configuration key of the stop margin; --margin
+// sets it.
+const stopMarginKey = "krabka.lease.stop.margin.ms"
 
 // parse checks the command line; exitOK or the code to exit with (after
 // an error line).
@@ -201,24 +211,23 @@ func (r *runner) parse(args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	// run renews itself (renewLoop below), so that every renewal reaches the
-	// watchdog at once.
-	cfg.BackgroundRenew = false
-	r.cfg = cfg
-	lease := time.Duration(cfg.Lease.DurationMs) * time.Millisecond
-	interval := time.Duration(cfg.Lease.RenewIntervalMs) * time.Millisecond
-	room := lease - interval // how long a lease lasts after its regular renewal was due
-	r.margin = r.o.margin.d
-	if !r.o.margin.set {
-		r.margin = max(lease/5, 500*time.Millisecond)
-		if r.margin >= room {
-			r.margin = room / 2
+	if r.o.margin.set {
+		// --margin is krabka.lease.stop.margin.ms, set after every -X and -F.
+		lease := time.Duration(cfg.Lease.DurationMs) * time.Millisecond
+		interval := time.Duration(cfg.Lease.RenewIntervalMs) * time.Millisecond
+		room := lease - interval // how long a lease lasts after its regular renewal was due
+		if m := r.o.margin.d; m < time.Millisecond || m >= room {
+			e.errorf("run: --margin %s must be above 0 and below krabka.lease.ms - krabka.renew.interval.ms = %s (else CMD would be stopped before every regular renewal)", m, room)
+			return exitUsage
+		}
+		e.o.settings = append(e.o.settings, setting{'X', stopMarginKey + "=" + strconv.FormatInt(r.o.margin.d.Milliseconds(), 10)})
+		if cfg, err = e.o.config(); err != nil {
+			e.errorf("run: --margin %s: %v", r.o.margin.d, err)
+			return exitUsage
 		}
 	}
-	if r.margin <= 0 || r.margin >= room {
-		e.errorf("run: --margin %s must be above 0 and below krabka.lease.ms - krabka.renew.interval.ms = %s (else CMD would be stopped before every regular renewal)", r.margin, room)
-		return exitUsage
-	}
+	r.cfg = cfg
+	r.margin = cfg.StopMargin()
 	r.grace = r.o.grace.d
 	if !r.o.grace.set {
 		r.grace = r.margin / 2
@@ -258,21 +267,49 @@ func (r *runner) logf(format string, args ...any) {
 	fmt.Fprintf(r.e.stderr, "krabka-coord run: %s: "+format+"\n", append([]any{r.role}, args...)...)
 }
 
-// loop campaigns and holds the role, term after term, until there is
-// something to exit with.
+// loop runs the elector and holds the role, term after term, until there
+// is something to exit with.
+//
+// The elector campaigns, renews and reports; run adds what a program in
+// another process needs. Its watchdog stops CMD at the stop margin
+// (Config.StopMargin, the elector's own default), and once CMD is dead run
+// ends the term itself by resigning: the resignation's answer tells a loss
+// to a newer token (FENCED) or to the deadline (EXPIRED) from one nobody
+// took over, and lets a standby in at once. So the elector gets
+// ElectStopMargin(0): it never closes a term at risk on its own, which
+// would end it before run knows how it was lost. With ElectManualRelease
+// no term starts before run has dealt with the last one.
 func (r *runner) loop() int {
+	r.leases = make(chan coord.LeaseEvent, 1)
+	el, err := coord.NewElector(r.client, r.role, r.member,
+		coord.ElectManualRelease(), coord.ElectStopMargin(0),
+		coord.ElectOnLease(func(ev coord.LeaseEvent) { offerNewest(r.leases, ev) }))
+	if err != nil {
+		r.e.errorf("run: %v", err)
+		return exitFailed
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.runErr = make(chan error, 1)
+	go func() { r.runErr <- el.Run(ctx) }()
+	r.events = el.C()
+	defer func() {
+		cancel() // a held term is resigned, a campaign ends
+		<-el.Done()
+	}()
 	for {
-		l, code := r.campaign()
-		if l == nil {
+		r.logf("campaigning as %s", r.member)
+		start, code := r.waitStarted(cancel)
+		if start == nil {
 			return code
 		}
-		res := r.term(l)
+		res := r.term(*start)
 		switch {
 		case res.code != exitOK && !res.lost && !res.childExited:
 			return res.code // could not start CMD, or the watchdog failed
 		case res.lost:
 			if r.o.requeue && r.stopped == nil {
 				r.logf("--requeue: campaigning again")
+				el.Release(start.Term)
 				continue
 			}
 			return res.code
@@ -282,10 +319,27 @@ func (r *runner) loop() int {
 				// CMD in a tight loop.
 				if r.pause(time.Second) {
 					r.logf("--stay: campaigning again")
+					el.Release(start.Term)
 					continue
 				}
 			}
 			return res.code
+		}
+	}
+}
+
+// offerNewest puts ev in the one-slot ch, replacing what is there; never
+// blocks (one sender).
+func offerNewest(ch chan coord.LeaseEvent, ev coord.LeaseEvent) {
+	for {
+		select {
+		case ch <- ev:
+			return
+		default:
+		}
+		select {
+		case <-ch:
+		default:
 		}
 	}
 }
@@ -303,36 +357,34 @@ func (r *runner) pause(d time.Duration) bool {
 	}
 }
 
-// campaign waits for the role. A nil leadership comes with the exit code:
-// 0 after a terminating signal, 1 when the campaign failed for good.
-func (r *runner) campaign() (*coord.Leadership, int) {
-	r.logf("campaigning as %s", r.member)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		l   *coord.Leadership
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		l, err := r.client.Acquire(ctx, r.role, r.member)
-		done <- result{l, err}
-	}()
+// waitStarted waits for the elector's next term. A nil event comes with
+// the exit code: 0 after a terminating signal (the elector was stopped: it
+// left the roster, or resigned a role won just then), 1 when the elector
+// stopped for good (the cluster refused the member).
+func (r *runner) waitStarted(cancel context.CancelFunc) (*coord.TermEvent, int) {
 	for {
 		select {
-		case res := <-done:
-			if res.err != nil {
-				r.e.errorf("run: campaign for %s as %s: %v", r.role, r.member, res.err)
+		case ev, ok := <-r.events:
+			if !ok {
+				err := <-r.runErr
+				if err == nil {
+					err = errors.New("the elector stopped")
+				}
+				r.e.errorf("run: campaign for %s as %s: %v", r.role, r.member, err)
 				return nil, exitFailed
 			}
-			return res.l, exitOK
+			if ev.Kind == coord.TermStarted {
+				return &ev, exitOK
+			}
 		case s := <-r.sigs:
 			r.stopped = s
 			r.logf("%s while waiting for the role: leaving the roster", s)
 			cancel()
-			if res := <-done; res.l != nil {
-				// Won just as the signal came: give the role up at once.
-				r.resign(res.l)
+			for ev := range r.events {
+				if ev.Kind == coord.TermStopped {
+					// Won just as the signal came: the elector resigned.
+					r.logf("resigned (%s)", ev.Reason)
+				}
 			}
 			return nil, exitOK
 		}
@@ -346,16 +398,18 @@ type termResult struct {
 	childExited bool // CMD exited by itself (code is its own)
 }
 
-// term holds the role with CMD running, until CMD is dead.
-func (r *runner) term(l *coord.Leadership) termResult {
-	lease := l.Lease()
-	tok := l.Token()
+// term holds the role with CMD running, until CMD is dead and the term
+// has stopped.
+func (r *runner) term(start coord.TermEvent) termResult {
+	l, n := start.Leadership, start.Term
+	tok := start.Token
+	deadline := start.Deadline.UnixMilli()
 	env := append(os.Environ(),
 		"KRABKA_ROLE="+r.role.String(),
 		"KRABKA_MEMBER="+r.member.String(),
 		"KRABKA_TRANSACTIONAL_ID="+r.client.TransactionalID(r.role),
 		"KRABKA_TOKEN="+tok.String(),
-		"KRABKA_LEASE_DEADLINE_MS="+strconv.FormatInt(lease.Deadline, 10),
+		"KRABKA_LEASE_DEADLINE_MS="+strconv.FormatInt(deadline, 10),
 	)
 	var wc *writeChannel
 	if r.o.topic != "" {
@@ -379,7 +433,7 @@ func (r *runner) term(l *coord.Leadership) termResult {
 	defer wd.close()
 	sched := newSchedule(r.margin, r.grace)
 	// The watchdog knows the deadline before CMD exists.
-	wd.send(sched.forDeadline(lease.Deadline))
+	wd.send(sched.forDeadline(deadline))
 
 	ch, err := startChild(r.path, r.argv, env, wd, r.e.stdout, r.e.stderr)
 	if err != nil {
@@ -395,27 +449,14 @@ func (r *runner) term(l *coord.Leadership) termResult {
 		return termResult{code: code}
 	}
 	r.logf("won as %s, token %s, lease deadline %d (%s); started %s, pid %d",
-		r.member, tok, lease.Deadline, fmtTime(lease.Deadline), r.argv[0], ch.pid)
-
-	renewCtx, stopRenew := context.WithCancel(context.Background())
-	renewDone := make(chan struct{})
-	renewed := make(chan core.Lease, 1)
-	go func() {
-		defer close(renewDone)
-		r.renewLoop(renewCtx, l, func(nl core.Lease) {
-			select {
-			case <-renewed:
-			default:
-			}
-			renewed <- nl
-		})
-	}()
+		r.member, tok, deadline, fmtTime(deadline), r.argv[0], ch.pid)
 
 	var (
-		stopWhy  string // why the stop began, once it began
-		st       childStatus
-		leaseEnd = l.Done()
-		wdDead   = wd.dead
+		stopWhy string           // why the stop began, once it began
+		stopped *coord.TermEvent // the term's TermStopped, once it came
+		st      childStatus
+		dead    bool // CMD is dead
+		wdDead  = wd.dead
 	)
 	beginStop := func(why string) {
 		if stopWhy != "" {
@@ -426,18 +467,48 @@ func (r *runner) term(l *coord.Leadership) termResult {
 		wd.send(plan)
 		r.logf("%s: stopping %s (SIGTERM now, SIGKILL at %d, lease deadline %d)", why, r.argv[0], plan.kill, plan.deadline)
 	}
+	// termEvent handles one event of the elector; false once the events
+	// ended (Run returned: never while run holds a term it did not release).
+	termEvent := func(ev coord.TermEvent, ok bool) bool {
+		if !ok {
+			return false
+		}
+		if ev.Term != n {
+			return true // NEW_LEADER
+		}
+		if dead {
+			// CMD is dead: only the term's end matters now.
+			if ev.Kind == coord.TermStopped {
+				stopped = &ev
+			}
+			return true
+		}
+		switch ev.Kind {
+		case coord.TermAtRisk:
+			r.logf("at risk: no renewal succeeded and the lease deadline %d is %d ms away", ev.Deadline.UnixMilli(), time.Until(ev.Deadline).Milliseconds())
+		case coord.TermRecovered:
+			r.logf("renewal succeeded again, lease deadline %d", ev.Deadline.UnixMilli())
+		case coord.TermStopped:
+			stopped = &ev
+			beginStop(fmt.Sprintf("leadership %s (%v)", ev.Reason, ev.Err))
+		}
+		return true
+	}
+	events := r.events
 wait:
 	for {
 		select {
 		case st = <-ch.status:
+			dead = true
 			break wait
-		case nl := <-renewed:
-			if stopWhy == "" {
-				wd.send(sched.forDeadline(nl.Deadline))
+		case ev := <-r.leases:
+			if ev.Term == n && stopWhy == "" {
+				wd.send(sched.forDeadline(ev.Deadline.UnixMilli()))
 			}
-		case <-leaseEnd:
-			leaseEnd = nil
-			beginStop(fmt.Sprintf("leadership %s (%v)", l.State(), l.Err()))
+		case ev, ok := <-events:
+			if !termEvent(ev, ok) {
+				events = nil
+			}
 		case ev := <-wd.events:
 			switch ev.kind {
 			case "term":
@@ -472,32 +543,45 @@ wait:
 	}
 	r.logf("%s (pid %d) %s", r.argv[0], ch.pid, st.describe())
 
-	if stopWhy == "" && l.State() == coord.Active {
-		// CMD exited by itself while the role was held.
-		stopRenew()
-		<-renewDone
+	// CMD is dead. A term still running is ended by resigning: that lets
+	// the next standby in at once, and its answer says whether the role was
+	// lost meanwhile (FENCED, EXPIRED).
+	exitedItself := stopWhy == "" && stopped == nil && l.State() == coord.Active
+	if stopped == nil {
 		r.resign(l)
+		if l.State() == coord.Active {
+			l.Close() // the resignation did not get through: end the term here
+		}
+		for stopped == nil && events != nil {
+			ev, ok := <-events
+			if !termEvent(ev, ok) {
+				events = nil
+			}
+		}
+	}
+	if exitedItself {
 		return termResult{code: st.code(), childExited: true}
 	}
 	if stopWhy == "" {
 		// The leadership ended just as CMD exited by itself.
 		stopWhy = fmt.Sprintf("leadership %s (%v)", l.State(), l.Err())
+		if stopped != nil {
+			stopWhy = fmt.Sprintf("leadership %s (%v)", stopped.Reason, stopped.Err)
+		}
 	}
-	// A loss: give the role up if it is still held (CMD is dead), then
-	// report how the leadership ended.
-	stopRenew()
-	<-renewDone
-	if l.State() == coord.Active {
-		r.resign(l)
-	}
+	// A loss: report how the term ended.
 	res := termResult{lost: true}
 	var lost string
-	switch l.State() {
-	case coord.Fenced:
+	reason := coord.StopLostAtRisk
+	if stopped != nil {
+		reason = stopped.Reason
+	}
+	switch reason {
+	case coord.StopFenced:
 		res.code, lost = exitLostFenced, "FENCED"
-	case coord.Expired:
+	case coord.StopExpired:
 		res.code, lost = exitLostExpired, "EXPIRED"
-	default:
+	default: // resigned or closed by run after an at-risk stop
 		res.code, lost = exitLostAtRisk, "AT_RISK"
 	}
 	r.logf("lost the role (%s; the stop began on: %s); exit code %d", lost, stopWhy, res.code)
@@ -516,63 +600,6 @@ func (r *runner) resign(l *coord.Leadership) {
 		return
 	}
 	r.logf("resigned")
-}
-
-// renewLoop renews the lease when due and retries failed renewals (the
-// library's own background renewer does the same; run does it itself to
-// hand every new deadline to the watchdog at once).
-func (r *runner) renewLoop(ctx context.Context, l *coord.Leadership, renewed func(core.Lease)) {
-	lc := r.cfg.Lease
-	retry := min(time.Duration(lc.RenewIntervalMs)*time.Millisecond/4, r.cfg.PollInterval)
-	retry = max(retry, 10*time.Millisecond)
-	failing := false
-	for {
-		if l.State() != coord.Active || ctx.Err() != nil {
-			return
-		}
-		at := lc.RenewAt(l.Lease())
-		if wait := at - time.Now().UnixMilli(); wait > 0 {
-			if !sleepCtx(ctx, time.Duration(wait)*time.Millisecond, l.Done()) {
-				return
-			}
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
-		err := l.Renew(rctx)
-		cancel()
-		if err == nil {
-			if failing {
-				r.logf("renewal succeeded again, lease deadline %d", l.Lease().Deadline)
-			}
-			failing = false
-			renewed(l.Lease())
-			continue
-		}
-		if ctx.Err() != nil || l.State() != coord.Active {
-			return
-		}
-		if !failing {
-			r.logf("renewal failed (retrying every %s): %v", retry, err)
-		}
-		failing = true
-		if !sleepCtx(ctx, retry, l.Done()) {
-			return
-		}
-	}
-}
-
-// sleepCtx sleeps d; false when ctx or stop ended first.
-func sleepCtx(ctx context.Context, d time.Duration, stop <-chan struct{}) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	}
 }
 
 // runOnLost runs the --on-lost command after a loss, once CMD is dead.

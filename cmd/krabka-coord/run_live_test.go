@@ -337,9 +337,10 @@ func waitRegistered(t *testing.T, bs, role, member string) {
 	}
 }
 
-// Short leases: a failover takes a few seconds. The margin is then 800 ms
-// (lease/5) and the grace 400 ms: the watchdog's SIGKILL lands 400 ms
-// before the deadline.
+// Short leases: a failover takes a few seconds. The stop margin is then
+// 750 ms (krabka.lease.stop.margin.ms's default: half the risk margin,
+// which is half of lease - renew) and the grace 375 ms: the watchdog's
+// SIGKILL lands 375 ms before the deadline.
 var runLease = []string{"-X", "krabka.lease.ms=4000", "-X", "krabka.renew.interval.ms=1000",
 	"-X", "krabka.challenge.stagger.ms=500", "-X", "request.timeout.ms=1500"}
 

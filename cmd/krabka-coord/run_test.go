@@ -36,6 +36,11 @@ func TestRunBadCommandLines(t *testing.T) {
 		{[]string{"run", "--margin", "20s", "r", "m", "--", "true"}, exitUsage, "--margin 20s must be above 0 and below"},
 		{[]string{"run", "--margin", "1s", "--grace", "1s", "r", "m", "--", "true"}, exitUsage, "--grace 1s must be at least 0 and below --margin 1s"},
 		{[]string{"run", "--grace", "-1s", "r", "m", "--", "true"}, exitUsage, "--grace -1s"},
+		// The margin is krabka.lease.stop.margin.ms: set by the key, --margin
+		// sets the key, and the key's rules apply to --margin.
+		{[]string{"-X", "krabka.lease.stop.margin.ms=1000", "run", "--grace", "1s", "r", "m", "--", "true"}, exitUsage, "--grace 1s must be at least 0 and below --margin 1s"},
+		{[]string{"run", "--grace", "5s", "r", "m", "--", "true"}, exitUsage, "--grace 5s must be at least 0 and below --margin 5s"},
+		{[]string{"-X", "krabka.lease.risk.margin.ms=3000", "run", "--margin", "4s", "r", "m", "--", "true"}, exitUsage, "krabka.lease.stop.margin.ms"},
 		{[]string{"run", "--key-sep", ",", "r", "m", "--", "true"}, exitUsage, "need --topic"},
 		{[]string{"run", "--topic", "no spaces", "r", "m", "--", "true"}, exitUsage, "not a legal Kafka topic name"},
 		{[]string{"run", "--topic", "t", "--partition", "-2", "r", "m", "--", "true"}, exitUsage, "--partition -2"},

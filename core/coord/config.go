@@ -113,16 +113,35 @@ type Config struct {
 	// default) means half the time between the renewal and the deadline:
 	// (krabka.lease.ms - krabka.renew.interval.ms) / 2. See RiskMargin.
 	LeaseRiskMargin time.Duration
+	// LeaseStopMargin: krabka.lease.stop.margin.ms, how long before its
+	// deadline a term whose lease is at risk stops: the elector ends the
+	// term, krabka-coord run stops its program. 0 (the default) means half
+	// the risk margin. See StopMargin.
+	LeaseStopMargin time.Duration
 }
 
 // RiskMargin returns the effective krabka.lease.risk.margin.ms: the value
-// set, or (krabka.lease.ms - krabka.renew.interval.ms) / 2 (at least 1 ms)
-// when it is 0.
+// set, or (krabka.lease.ms - krabka.renew.interval.ms) / 2 (at least 1 ms,
+// and at least a krabka.lease.stop.margin.ms that is set) when it is 0.
 func (c Config) RiskMargin() time.Duration {
 	if c.LeaseRiskMargin > 0 {
 		return c.LeaseRiskMargin
 	}
-	return time.Duration(max((c.Lease.DurationMs-c.Lease.RenewIntervalMs)/2, 1)) * time.Millisecond
+	half := time.Duration(max((c.Lease.DurationMs-c.Lease.RenewIntervalMs)/2, 1)) * time.Millisecond
+	return max(half, c.LeaseStopMargin)
+}
+
+// StopMargin returns the effective krabka.lease.stop.margin.ms, the one
+// definition of how long before its deadline a term whose lease is at risk
+// stops (the elector's default, ElectStopMargin; krabka-coord run's
+// --margin): the value set, or half of RiskMargin (at least 1 ms) when it
+// is 0. It never exceeds RiskMargin: a term stops only after its lease was
+// at risk.
+func (c Config) StopMargin() time.Duration {
+	if c.LeaseStopMargin > 0 {
+		return min(c.LeaseStopMargin, c.RiskMargin())
+	}
+	return max(c.RiskMargin()/2, time.Millisecond)
 }
 
 // LeaseTxnTimeout returns the transaction timeout every transaction of a
@@ -448,7 +467,7 @@ var configTable = []configEntry{
 			return parseBool("krabka.produce.token.header", v, &c.ProduceTokenHeader)
 		},
 		func(c *Config) string { return strconv.FormatBool(c.ProduceTokenHeader) }},
-	{ConfigKey{"krabka.lease.risk.margin.ms", "int", "0", "A held lease is at risk when no renewal succeeded since it fell due and its deadline is this close (ms, >= 0, below krabka.lease.ms - krabka.renew.interval.ms); 0 = half of that difference. Leaderships report AT_RISK and RECOVERED events; the elector ends its term before the deadline."},
+	{ConfigKey{"krabka.lease.risk.margin.ms", "int", "0", "A held lease is at risk when no renewal succeeded since it fell due and its deadline is this close (ms, >= 0, below krabka.lease.ms - krabka.renew.interval.ms); 0 = half of that difference, or krabka.lease.stop.margin.ms if that is set and larger. Leaderships report AT_RISK and RECOVERED events; a term at risk stops krabka.lease.stop.margin.ms before the deadline."},
 		func(c *Config, v string) error {
 			n, err := parseMsMax("krabka.lease.risk.margin.ms", v, 0, maxInt32Ms, "it is below krabka.lease.ms")
 			if err == nil {
@@ -457,6 +476,15 @@ var configTable = []configEntry{
 			return err
 		},
 		func(c *Config) string { return strconv.FormatInt(c.LeaseRiskMargin.Milliseconds(), 10) }},
+	{ConfigKey{"krabka.lease.stop.margin.ms", "int", "0", "How long before its deadline a term whose lease is at risk stops (ms, >= 0, at most the risk margin); 0 = half the risk margin. The elector then ends the term (LOST_AT_RISK) and krabka-coord run stops its program (its --margin sets this key). The one stop margin of every surface."},
+		func(c *Config, v string) error {
+			n, err := parseMsMax("krabka.lease.stop.margin.ms", v, 0, maxInt32Ms, "it is below krabka.lease.ms")
+			if err == nil {
+				c.LeaseStopMargin = time.Duration(n) * time.Millisecond
+			}
+			return err
+		},
+		func(c *Config) string { return strconv.FormatInt(c.LeaseStopMargin.Milliseconds(), 10) }},
 }
 
 func parseBool(name, v string, out *bool) error {
@@ -588,6 +616,15 @@ func (c Config) Validate() error {
 		return invalid("krabka.lease.risk.margin.ms", strconv.FormatInt(m, 10), fmt.Sprintf(
 			"must be below krabka.lease.ms - krabka.renew.interval.ms = %d (a lease is renewed that long before its deadline; a larger margin would put every renewal at risk)",
 			c.Lease.DurationMs-c.Lease.RenewIntervalMs))
+	}
+	if m := c.LeaseStopMargin.Milliseconds(); m > 0 && m >= c.Lease.DurationMs-c.Lease.RenewIntervalMs {
+		return invalid("krabka.lease.stop.margin.ms", strconv.FormatInt(m, 10), fmt.Sprintf(
+			"must be below krabka.lease.ms - krabka.renew.interval.ms = %d (a lease is renewed that long before its deadline; a larger margin would stop every term before its renewal)",
+			c.Lease.DurationMs-c.Lease.RenewIntervalMs))
+	}
+	if s, r := c.LeaseStopMargin, c.LeaseRiskMargin; s > 0 && r > 0 && s > r {
+		return invalid("krabka.lease.stop.margin.ms", strconv.FormatInt(s.Milliseconds(), 10), fmt.Sprintf(
+			"must not exceed krabka.lease.risk.margin.ms = %d: a term stops only after its lease was at risk", r.Milliseconds()))
 	}
 	if c.RequestTimeout <= 0 {
 		return invalid("request.timeout.ms", c.RequestTimeout.String(), "must be positive")

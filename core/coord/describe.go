@@ -43,6 +43,11 @@ type RosterRank struct {
 	// Metadata is the member's registration metadata (krabka.meta; nil:
 	// none).
 	Metadata []byte
+	// Rejoins: the registration carries krabka.rejoin, as every member of
+	// this implementation writes it (docs/PROTOCOL.md 11.6). Without it
+	// the member is presumably of another implementation, which ignores
+	// the krabka.successor header of a handoff (11.3).
+	Rejoins bool
 }
 
 // Describe is the third-party check: it asks the transaction coordinator
@@ -121,7 +126,7 @@ func rosterRanks(st core.State) []RosterRank {
 	out := make([]RosterRank, 0, len(st.Roster))
 	for _, e := range st.Roster {
 		r, _ := st.Rank(e.Member)
-		out = append(out, RosterRank{Member: e.Member, Offset: e.Offset, RegisteredAt: e.RegisteredAt, Rank: r, Metadata: e.Metadata})
+		out = append(out, RosterRank{Member: e.Member, Offset: e.Offset, RegisteredAt: e.RegisteredAt, Rank: r, Metadata: e.Metadata, Rejoins: e.Rejoins})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
 	return out

@@ -110,10 +110,12 @@ type electOptions struct {
 	recampaign    bool
 	backoffMin    time.Duration
 	backoffMax    time.Duration
-	stopMargin    time.Duration // -1: half the risk margin
+	stopMargin    time.Duration // -1: Config.StopMargin
 	eligible      bool
 	acquire       []AcquireOption
 	manualRelease bool // RunWithCallbacks: a term is released after OnStopped returned
+	// ElectOnLease (elect_lease.go)
+	onLease func(LeaseEvent)
 }
 
 // ElectRecampaign says whether the elector campaigns again after it lost a
@@ -140,9 +142,9 @@ func ElectBackoff(min, max time.Duration) ElectOption {
 // ElectStopMargin sets how long before the lease deadline a term whose
 // lease is at risk ends (TermStopped with StopLostAtRisk; the term context
 // is cancelled and the leadership closed): the term ends at the later of
-// the AT_RISK instant and deadline - d. Default half of Config.RiskMargin;
-// at most Config.RiskMargin; 0 keeps the term until the leadership itself
-// ends (EXPIRED at the deadline).
+// the AT_RISK instant and deadline - d. Default Config.StopMargin
+// (krabka.lease.stop.margin.ms); at most Config.RiskMargin; 0 keeps the
+// term until the leadership itself ends (EXPIRED at the deadline).
 func ElectStopMargin(d time.Duration) ElectOption {
 	return func(o *electOptions) error {
 		if d < 0 {
@@ -275,7 +277,7 @@ func NewElector(c *Client, role core.Role, member core.MemberID, opts ...ElectOp
 	risk := c.cfg.RiskMargin()
 	switch {
 	case o.stopMargin < 0:
-		o.stopMargin = risk / 2
+		o.stopMargin = c.cfg.StopMargin()
 	case o.stopMargin > risk:
 		return nil, WrapError(ErrInvalidArgument, nil,
 			"ElectStopMargin(%v): must not exceed the risk margin %v (krabka.lease.risk.margin.ms): a term ends only after its lease was at risk", o.stopMargin, risk)
@@ -682,7 +684,9 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 		return TermEvent{Kind: k, Term: n, Token: tok, Holder: e.member, Deadline: deadline,
 			At: time.UnixMilli(e.c.clock.NowMs()), Leadership: l, Context: tctx}
 	}
-	e.push(ev(TermStarted, time.UnixMilli(l.Lease().Deadline)))
+	first := time.UnixMilli(l.Lease().Deadline)
+	e.push(ev(TermStarted, first))
+	stopLeases := e.followLeases(n, l, first)
 	e.c.log().Info("krabka: elector: term started", "role", e.role.String(), "member", e.member.String(), "term", n, "token", tok.String())
 
 	var (
@@ -780,6 +784,7 @@ wait:
 	e.mu.Lock()
 	e.cur = nil
 	e.mu.Unlock()
+	stopLeases()
 	stop := ev(TermStopped, time.UnixMilli(l.Lease().Deadline))
 	stop.Reason, stop.Err = reason, err
 	e.push(stop)

@@ -43,6 +43,13 @@ const MaxFencedByBytes = 256
 // ends FENCED (by its view, or by the broker at its next write) and lands
 // at the tail of the roster when it campaigns again.
 //
+// A named successor is a preference, as for Leadership.ResignTo: a member
+// of another implementation (no krabka.rejoin on its registration) ignores
+// krabka.successor and challenges at its own rank, so when the successor
+// is one, or one ranks ahead of it, another member may take the role.
+// FenceResult.Successor is who was named, not who took over; watch the
+// role (Client.Watch) to learn that (krabka-coord fence does).
+//
 // The role must have a lease (NOT_LEADER otherwise: nothing to fence); a
 // successor must be registered and not be the deposed member
 // (INVALID_ARG). by is free text naming who fenced (non-empty UTF-8, at most

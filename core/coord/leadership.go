@@ -601,9 +601,15 @@ func (l *Leadership) Resign(ctx context.Context) error { return l.resign(ctx, ni
 // 11.3): the expired lease carries krabka.successor. If that member is in
 // the roster it challenges at once and every other standby one stagger
 // later than its rank alone; a member that is not registered is ignored by
-// readers (the next standby takes over, as after Resign). A reference
-// member ignores the header and may race the named one: one mint still
-// wins, only the target is not guaranteed.
+// readers (the next standby takes over, as after Resign).
+//
+// The handoff is a preference, not a promise. A member of another
+// implementation (its registration lacks krabka.rejoin: RosterRank.Rejoins
+// false) ignores the header and challenges at its own rank: when the
+// successor is such a member it does not challenge at once, and when one
+// ranks ahead of the successor it may mint first. One mint still wins, so
+// nothing unsafe happens; only the target is not guaranteed. Watch the
+// role (Client.Watch) to learn who took over.
 func (l *Leadership) ResignTo(ctx context.Context, successor core.MemberID) error {
 	if successor.IsZero() {
 		return WrapError(ErrInvalidArgument, nil, "resign to the zero MemberID")

@@ -62,6 +62,7 @@ type riskState struct {
 	ended   bool
 	endEv   LeadershipEvent
 	subs    map[*leadershipSub]struct{}
+	moved   chan struct{} // closed when a renewal moves the lease (leaseMoved, elect_lease.go)
 }
 
 // nudge tells the watcher that a renewal succeeded (called with l.mu held;
@@ -69,6 +70,10 @@ type riskState struct {
 func (r *riskState) nudge() {
 	r.mu.Lock()
 	ch := r.renewed
+	if r.moved != nil {
+		close(r.moved)
+		r.moved = nil
+	}
 	r.mu.Unlock()
 	if ch != nil {
 		select {

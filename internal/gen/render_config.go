@@ -30,6 +30,7 @@ func renderConfigDoc(*inputs) (string, error) {
 	b.WriteString("\nChecks across keys (made by `Validate` / `krabka_client_new`): `bootstrap.servers` is required;\n")
 	b.WriteString("`krabka.renew.interval.ms` must be below `krabka.lease.ms` (three renewals per lease are advised);\n")
 	b.WriteString("`krabka.lease.risk.margin.ms`, when set, must be below `krabka.lease.ms` - `krabka.renew.interval.ms`;\n")
+	b.WriteString("`krabka.lease.stop.margin.ms`, when set, must be below it too and not above a `krabka.lease.risk.margin.ms` that is set;\n")
 	b.WriteString("`sasl.username` is required with `SASL_PLAINTEXT` and `SASL_SSL`.\n")
 	return b.String(), nil
 }

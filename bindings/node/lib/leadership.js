@@ -289,7 +289,12 @@ class Leadership {
    * challenges at once and every other standby one stagger later than its
    * rank alone; a member that is not registered is ignored (the first
    * standby takes over as after a plain resign). The winner by name prunes
-   * nobody ranked ahead of it.
+   * nobody ranked ahead of it. The handoff is a preference, not a promise
+   * (docs/PROTOCOL.md 11.3): a member of another implementation (registered
+   * without krabka.rejoin) ignores the header and challenges at its own
+   * rank, so when the successor is one, or one ranks ahead of it, another
+   * member may take the role (one mint wins: never two holders). Watch the
+   * role to learn who took over.
    */
   resign(options) {
     const t = timeoutArg(options, 'resign');

@@ -331,7 +331,12 @@ class Leadership:
         is registered it challenges at once, and every other standby waits
         one krabka.challenge.stagger.ms longer than its rank alone would make
         it; a member that is not registered is ignored (the first standby
-        takes over as after a plain resign)."""
+        takes over as after a plain resign). The handoff is a preference,
+        not a promise (docs/PROTOCOL.md 11.3): a member of another
+        implementation (registered without krabka.rejoin) ignores the header
+        and challenges at its own rank, so when `successor` is one, or one
+        ranks ahead of it, another member may take the role (one mint wins:
+        never two holders). Watch the role to learn who took over."""
         _calls.run(self._resign_start(timeout, successor), _read_nothing, _dispose.event)
 
     # -- the end --------------------------------------------------------------
