@@ -283,50 +283,89 @@ func (c *campaign) goHolding(name string) int {
 	return n
 }
 
-// midTxnWait bounds the wait for an armed process's next renewal.
-const midTxnWait = 20 * time.Second
+// midTxnWait bounds the wait for a Go process that holds a role and for
+// its next renewal.
+const midTxnWait = 30 * time.Second
 
-// midTxn runs one mid-transaction fault: it arms a Go process that holds a
-// role (the drawn one when both do or neither does), waits for its next
-// renewal's answered Produce, and then, with the EndTxn held back, kills
-// the process (restart after d), stops it (SIGCONT after d) or cuts it off
-// from every broker (packet filters for d). True when it took effect.
-func (c *campaign) midTxn(kind string, drawn int, d time.Duration) {
-	m := c.gos[drawn%len(c.gos)]
-	if c.goHolding(m.name) == 0 {
-		if o := c.gos[(drawn+1)%len(c.gos)]; c.goHolding(o.name) > 0 {
-			m = o
+// holderOf is the drawn Go process when it holds a role, else the other
+// one when it does, else nil.
+func (c *campaign) holderOf(drawn int) *member {
+	for i := 0; i < len(c.gos); i++ {
+		if m := c.gos[(drawn+i)%len(c.gos)]; c.goHolding(m.name) > 0 {
+			return m
 		}
 	}
+	return nil
+}
+
+// midTxn runs one mid-transaction fault: it arms a Go process that holds a
+// role (the drawn one when both do; it waits for one when neither does,
+// and moves the arm when the armed one loses its roles), waits for its
+// next renewal's answered Produce, and then, with the EndTxn held back,
+// kills the process (restart after d), stops it (SIGCONT after d) or cuts
+// it off from every broker (packet filters for d).
+func (c *campaign) midTxn(kind string, drawn int, d time.Duration) {
 	c.draw(kind)
-	c.say("FAULT %s: arm %s (it holds %d role(s)): at its next renewal's answered Produce, %s", kind, m.name, c.goHolding(m.name),
-		map[string]string{"midtxn-kill": "SIGKILL it and restart it after " + d.Round(time.Millisecond).String(),
-			"midtxn-pause": "SIGSTOP it for " + d.Round(time.Millisecond).String(),
-			"midtxn-cut":   "cut it off from every broker for " + d.Round(time.Millisecond).String()}[kind])
+	what := map[string]string{"midtxn-kill": "SIGKILL it and restart it after " + d.Round(time.Millisecond).String(),
+		"midtxn-pause": "SIGSTOP it for " + d.Round(time.Millisecond).String(),
+		"midtxn-cut":   "cut it off from every broker for " + d.Round(time.Millisecond).String()}[kind]
+	deadline := time.Now().Add(midTxnWait)
 	ch := make(chan MidTxnRecord, 1)
-	c.mu.Lock()
-	m.mid = ch
-	c.mu.Unlock()
-	c.goWrite(m, "ARM")
-	var ev MidTxnRecord
-	select {
-	case ev = <-ch:
-	case <-time.After(midTxnWait):
-		c.goWrite(m, "DISARM")
+	var m *member
+	arm := func(x *member) {
+		if m != nil {
+			c.goWrite(m, "DISARM")
+			c.mu.Lock()
+			m.mid = nil
+			c.mu.Unlock()
+		}
+		m = x
+		c.say("FAULT %s: arm %s (it holds %d role(s)): at its next renewal's answered Produce, %s", kind, m.name, c.goHolding(m.name), what)
 		c.mu.Lock()
-		m.mid = nil
+		m.mid = ch
 		c.mu.Unlock()
+		c.goWrite(m, "ARM")
+	}
+	var ev MidTxnRecord
+	got := false
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for !got && time.Now().Before(deadline) {
+		if h := c.holderOf(drawn); h != nil && (m == nil || (h != m && c.goHolding(m.name) == 0)) {
+			arm(h)
+		}
+		select {
+		case ev = <-ch:
+			got = true
+		case <-tick.C:
+		}
+	}
+	// Withdraw every arm but the one that fired (a process disarmed after
+	// it fired waits for GO: goLine sends it when nobody waits).
+	for _, x := range c.gos {
+		c.mu.Lock()
+		armed := x.mid == ch
+		x.mid = nil
+		c.mu.Unlock()
+		if armed && (!got || x.name != ev.Member) {
+			c.goWrite(x, "DISARM")
+		}
+	}
+	if !got {
 		// It may have fired just now.
 		select {
 		case ev = <-ch:
+			got = true
 		default:
-			c.say("(%s: %s renewed nothing within %s)", kind, m.name, midTxnWait)
+			c.say("(%s: no Go process renewed a role within %s)", kind, midTxnWait)
 			return
 		}
 	}
-	c.mu.Lock()
-	m.mid = nil
-	c.mu.Unlock()
+	for _, x := range c.gos {
+		if x.name == ev.Member {
+			m = x
+		}
+	}
 	ev.Kind, ev.For = kind, d.Round(time.Millisecond).String()
 	for _, r := range c.allRoles() {
 		if r.Name == ev.Role {

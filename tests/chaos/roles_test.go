@@ -218,3 +218,84 @@ func TestLeasesOfTheCoordinationTopic(t *testing.T) {
 		t.Fatalf("visible: %+v", res)
 	}
 }
+
+// lines collects what the campaign writes to a Go process's stdin.
+func lines(t *testing.T, m *member) chan string {
+	pr, pw := io.Pipe()
+	m.stdin = pw
+	out := make(chan string, 16)
+	go func() {
+		b := make([]byte, 64)
+		for {
+			n, err := pr.Read(b)
+			for _, l := range strings.Fields(string(b[:n])) {
+				out <- l
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func next(t *testing.T, ch chan string) string {
+	t.Helper()
+	select {
+	case l := <-ch:
+		return l
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing written")
+		return ""
+	}
+}
+
+// A mid-transaction fault waits until a Go process holds a role, arms it,
+// moves the arm when that process loses its roles to the other, and acts
+// on the MIDTXN of the one that fired (recorded as a fault of that member).
+func TestMidTxnArmsAHolderAndFollowsTheRoles(t *testing.T) {
+	c := &campaign{opts: Options{Out: io.Discard}, start: time.Now(), events: map[string]int{}, roleAcks: map[string][]Ack{},
+		roleMints: map[string][]Mint{}, roleAcquired: map[string]map[string]bool{}, holders: map[string]string{},
+		drawn: map[string]int{}, faults: map[string]int{}}
+	g1, g2 := &member{name: "go-1", multi: true}, &member{name: "go-2", multi: true}
+	c.gos = []*member{g1, g2}
+	in1, in2 := lines(t, g1), lines(t, g2)
+	done := make(chan struct{})
+	go func() {
+		c.midTxn("midtxn-test", 0, 0)
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case l := <-in1:
+		t.Fatalf("armed with no holder: %q", l)
+	case l := <-in2:
+		t.Fatalf("armed with no holder: %q", l)
+	default:
+	}
+	c.mu.Lock()
+	c.holders["r"] = "go-1"
+	c.mu.Unlock()
+	if l := next(t, in1); l != "ARM" {
+		t.Fatalf("go-1 got %q", l)
+	}
+	c.mu.Lock()
+	c.holders["r"] = "go-2"
+	c.mu.Unlock()
+	if l := next(t, in1); l != "DISARM" {
+		t.Fatalf("go-1 got %q", l)
+	}
+	if l := next(t, in2); l != "ARM" {
+		t.Fatalf("go-2 got %q", l)
+	}
+	c.goLine(g2, "EVENT 5000 go-2 MIDTXN role=r token=1:1 broker=1")
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fault did not go on after MIDTXN")
+	}
+	if len(c.faultLog) != 1 || len(c.faultLog[0].Members) != 1 || c.faultLog[0].Members[0] != "go-2" || !c.faultLog[0].Start.Equal(time.UnixMilli(5000)) ||
+		c.drawn["midtxn-test"] != 1 || g1.mid != nil || g2.mid != nil {
+		t.Fatalf("log %+v drawn %v", c.faultLog, c.drawn)
+	}
+}
