@@ -63,16 +63,27 @@ func asyncContext(queue *C.krabka_queue_t, timeoutMs C.int64_t, def time.Duratio
 //export kc_go_client_acquire_async
 func kc_go_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
+	return finish(clientAcquireAsync(client, r, role_len, m, member_len, false, nil, timeout_ms, queue, tag), errstr, errstr_size)
+}
+
+// clientAcquireAsync is krabka_client_acquire_async and
+// krabka_client_acquire_opts_async (withOpts: options, else the client's
+// metadata; acquire_opts.go). The options are taken as they are when the
+// call is made, not when the goroutine runs.
+func clientAcquireAsync(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, withOpts bool, options *C.kc_cacquire_options_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t) error {
 	var unused *C.krabka_leadership_t
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &unused)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
+	}
+	opts, err := acquireOptionsArg(c, ro, me, withOpts, options)
+	if err != nil {
+		return err
 	}
 	q, ctx, cancel, err := asyncContext(queue, timeout_ms, 0) // default: no limit
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
 	}
-	opts := c.acquireOptions(ro, me) // as set when the call was made, not when the goroutine runs
 	goPost(q, C.KRABKA_EVENT_ACQUIRE, tag, cancel, func(ev *eventObj) error {
 		l, err := c.c.Acquire(ctx, ro, me, opts...)
 		if err == nil {
@@ -80,22 +91,31 @@ func kc_go_client_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role
 		}
 		return err
 	})
-	return C.KRABKA_OK
+	return nil
 }
 
 //export kc_go_client_try_acquire_async
 func kc_go_client_try_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
+	return finish(clientTryAcquireAsync(client, r, role_len, m, member_len, false, nil, timeout_ms, queue, tag), errstr, errstr_size)
+}
+
+// clientTryAcquireAsync is krabka_client_try_acquire_async and
+// krabka_client_try_acquire_opts_async (as clientAcquireAsync).
+func clientTryAcquireAsync(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, withOpts bool, options *C.kc_cacquire_options_t, timeout_ms C.int64_t, queue *C.krabka_queue_t, tag C.uint64_t) error {
 	var unused *C.krabka_leadership_t
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &unused)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
+	}
+	opts, err := acquireOptionsArg(c, ro, me, withOpts, options)
+	if err != nil {
+		return err
 	}
 	q, ctx, cancel, err := asyncContext(queue, timeout_ms, c.requestTimeout)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
 	}
-	opts := c.acquireOptions(ro, me)
 	goPost(q, C.KRABKA_EVENT_TRY_ACQUIRE, tag, cancel, func(ev *eventObj) error {
 		l, retryAt, err := c.c.TryAcquire(ctx, ro, me, opts...)
 		switch {
@@ -107,7 +127,7 @@ func kc_go_client_try_acquire_async(client *C.krabka_client_t, r *C.kc_cchar_t, 
 		}
 		return err
 	})
-	return C.KRABKA_OK
+	return nil
 }
 
 //export kc_go_client_describe_async

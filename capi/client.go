@@ -151,48 +151,68 @@ func acquireArgs(client *C.krabka_client_t, r *C.kc_cchar_t, roleLen C.size_t, m
 //export kc_go_client_acquire
 func kc_go_client_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
+	return finish(clientAcquire(client, r, role_len, m, member_len, false, nil, timeout_ms, out), errstr, errstr_size)
+}
+
+// clientAcquire is krabka_client_acquire and krabka_client_acquire_opts
+// (withOpts: options, else the client's metadata; acquire_opts.go).
+func clientAcquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, withOpts bool, options *C.kc_cacquire_options_t, timeout_ms C.int64_t, out **C.krabka_leadership_t) error {
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, out)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
+	}
+	opts, err := acquireOptionsArg(c, ro, me, withOpts, options)
+	if err != nil {
+		return err
 	}
 	ctx, cancel, err := callContext(timeout_ms, 0) // default: no limit
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
 	}
 	defer cancel()
-	l, err := c.c.Acquire(ctx, ro, me, c.acquireOptions(ro, me)...)
+	l, err := c.c.Acquire(ctx, ro, me, opts...)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
 	}
 	*out = newLeadershipHandle(c, l)
-	return C.KRABKA_OK
+	return nil
 }
 
 //export kc_go_client_try_acquire
 func kc_go_client_try_acquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, retry_at_ms *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
+	return finish(clientTryAcquire(client, r, role_len, m, member_len, false, nil, timeout_ms, out, retry_at_ms), errstr, errstr_size)
+}
+
+// clientTryAcquire is krabka_client_try_acquire and
+// krabka_client_try_acquire_opts (as clientAcquire).
+func clientTryAcquire(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, withOpts bool, options *C.kc_cacquire_options_t, timeout_ms C.int64_t, out **C.krabka_leadership_t, retry_at_ms *C.int64_t) error {
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, out)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
+	}
+	opts, err := acquireOptionsArg(c, ro, me, withOpts, options)
+	if err != nil {
+		return err
 	}
 	ctx, cancel, err := callContext(timeout_ms, c.requestTimeout)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
 	}
 	defer cancel()
-	l, retryAt, err := c.c.TryAcquire(ctx, ro, me, c.acquireOptions(ro, me)...)
+	l, retryAt, err := c.c.TryAcquire(ctx, ro, me, opts...)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
 	}
 	if l == nil {
 		*out = nil
 		if retry_at_ms != nil {
 			*retry_at_ms = C.int64_t(retryAt.UnixMilli())
 		}
-		return C.KRABKA_OK
+		return nil
 	}
 	*out = newLeadershipHandle(c, l)
-	return C.KRABKA_OK
+	return nil
 }
 
 //export kc_go_client_leave

@@ -68,11 +68,22 @@ func termEvent(c *clientObj, el *coord.Elector, tag uint64, te coord.TermEvent) 
 //export kc_go_elector_new
 func kc_go_elector_new(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, flags C.int, queue *C.krabka_queue_t, tag C.uint64_t, out **C.krabka_elector_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
+	return electorNew(client, r, role_len, m, member_len, false, nil, flags, queue, tag, out, errstr, errstr_size)
+}
+
+// electorNew is krabka_elector_new and krabka_elector_new_opts (withOpts:
+// the acquire options of options, else the client's metadata;
+// acquire_opts.go).
+func electorNew(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m *C.kc_cchar_t, member_len C.size_t, withOpts bool, options *C.kc_cacquire_options_t, flags C.int, queue *C.krabka_queue_t, tag C.uint64_t, out **C.krabka_elector_t, errstr *C.char, errstr_size C.size_t) C.krabka_err_t {
 	if out != nil {
 		*out = nil
 	}
 	var unused *C.krabka_leadership_t
 	c, ro, me, err := acquireArgs(client, r, role_len, m, member_len, &unused)
+	if err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	acqOpts, err := acquireOptionsArg(c, ro, me, withOpts, options)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
@@ -87,7 +98,7 @@ func kc_go_elector_new(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.si
 	if flags&^known != 0 {
 		return fail(invalidArg("krabka: krabka_elector_new: unknown flags 0x%x", int(flags&^known)), errstr, errstr_size)
 	}
-	opts := []coord.ElectOption{coord.ElectManualRelease(), coord.ElectAcquireOptions(c.acquireOptions(ro, me)...)}
+	opts := []coord.ElectOption{coord.ElectManualRelease(), coord.ElectAcquireOptions(acqOpts...)}
 	if flags&C.KRABKA_ELECT_NO_RECAMPAIGN != 0 {
 		opts = append(opts, coord.ElectRecampaign(false))
 	}

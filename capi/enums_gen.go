@@ -70,6 +70,7 @@ var headerEnums = map[string]map[int]string{
 		12: "KRABKA_EVENT_SET_METADATA",
 		13: "KRABKA_EVENT_TERM",
 		14: "KRABKA_EVENT_LEASE",
+		15: "KRABKA_EVENT_CONFIRM",
 	},
 	"krabka_log_level_t": {
 		3: "KRABKA_LOG_ERROR",

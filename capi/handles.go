@@ -48,6 +48,7 @@ const (
 	kindEvent
 	kindWatchEvent
 	kindElector
+	kindAcquireOptions
 )
 
 func (k handleKind) String() string {
@@ -72,6 +73,8 @@ func (k handleKind) String() string {
 		return "krabka_watch_event_t"
 	case kindElector:
 		return "krabka_elector_t"
+	case kindAcquireOptions:
+		return "krabka_acquire_options_t"
 	}
 	return "handle"
 }

@@ -195,6 +195,7 @@ extern krabka_err_t kc_go_leadership_destroy(krabka_leadership_t *leadership);
 extern krabka_err_t kc_go_leadership_wait(krabka_leadership_t *leadership, int64_t timeout_ms, krabka_leadership_state_t *state);
 extern krabka_err_t kc_go_leadership_event_fd(krabka_leadership_t *leadership, int *fd);
 extern krabka_err_t kc_go_leadership_end_error(const krabka_leadership_t *leadership, krabka_err_t *code, char *reason, size_t reason_size);
+extern krabka_err_t kc_go_leadership_confirm(krabka_leadership_t *leadership, int64_t timeout_ms, int *current, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_queue_new(krabka_queue_t **out);
 extern krabka_err_t kc_go_queue_fd(krabka_queue_t *queue, int *fd);
 extern krabka_err_t kc_go_queue_poll(krabka_queue_t *queue, krabka_event_t **out);
@@ -221,6 +222,8 @@ extern krabka_err_t kc_go_leadership_renew_async(krabka_leadership_t *leadership
 extern krabka_err_t kc_go_leadership_set_metadata_async(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_resign_async(krabka_leadership_t *leadership, const char *successor, size_t successor_len, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_ended_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag);
+extern krabka_err_t kc_go_leadership_confirm_async(krabka_leadership_t *leadership, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_confirmed(const krabka_event_t *ev, int *current, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_conf_set_log_cb(krabka_conf_t *conf, krabka_log_cb cb, void *opaque);
 extern krabka_err_t kc_go_conf_set_log_queue(krabka_conf_t *conf, krabka_queue_t *queue, uint64_t tag);
 extern krabka_err_t kc_go_client_stats_json(krabka_client_t *client, char **json, size_t *len);
@@ -254,6 +257,14 @@ extern krabka_err_t kc_go_watch_event_fd(krabka_watch_t *watch, int *fd);
 extern krabka_err_t kc_go_watch_next_async(krabka_watch_t *watch, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag);
 extern krabka_err_t kc_go_watch_destroy(krabka_watch_t *watch);
 extern krabka_err_t kc_go_client_set_metadata(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const uint8_t *term_meta, size_t term_meta_len, const uint8_t *member_meta, size_t member_meta_len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_acquire_options_new(krabka_acquire_options_t **out);
+extern krabka_err_t kc_go_acquire_options_destroy(krabka_acquire_options_t *options);
+extern krabka_err_t kc_go_acquire_options_set_metadata(krabka_acquire_options_t *options, const uint8_t *data, size_t len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_acquire_options_set_member_metadata(krabka_acquire_options_t *options, const uint8_t *data, size_t len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_acquire_opts(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_leadership_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_try_acquire_opts(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_leadership_t **out, int64_t *retry_at_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_acquire_opts_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_try_acquire_opts_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_set_metadata(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_metadata(const krabka_leadership_t *leadership, uint8_t *buf, size_t buf_size, size_t *len);
 extern krabka_err_t kc_go_leadership_resign_to(krabka_leadership_t *leadership, const char *successor, size_t successor_len, int64_t timeout_ms, char *errstr, size_t errstr_size);
@@ -264,6 +275,7 @@ extern krabka_err_t kc_go_verifier_judge(krabka_verifier_t *verifier, const char
 extern krabka_err_t kc_go_verifier_highest(krabka_verifier_t *verifier, const char *scope, size_t scope_len, int *has, krabka_token_t *out);
 extern krabka_err_t kc_go_verifier_destroy(krabka_verifier_t *verifier);
 extern krabka_err_t kc_go_elector_new(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_new_opts(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_t **out, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_elector_set_eligible(krabka_elector_t *elector, int eligible, int64_t timeout_ms, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_elector_healthy(krabka_elector_t *elector, int *healthy, char *reason, size_t reason_size);
 extern krabka_err_t kc_go_elector_destroy(krabka_elector_t *elector);
@@ -460,6 +472,10 @@ krabka_err_t krabka_leadership_end_error(const krabka_leadership_t *leadership, 
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_leadership_end_error(leadership, code, reason, reason_size);
 }
+krabka_err_t krabka_leadership_confirm(krabka_leadership_t *leadership, int64_t timeout_ms, int *current, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_confirm", errstr, errstr_size);
+    return kc_go_leadership_confirm(leadership, timeout_ms, current, errstr, errstr_size);
+}
 krabka_err_t krabka_queue_new(krabka_queue_t **out) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_queue_new(out);
@@ -563,6 +579,14 @@ krabka_err_t krabka_leadership_resign_async(krabka_leadership_t *leadership, con
 krabka_err_t krabka_leadership_ended_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_leadership_ended_async(leadership, queue, tag);
+}
+krabka_err_t krabka_leadership_confirm_async(krabka_leadership_t *leadership, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_confirm_async", errstr, errstr_size);
+    return kc_go_leadership_confirm_async(leadership, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_event_confirmed(const krabka_event_t *ev, int *current, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_confirmed", errstr, errstr_size);
+    return kc_go_event_confirmed(ev, current, errstr, errstr_size);
 }
 krabka_err_t krabka_conf_set_log_cb(krabka_conf_t *conf, krabka_log_cb cb, void *opaque) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
@@ -696,6 +720,38 @@ krabka_err_t krabka_client_set_metadata(krabka_client_t *client, const char *rol
     if (kc_forked()) return kc_forked_err("krabka_client_set_metadata", errstr, errstr_size);
     return kc_go_client_set_metadata(client, role, role_len, member, member_len, term_meta, term_meta_len, member_meta, member_meta_len, errstr, errstr_size);
 }
+krabka_err_t krabka_acquire_options_new(krabka_acquire_options_t **out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_acquire_options_new(out);
+}
+krabka_err_t krabka_acquire_options_destroy(krabka_acquire_options_t *options) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_acquire_options_destroy(options);
+}
+krabka_err_t krabka_acquire_options_set_metadata(krabka_acquire_options_t *options, const uint8_t *data, size_t len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_acquire_options_set_metadata", errstr, errstr_size);
+    return kc_go_acquire_options_set_metadata(options, data, len, errstr, errstr_size);
+}
+krabka_err_t krabka_acquire_options_set_member_metadata(krabka_acquire_options_t *options, const uint8_t *data, size_t len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_acquire_options_set_member_metadata", errstr, errstr_size);
+    return kc_go_acquire_options_set_member_metadata(options, data, len, errstr, errstr_size);
+}
+krabka_err_t krabka_client_acquire_opts(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_leadership_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_acquire_opts", errstr, errstr_size);
+    return kc_go_client_acquire_opts(client, role, role_len, member, member_len, options, timeout_ms, out, errstr, errstr_size);
+}
+krabka_err_t krabka_client_try_acquire_opts(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_leadership_t **out, int64_t *retry_at_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_try_acquire_opts", errstr, errstr_size);
+    return kc_go_client_try_acquire_opts(client, role, role_len, member, member_len, options, timeout_ms, out, retry_at_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_client_acquire_opts_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_acquire_opts_async", errstr, errstr_size);
+    return kc_go_client_acquire_opts_async(client, role, role_len, member, member_len, options, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_client_try_acquire_opts_async(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_client_try_acquire_opts_async", errstr, errstr_size);
+    return kc_go_client_try_acquire_opts_async(client, role, role_len, member, member_len, options, timeout_ms, queue, tag, errstr, errstr_size);
+}
 krabka_err_t krabka_leadership_set_metadata(krabka_leadership_t *leadership, const uint8_t *data, size_t len, int64_t timeout_ms, char *errstr, size_t errstr_size) {
     if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_set_metadata", errstr, errstr_size);
     return kc_go_leadership_set_metadata(leadership, data, len, timeout_ms, errstr, errstr_size);
@@ -735,6 +791,10 @@ krabka_err_t krabka_verifier_destroy(krabka_verifier_t *verifier) {
 krabka_err_t krabka_elector_new(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_t **out, char *errstr, size_t errstr_size) {
     if (kc_forked()) return kc_forked_err("krabka_elector_new", errstr, errstr_size);
     return kc_go_elector_new(client, role, role_len, member, member_len, flags, queue, tag, out, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_new_opts(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_elector_new_opts", errstr, errstr_size);
+    return kc_go_elector_new_opts(client, role, role_len, member, member_len, options, flags, queue, tag, out, errstr, errstr_size);
 }
 krabka_err_t krabka_elector_set_eligible(krabka_elector_t *elector, int eligible, int64_t timeout_ms, char *errstr, size_t errstr_size) {
     if (kc_forked_blocking()) return kc_forked_err("krabka_elector_set_eligible", errstr, errstr_size);

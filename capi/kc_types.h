@@ -21,6 +21,7 @@ typedef const krabka_header_t kc_cheader_t;
 typedef const krabka_event_t kc_cevent_t;
 typedef const krabka_watch_event_t kc_cwatch_event_t;
 typedef const krabka_err_desc_t kc_cerr_desc_t;
+typedef const krabka_acquire_options_t kc_cacquire_options_t;
 
 /* kc_fd.c */
 int kc_eventfd(void);

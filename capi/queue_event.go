@@ -48,14 +48,15 @@ type eventObj struct {
 	err    C.krabka_err_t
 	errstr string
 
-	state    C.krabka_leadership_state_t // ENDED
-	logLevel C.krabka_log_level_t        // LOG
-	logLine  string                      // LOG
-	retryAt  int64                       // TRY_ACQUIRE not won
-	results  []coord.ProduceResult       // PRODUCE
-	term     termData                    // TERM (elector.go)
-	lease    C.krabka_lease_event_kind_t // LEASE
-	deadline int64                       // TERM, LEASE: epoch ms
+	state     C.krabka_leadership_state_t // ENDED
+	logLevel  C.krabka_log_level_t        // LOG
+	logLine   string                      // LOG
+	retryAt   int64                       // TRY_ACQUIRE not won
+	results   []coord.ProduceResult       // PRODUCE
+	term      termData                    // TERM (elector.go)
+	lease     C.krabka_lease_event_kind_t // LEASE
+	deadline  int64                       // TERM, LEASE: epoch ms
+	confirmed bool                        // CONFIRM (confirm.go)
 
 	mu         sync.Mutex
 	leadership *leadershipObj // ACQUIRE, TRY_ACQUIRE: until taken

@@ -641,6 +641,29 @@ krabka_err_t krabka_leadership_event_fd(krabka_leadership_t *leadership,
 krabka_err_t krabka_leadership_end_error(const krabka_leadership_t *leadership,
                                          krabka_err_t *code, char *reason,
                                          size_t reason_size);
+/** The check before a leader-only read (etcd's Txn on the election key):
+ *  one request (DescribeTransactions) asks the transaction coordinator for
+ *  the role's current token; *current = 1 when it is still this
+ *  leadership's token (nobody minted the role since), 0 when another
+ *  member (or a fence) minted a newer epoch: the broker refuses this
+ *  leadership's writes, so do not serve the read. The comparison is
+ *  equality, as krabka_status_current's (docs/PROTOCOL.md 8: the library
+ *  keeps the coordinator's epoch at the minted one under transaction
+ *  protocol version 2 too). A 0 answer does not end the leadership: the
+ *  broker's refusal of its next write does (FENCED), or the live view once
+ *  the successor's lease arrives. Waits for the renewal, guarded write or
+ *  resignation in flight on this leadership first (an own epoch recovery,
+ *  docs/PROTOCOL.md 10.5, is never taken for another member's mint). An
+ *  ended leadership answers the error it ended with (FENCED,
+ *  LEASE_EXPIRED, NOT_LEADER, CLOSED) and *current = 0; TIMEOUT,
+ *  TRANSPORT or AUTHORIZATION (the DESCRIBE ACL on the role's
+ *  transactional id) leave it as it was. current: written on KRABKA_OK and
+ *  on those ends (never NULL: INVALID_ARG). Blocks for one round trip, up
+ *  to timeout_ms (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms).
+ *  Thread-safe. */
+krabka_err_t krabka_leadership_confirm(krabka_leadership_t *leadership,
+                                       int64_t timeout_ms, int *current,
+                                       char *errstr, size_t errstr_size);
 
 /* ------------------------------------------------------------------------ */
 /* Event queues: completions without a waiting thread                        */
@@ -679,8 +702,10 @@ typedef enum krabka_event_type {
                                         (krabka_elector_new): term_kind, term,
                                         token, holder, deadline,
                                         stop_reason, take_leadership */
-    KRABKA_EVENT_LEASE = 14        /**< krabka_leadership_events_async:
+    KRABKA_EVENT_LEASE = 14,       /**< krabka_leadership_events_async:
                                         lease_kind, deadline, state */
+    KRABKA_EVENT_CONFIRM = 15      /**< krabka_leadership_confirm_async:
+                                        confirmed */
 } krabka_event_type_t;
 
 /** Log levels (syslog numbers, as librdkafka). */
@@ -868,6 +893,16 @@ krabka_err_t krabka_leadership_resign_async(krabka_leadership_t *leadership,
 krabka_err_t krabka_leadership_ended_async(krabka_leadership_t *leadership,
                                            krabka_queue_t *queue,
                                            uint64_t tag);
+/** krabka_leadership_confirm: posts KRABKA_EVENT_CONFIRM (confirmed). */
+krabka_err_t krabka_leadership_confirm_async(krabka_leadership_t *leadership,
+                                             int64_t timeout_ms,
+                                             krabka_queue_t *queue,
+                                             uint64_t tag, char *errstr,
+                                             size_t errstr_size);
+/** CONFIRM: *current = 1 when the coordinator's current token was the
+ *  leadership's, else 0 (also when the call failed: krabka_event_error). */
+krabka_err_t krabka_event_confirmed(const krabka_event_t *ev, int *current,
+                                    char *errstr, size_t errstr_size);
 
 /* ------------------------------------------------------------------------ */
 /* Logs and statistics                                                       */
@@ -1101,7 +1136,9 @@ krabka_err_t krabka_watch_destroy(krabka_watch_t *watch);
 /** Most bytes of metadata (krabka.meta) of a term or of a member. */
 #define KRABKA_MAX_METADATA_BYTES 4096
 
-/** The metadata this client writes when member acquires role from now on
+/** (The earlier way, kept unchanged: krabka_acquire_options_t passes
+ *  metadata with each call instead.) The metadata this client writes when
+ *  member acquires role from now on
  *  (krabka_client_acquire, _try_acquire and their _async forms): term_meta on every
  *  lease record of the term it wins (an address clients should use, say),
  *  member_meta on its registration (what a candidate advertises before it
@@ -1117,6 +1154,77 @@ krabka_err_t krabka_client_set_metadata(krabka_client_t *client,
                                         const uint8_t *member_meta,
                                         size_t member_meta_len, char *errstr,
                                         size_t errstr_size);
+
+/** Per-call options of an acquire (librdkafka's rd_kafka_AdminOptions_t is
+ *  the model; Go's AcquireOption): an opaque object the caller fills with
+ *  setters and passes to krabka_client_acquire_opts,
+ *  krabka_client_try_acquire_opts, their _async forms and
+ *  krabka_elector_new_opts. Each of those copies what the options hold
+ *  before it returns (the async forms and the elector included), so the
+ *  caller may change, reuse or destroy the options right after; the
+ *  client's metadata of krabka_client_set_metadata is not consulted by
+ *  them. Ownership: the caller's, destroy with
+ *  krabka_acquire_options_destroy. Thread-safety: the calls on one options
+ *  object are serialised inside (safe from several threads), but a call
+ *  that takes the options sees whichever setters finished before it. A
+ *  NULL or destroyed options object is KRABKA_ERR_INVALID_HANDLE (errstr
+ *  names krabka_acquire_options_t) wherever one is taken. */
+typedef struct krabka_acquire_options krabka_acquire_options_t;
+
+/** New options holding the defaults (no metadata). *out: destroy with
+ *  krabka_acquire_options_destroy. Never blocks. */
+krabka_err_t krabka_acquire_options_new(krabka_acquire_options_t **out);
+/** Destroys options; calls that took them earlier keep their copy. Never
+ *  blocks. */
+krabka_err_t krabka_acquire_options_destroy(krabka_acquire_options_t *options);
+/** The term's metadata (krabka.meta on every lease record of the term the
+ *  acquire wins): data is copied (NULL with len 0: none). Over
+ *  KRABKA_MAX_METADATA_BYTES, or NULL with a length: INVALID_ARG, errstr
+ *  naming it, the options unchanged. Never blocks. */
+krabka_err_t krabka_acquire_options_set_metadata(
+    krabka_acquire_options_t *options, const uint8_t *data, size_t len,
+    char *errstr, size_t errstr_size);
+/** The member's metadata (krabka.meta on its registration: what a
+ *  candidate advertises before it leads; a member already registered keeps
+ *  the registration it has). As krabka_acquire_options_set_metadata. */
+krabka_err_t krabka_acquire_options_set_member_metadata(
+    krabka_acquire_options_t *options, const uint8_t *data, size_t len,
+    char *errstr, size_t errstr_size);
+
+/** krabka_client_acquire with per-call options (see
+ *  krabka_acquire_options_t; NULL is INVALID_HANDLE). Otherwise the same
+ *  call: blocks up to timeout_ms (KRABKA_TIMEOUT_DEFAULT: no limit); *out:
+ *  destroy with krabka_leadership_destroy. Thread-safe. */
+krabka_err_t krabka_client_acquire_opts(krabka_client_t *client,
+                                        const char *role, size_t role_len,
+                                        const char *member, size_t member_len,
+                                        const krabka_acquire_options_t *options,
+                                        int64_t timeout_ms,
+                                        krabka_leadership_t **out,
+                                        char *errstr, size_t errstr_size);
+/** krabka_client_try_acquire with per-call options. Blocks for one pass,
+ *  up to timeout_ms (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms).
+ *  Thread-safe. */
+krabka_err_t krabka_client_try_acquire_opts(
+    krabka_client_t *client, const char *role, size_t role_len,
+    const char *member, size_t member_len,
+    const krabka_acquire_options_t *options, int64_t timeout_ms,
+    krabka_leadership_t **out, int64_t *retry_at_ms, char *errstr,
+    size_t errstr_size);
+/** krabka_client_acquire_opts: posts KRABKA_EVENT_ACQUIRE. The options are
+ *  copied before it returns. Never blocks. */
+krabka_err_t krabka_client_acquire_opts_async(
+    krabka_client_t *client, const char *role, size_t role_len,
+    const char *member, size_t member_len,
+    const krabka_acquire_options_t *options, int64_t timeout_ms,
+    krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+/** krabka_client_try_acquire_opts: posts KRABKA_EVENT_TRY_ACQUIRE. The
+ *  options are copied before it returns. Never blocks. */
+krabka_err_t krabka_client_try_acquire_opts_async(
+    krabka_client_t *client, const char *role, size_t role_len,
+    const char *member, size_t member_len,
+    const krabka_acquire_options_t *options, int64_t timeout_ms,
+    krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
 /** Changes the term's metadata: a renewal whose lease record carries data
  *  (NULL with len 0: no metadata from now on). The lease and its metadata
  *  change in one record, so no reader sees the metadata with another term's
@@ -1255,6 +1363,18 @@ krabka_err_t krabka_elector_new(krabka_client_t *client, const char *role,
                                 krabka_queue_t *queue, uint64_t tag,
                                 krabka_elector_t **out, char *errstr,
                                 size_t errstr_size);
+/** krabka_elector_new with per-call acquire options (see
+ *  krabka_acquire_options_t; NULL is INVALID_HANDLE): they go with every
+ *  acquire of the loop, copied before it returns; the client's metadata
+ *  (krabka_client_set_metadata) is not consulted. Otherwise the same call:
+ *  returns once the loop runs; never waits on the cluster. */
+krabka_err_t krabka_elector_new_opts(krabka_client_t *client,
+                                     const char *role, size_t role_len,
+                                     const char *member, size_t member_len,
+                                     const krabka_acquire_options_t *options,
+                                     int flags, krabka_queue_t *queue,
+                                     uint64_t tag, krabka_elector_t **out,
+                                     char *errstr, size_t errstr_size);
 /** Withdraws (eligible 0) or restores (1) the candidacy: a holder resigns
  *  (its term STOPPED, RESIGNED), a standby leaves the roster; restored, the
  *  member registers again at the tail of the roster. Returns once that was

@@ -124,8 +124,9 @@ export type EventTypeName =
   | 'WATCH_OPEN'
   | 'SET_METADATA'
   | 'TERM'
-  | 'LEASE';
-export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14;
+  | 'LEASE'
+  | 'CONFIRM';
+export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15;
 export interface EventTypeMap {
   readonly NONE: 0;
   readonly ACQUIRE: 1;
@@ -142,6 +143,7 @@ export interface EventTypeMap {
   readonly SET_METADATA: 12;
   readonly TERM: 13;
   readonly LEASE: 14;
+  readonly CONFIRM: 15;
 }
 
 // krabka_log_level_t

@@ -432,6 +432,11 @@ export class Leadership {
   renewDue(): boolean;
   /** Rejects with FencedError or LeaseExpiredError when the leadership ended. */
   renew(options?: CallOptions): Promise<void>;
+  /** One DescribeTransactions: true while this leadership's token is the
+   *  coordinator's current one for the role, false once another member (or
+   *  a fence) minted a newer epoch (false ends nothing). Rejects with the
+   *  error the leadership ended with once it ended. */
+  confirm(options?: CallOptions): Promise<boolean>;
   /** Changes the term's metadata (null: none): a renewal carrying it.
    *  Rejects as renew; over MAX_METADATA_BYTES with INVALID_ARG. */
   setMetadata(data: Buffer | Uint8Array | null, options?: CallOptions): Promise<void>;

@@ -586,6 +586,47 @@ func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]Prod
 	}
 }
 
+// Confirm is the check before a leader-only read (etcd's Txn on the
+// election key, Consul's ?consistent): one DescribeTransactions asks the
+// transaction coordinator for the role's current token and Confirm reports
+// whether it is still this leadership's token (Token). True: nobody minted
+// the role since, so at the moment the coordinator answered, no other
+// member could write as its holder. False: another member (or a fence)
+// minted a newer epoch, and the broker refuses this leadership's writes.
+//
+// The comparison is plain equality, as Describe's Current: every client of
+// core/kafka caps EndTxn below the version that bumps the epoch at each
+// commit (docs/PROTOCOL.md 8, transaction protocol version 2), so the
+// coordinator reports the epoch the holder was minted with on clusters
+// formatted with transaction version 1 or 2 alike.
+//
+// Confirm waits for the transactional call in flight (renewal, guarded
+// write, resignation) to finish first, so that an own epoch recovery
+// (docs/PROTOCOL.md 10.5), which changes the token, is never mistaken for
+// another member's mint. A false answer does not end the leadership: the
+// broker's refusal of its next write does (ErrFenced), or the live view
+// when the successor's lease arrives. An ended leadership answers false
+// with the error it ended with. Errors of the request itself (ErrTimeout,
+// ErrTransport, ErrAuthorization naming the DESCRIBE ACL on the role's
+// transactional id) leave the leadership as it was. Blocks for one round
+// trip (and the call in flight), until ctx ends at most.
+func (l *Leadership) Confirm(ctx context.Context) (bool, error) {
+	cctx, release, _, err := l.begin(ctx, false)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	tok := l.Token()
+	cur, err := l.c.t.CurrentToken(cctx, l.role.txnID())
+	if err != nil {
+		if e := l.Err(); e != nil {
+			return false, e
+		}
+		return false, l.c.fail(ctx, err)
+	}
+	return cur == tok, nil
+}
+
 // Resign gives the role up and steps aside (docs/PROTOCOL.md sections 8 and
 // 10.2): one transaction under this token holding an expired lease
 // (granted_at = deadline = now, same member and token) and a tombstone of

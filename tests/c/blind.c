@@ -31,11 +31,16 @@
  *   5. describe on T1: the coordinator's token is B's, the lease there is
  *      still A's acquire lease (the refused renewal or resignation left no
  *      lease and no tombstone), "old" is still registered.
+ * krabka_leadership_confirm (and its async form) answers along the way:
+ * current 1 for A before B minted; 0 for A after B's mint while A is still
+ * ACTIVE (the confirm ends nothing), 1 for B; FENCED with current 0 once the
+ * broker refused A.
  * At the end kread reads C back (read_committed): no "old-after-*" value,
  * every "old-before-*" under A's token and every "new-*" under B's token
  * exactly once, in the order they were written.
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +171,49 @@ static void check_describe(krabka_client_t *c, const struct run *r, const char *
     OK(krabka_status_destroy(st));
 }
 
+/* krabka_leadership_confirm of l: checks the code and *current against
+ * want_code and want_current, then the same through
+ * krabka_leadership_confirm_async (a KRABKA_EVENT_CONFIRM on a queue of its
+ * own, read with krabka_event_confirmed). */
+static void check_confirm(krabka_leadership_t *l, krabka_err_t want_code, int want_current, const char *tv,
+                          const char *name, const char *who) {
+    int current = -1;
+    errstr[0] = '\0';
+    krabka_err_t e = krabka_leadership_confirm(l, 30000, &current, ES);
+    CHECK(e == want_code && current == want_current, "%s %s: confirm of %s: %s (%s), current %d; want %s, %d", tv,
+          name, who, krabka_err2name(e), errstr, current, krabka_err2name(want_code), want_current);
+
+    krabka_queue_t *q = NULL;
+    krabka_event_t *ev = NULL;
+    krabka_event_type_t type = KRABKA_EVENT_NONE;
+    krabka_err_t code = KRABKA_ERR_INTERNAL;
+    int fd = -1;
+    OK(krabka_queue_new(&q));
+    OK(krabka_queue_fd(q, &fd));
+    OK(krabka_leadership_confirm_async(l, 30000, q, 77, ES));
+    for (int i = 0; i < 450 && !ev; i++) { /* up to 90 s */
+        OK(krabka_queue_poll(q, &ev));
+        if (!ev) {
+            struct pollfd p = {fd, POLLIN, 0};
+            poll(&p, 1, 200);
+        }
+    }
+    CHECK(ev != NULL, "%s %s: no CONFIRM event for %s within 90 s", tv, name, who);
+    if (ev) {
+        uint64_t tag = 0;
+        current = -1;
+        OK(krabka_event_type(ev, &type));
+        OK(krabka_event_tag(ev, &tag));
+        OK(krabka_event_error(ev, &code, NULL, 0));
+        OK(krabka_event_confirmed(ev, &current, ES));
+        CHECK(type == KRABKA_EVENT_CONFIRM && tag == 77 && code == want_code && current == want_current,
+              "%s %s: confirm_async of %s: type %d tag %" PRIu64 " %s, current %d; want %s, %d", tv, name, who,
+              (int)type, tag, krabka_err2name(code), current, krabka_err2name(want_code), want_current);
+        OK(krabka_event_destroy(ev));
+    }
+    OK(krabka_queue_destroy(q));
+}
+
 static void blind_op(const char *tv, const char *bootstrap, int op, struct run *r) {
     char t1[160], t2[160], value[64];
     const char *name = op_names[op];
@@ -185,6 +233,7 @@ static void blind_op(const char *tv, const char *bootstrap, int op, struct run *
     snprintf(value, sizeof value, "old-before-%s", name);
     OK(write1(la, r, value));
     OK(krabka_leadership_lease(la, &lease_a));
+    check_confirm(la, KRABKA_OK, 1, tv, name, "A before B minted");
 
     /* 2. */
     cb = new_client(bootstrap, t2, "capi-blind-b");
@@ -198,6 +247,10 @@ static void blind_op(const char *tv, const char *bootstrap, int op, struct run *
     CHECK(code == KRABKA_OK, "%s %s: A's end_error before the op: %s", tv, name, krabka_err2name(code));
     snprintf(value, sizeof value, "new-%s-1", name);
     OK(write1(lb, r, value));
+    check_confirm(la, KRABKA_OK, 0, tv, name, "A after B's mint");
+    check_confirm(lb, KRABKA_OK, 1, tv, name, "B");
+    CHECK(state_of(la) == KRABKA_LEADERSHIP_ACTIVE, "%s %s: A's state after a false confirm %d, want ACTIVE", tv,
+          name, state_of(la));
 
     /* 3. */
     krabka_err_t e = KRABKA_OK;
@@ -239,6 +292,8 @@ static void blind_op(const char *tv, const char *bootstrap, int op, struct run *
         CHECK(code == KRABKA_ERR_FENCED && broker_refusal(reason), "%s %s: A's end_error %s: %s", tv, name,
               krabka_err2name(code), reason);
     }
+
+    check_confirm(la, KRABKA_ERR_FENCED, 0, tv, name, "A after the refusal");
 
     /* 4. */
     snprintf(value, sizeof value, "new-%s-2", name);

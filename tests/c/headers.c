@@ -4,9 +4,13 @@
  * renewal), the 4096-byte limit, a resign to a named successor that takes
  * over while the rank-0 standby waits (a 60 s stagger), guarded writes with
  * headers, and the verifier. Misuse: NULL pointers, a small buffer, reserved
- * header names, stale handles. */
+ * header names, stale handles. Per-call acquire options
+ * (krabka_acquire_options_t) in every call that takes them: their metadata
+ * wins over the client's (krabka_client_set_metadata, which the calls
+ * without options still use), and they are copied when the call is made. */
 #define CHECK_NAME "headers"
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -74,6 +78,142 @@ static void wait_registered(krabka_client_t *c, const char *member) {
 
 static int meta_is(size_t len, const uint8_t *buf, const char *want) {
     return len == strlen(want) && memcmp(buf, want, len) == 0;
+}
+
+/* The next event of type want on q (up to 90 s; others are destroyed). */
+static krabka_event_t *next_of(krabka_queue_t *q, krabka_event_type_t want) {
+    int fd = -1;
+    OK(krabka_queue_fd(q, &fd));
+    for (int i = 0; i < 450; i++) {
+        krabka_event_t *ev = NULL;
+        krabka_event_type_t t = KRABKA_EVENT_NONE;
+        OK(krabka_queue_poll(q, &ev));
+        if (!ev) {
+            struct pollfd p = {fd, POLLIN, 0};
+            poll(&p, 1, 200);
+            continue;
+        }
+        OK(krabka_event_type(ev, &t));
+        if (t == want)
+            return ev;
+        OK(krabka_event_destroy(ev));
+    }
+    CHECK(0, "no event of type %d within 90 s", (int)want);
+    printf("headers: stopping\n");
+    exit(1);
+}
+
+/* The term metadata of l, and the member metadata of member in the roster
+ * of r, are term and member (NULL: none). */
+static void check_meta(krabka_client_t *c, krabka_leadership_t *l, const char *r, const char *member, const char *term,
+                       const char *mmeta, const char *what) {
+    uint8_t buf[KRABKA_MAX_METADATA_BYTES];
+    size_t len = 99, n = 0;
+    krabka_status_t *st = NULL;
+    int found = 0;
+    OK(krabka_leadership_metadata(l, buf, sizeof buf, &len));
+    CHECK(term ? meta_is(len, buf, term) : len == 0, "%s: term metadata of %zu bytes, want %s", what, len,
+          term ? term : "none");
+    OK(krabka_client_describe(c, r, strlen(r), 30000, &st, ES));
+    OK(krabka_status_metadata(st, buf, sizeof buf, &len));
+    CHECK(term ? meta_is(len, buf, term) : len == 0, "%s: describe's term metadata of %zu bytes", what, len);
+    OK(krabka_status_roster_count(st, &n));
+    for (size_t i = 0; i < n; i++) {
+        krabka_roster_entry_t e;
+        OK(krabka_status_roster_entry(st, i, &e));
+        if (strcmp(e.member, member) == 0) {
+            found = 1;
+            OK(krabka_status_roster_metadata(st, i, buf, sizeof buf, &len));
+            CHECK(mmeta ? meta_is(len, buf, mmeta) : len == 0, "%s: member metadata of %zu bytes, want %s", what,
+                  len, mmeta ? mmeta : "none");
+        }
+    }
+    CHECK(found, "%s: %s is not in the roster", what, member);
+    OK(krabka_status_destroy(st));
+}
+
+static void per_call_options(void) {
+    char r[6][128];
+    for (int i = 0; i < 6; i++)
+        snprintf(r[i], sizeof r[i], "%s-opts-%d", role, i);
+    krabka_client_t *d = new_client("c-headers-d");
+    krabka_acquire_options_t *o = NULL;
+    krabka_leadership_t *l = NULL;
+    krabka_queue_t *q = NULL;
+    krabka_event_t *ev = NULL;
+    krabka_err_t code = KRABKA_ERR_INTERNAL;
+    int64_t retry = 0;
+    OK(krabka_queue_new(&q));
+    OK(krabka_acquire_options_new(&o));
+    OK(krabka_acquire_options_set_metadata(o, (const uint8_t *)"opts-term", 9, ES));
+    OK(krabka_acquire_options_set_member_metadata(o, (const uint8_t *)"opts-member", 11, ES));
+
+    /* The options' metadata, not the client's, goes with the _opts call;
+     * the call without options still takes the client's. */
+    OK(krabka_client_set_metadata(d, r[0], strlen(r[0]), "x", 1, (const uint8_t *)"map-term", 8,
+                                  (const uint8_t *)"map-member", 10, ES));
+    OK(krabka_client_acquire_opts(d, r[0], KRABKA_NTS, "x", KRABKA_NTS, o, 30000, &l, ES));
+    check_meta(d, l, r[0], "x", "opts-term", "opts-member", "acquire_opts");
+    OK(krabka_leadership_resign(l, 30000, ES));
+    OK(krabka_leadership_destroy(l));
+    OK(krabka_client_acquire(d, r[0], KRABKA_NTS, "x", KRABKA_NTS, 30000, &l, ES));
+    check_meta(d, l, r[0], "x", "map-term", "map-member", "acquire after acquire_opts (the client's metadata)");
+    OK(krabka_leadership_destroy(l));
+
+    /* try_acquire_opts. */
+    OK(krabka_client_try_acquire_opts(d, r[1], KRABKA_NTS, "x", KRABKA_NTS, o, 30000, &l, &retry, ES));
+    CHECK(l != NULL, "try_acquire_opts of a free role did not win");
+    if (l) {
+        check_meta(d, l, r[1], "x", "opts-term", "opts-member", "try_acquire_opts");
+        OK(krabka_leadership_destroy(l));
+    }
+
+    /* The async forms copy the options when called: changed and destroyed
+     * right after, the acquire still carries what they held. */
+    OK(krabka_client_acquire_opts_async(d, r[2], KRABKA_NTS, "x", KRABKA_NTS, o, 30000, q, 1, ES));
+    OK(krabka_client_try_acquire_opts_async(d, r[3], KRABKA_NTS, "x", KRABKA_NTS, o, 30000, q, 2, ES));
+    OK(krabka_acquire_options_set_metadata(o, (const uint8_t *)"changed", 7, ES));
+    OK(krabka_acquire_options_set_member_metadata(o, NULL, 0, ES));
+    for (int i = 0; i < 2; i++) {
+        ev = next_of(q, i == 0 ? KRABKA_EVENT_ACQUIRE : KRABKA_EVENT_TRY_ACQUIRE);
+        OK(krabka_event_error(ev, &code, errstr, sizeof errstr));
+        CHECK(code == KRABKA_OK, "%s_opts_async: %s (%s)", i == 0 ? "acquire" : "try_acquire", krabka_err2name(code),
+              errstr);
+        l = NULL;
+        OK(krabka_event_take_leadership(ev, &l, ES));
+        CHECK(l != NULL, "%s_opts_async won nothing", i == 0 ? "acquire" : "try_acquire");
+        if (l) {
+            check_meta(d, l, r[2 + i], "x", "opts-term", "opts-member", i == 0 ? "acquire_opts_async" : "try_acquire_opts_async");
+            OK(krabka_leadership_destroy(l));
+        }
+        OK(krabka_event_destroy(ev));
+    }
+
+    /* The elector: every acquire of the loop carries the options as they
+     * were at krabka_elector_new_opts (the term metadata "changed" now, no
+     * member metadata), also after they were destroyed. */
+    krabka_elector_t *el = NULL;
+    OK(krabka_elector_new_opts(d, r[4], KRABKA_NTS, "x", KRABKA_NTS, o, 0, q, 3, &el, ES));
+    OK(krabka_acquire_options_destroy(o));
+    for (;;) {
+        krabka_term_event_kind_t kind = 0;
+        ev = next_of(q, KRABKA_EVENT_TERM);
+        OK(krabka_event_term_kind(ev, &kind, ES));
+        if (kind == KRABKA_TERM_STARTED)
+            break;
+        OK(krabka_event_destroy(ev));
+    }
+    l = NULL;
+    OK(krabka_event_take_leadership(ev, &l, ES));
+    CHECK(l != NULL, "the elector's STARTED carries no leadership");
+    if (l) {
+        check_meta(d, l, r[4], "x", "changed", NULL, "elector_new_opts");
+        OK(krabka_leadership_destroy(l));
+    }
+    OK(krabka_event_destroy(ev));
+    OK(krabka_elector_destroy(el));
+    OK(krabka_queue_destroy(q));
+    OK(krabka_client_destroy(d));
 }
 
 int main(void) {
@@ -249,6 +389,8 @@ int main(void) {
           "a watch handle as a verifier");
     OK(krabka_verifier_destroy(v));
     CHECK(krabka_verifier_judge(v, "r", 1, NULL, 0, t2, &verdict) == KRABKA_ERR_INVALID_HANDLE, "destroyed verifier");
+
+    per_call_options();
 
     if (wc.l)
         krabka_leadership_destroy(wc.l);

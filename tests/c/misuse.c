@@ -803,6 +803,106 @@ static void elector(void) {
     EXPECT_ERR(krabka_client_destroy(c), KRABKA_OK);
 }
 
+/* Per-call acquire options (krabka_acquire_options_t): NULL, destroyed and
+ * foreign options objects answer INVALID_HANDLE naming the type wherever one
+ * is taken; metadata over KRABKA_MAX_METADATA_BYTES or NULL with a length is
+ * INVALID_ARG naming the setter and leaves the options as they were; the
+ * calls taking options check them before any I/O and post nothing. The
+ * confirm calls refuse NULL and foreign handles the same way. */
+static void acquire_options(void) {
+    krabka_acquire_options_t *o = NULL, *dead = NULL;
+    krabka_client_t *c = NULL;
+    krabka_queue_t *q = NULL;
+    krabka_leadership_t *lead = (krabka_leadership_t *)0x1;
+    krabka_elector_t *el = (krabka_elector_t *)0x1;
+    krabka_event_t *ev = NULL;
+    int64_t retry = 0;
+    int current = -1, fd = -1;
+    static uint8_t big[KRABKA_MAX_METADATA_BYTES + 1];
+    krabka_conf_t *conf = krabka_conf_new();
+    memset(big, 'x', sizeof big);
+
+    EXPECT_ERR(krabka_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_conf_set(conf, "request.timeout.ms", "300", ES), KRABKA_OK);
+    EXPECT_ERR(krabka_client_new(conf, &c, ES), KRABKA_OK);
+    krabka_conf_destroy(conf);
+    EXPECT_ERR(krabka_queue_new(&q), KRABKA_OK);
+    EXPECT_ERR(krabka_queue_fd(q, &fd), KRABKA_OK);
+
+    EXPECT_ERR(krabka_acquire_options_new(NULL), E);
+    EXPECT_ERR(krabka_acquire_options_new(&o), KRABKA_OK);
+    EXPECT(o != NULL);
+    EXPECT_ERR(krabka_acquire_options_new(&dead), KRABKA_OK);
+    EXPECT_ERR(krabka_acquire_options_destroy(dead), KRABKA_OK);
+    EXPECT_ERR(krabka_acquire_options_destroy(dead), H);
+    EXPECT_ERR(krabka_acquire_options_destroy(NULL), H);
+    EXPECT_ERR(krabka_acquire_options_destroy((krabka_acquire_options_t *)c), H);
+
+    /* Setters. */
+    EXPECT_ERR(krabka_acquire_options_set_metadata(NULL, (const uint8_t *)"x", 1, ES), H);
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL && strstr(errstr, "NULL") != NULL);
+    EXPECT_ERR(krabka_acquire_options_set_metadata(dead, (const uint8_t *)"x", 1, ES), H);
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL && strstr(errstr, "destroyed") != NULL);
+    EXPECT_ERR(krabka_acquire_options_set_member_metadata((krabka_acquire_options_t *)q, NULL, 0, ES), H);
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL && strstr(errstr, "krabka_queue_t") != NULL);
+    EXPECT_ERR(krabka_acquire_options_set_metadata(o, big, sizeof big, ES), E);
+    EXPECT(strstr(errstr, "krabka_acquire_options_set_metadata") != NULL && strstr(errstr, "4097") != NULL &&
+           strstr(errstr, "4096") != NULL);
+    EXPECT_ERR(krabka_acquire_options_set_member_metadata(o, big, sizeof big, ES), E);
+    EXPECT(strstr(errstr, "krabka_acquire_options_set_member_metadata") != NULL && strstr(errstr, "4097") != NULL);
+    EXPECT_ERR(krabka_acquire_options_set_metadata(o, NULL, 3, ES), E);
+    EXPECT(strstr(errstr, "NULL with length 3") != NULL);
+    EXPECT_ERR(krabka_acquire_options_set_metadata(o, big, KRABKA_MAX_METADATA_BYTES, ES), KRABKA_OK);
+    EXPECT_ERR(krabka_acquire_options_set_member_metadata(o, NULL, 0, ES), KRABKA_OK);
+
+    /* The calls that take options: NULL, destroyed, foreign. */
+    EXPECT_ERR(krabka_client_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, NULL, 10, &lead, ES), H);
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL && strstr(errstr, "NULL") != NULL);
+    EXPECT_ERR(krabka_client_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, dead, 10, &lead, ES), H);
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL && strstr(errstr, "destroyed") != NULL);
+    EXPECT_ERR(krabka_client_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, (krabka_acquire_options_t *)c, 10, &lead, ES), H);
+    EXPECT_ERR(krabka_client_acquire_opts(NULL, "r", KRABKA_NTS, "m", KRABKA_NTS, o, 10, &lead, ES), H);
+    EXPECT_ERR(krabka_client_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, o, 10, NULL, ES), E);
+    EXPECT_ERR(krabka_client_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, o, -1, &lead, ES), E);
+    EXPECT_ERR(krabka_client_try_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, NULL, 10, &lead, &retry, ES), H);
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL);
+    EXPECT_ERR(krabka_client_try_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, dead, 10, &lead, &retry, ES), H);
+    EXPECT_ERR(krabka_client_acquire_opts_async(c, "r", KRABKA_NTS, "m", KRABKA_NTS, NULL, 10, q, 1, ES), H);
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL);
+    EXPECT_ERR(krabka_client_acquire_opts_async(c, "r", KRABKA_NTS, "m", KRABKA_NTS, dead, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_client_acquire_opts_async(c, "r", KRABKA_NTS, "m", KRABKA_NTS, o, 10, NULL, 1, ES), H);
+    EXPECT_ERR(krabka_client_try_acquire_opts_async(c, "r", KRABKA_NTS, "m", KRABKA_NTS, NULL, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_client_try_acquire_opts_async(c, "r", KRABKA_NTS, "m", KRABKA_NTS, dead, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_elector_new_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, NULL, 0, q, 1, &el, ES), H);
+    EXPECT(el == NULL); /* cleared on failure */
+    EXPECT(strstr(errstr, "krabka_acquire_options_t") != NULL);
+    EXPECT_ERR(krabka_elector_new_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, dead, 0, q, 1, &el, ES), H);
+    EXPECT_ERR(krabka_elector_new_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, o, 4, q, 1, &el, ES), E);
+
+    /* Nobody listens on port 1: with good options the call runs and gives up. */
+    krabka_err_t err = krabka_client_try_acquire_opts(c, "r", KRABKA_NTS, "m", KRABKA_NTS, o, 200, &lead, &retry, ES);
+    EXPECT(err == KRABKA_ERR_TIMEOUT || err == KRABKA_ERR_TRANSPORT);
+
+    /* Confirm: NULL and foreign leaderships, NULL current; the async form
+     * posts nothing for them. */
+    EXPECT_ERR(krabka_leadership_confirm(NULL, 10, &current, ES), H);
+    EXPECT_ERR(krabka_leadership_confirm((krabka_leadership_t *)c, 10, &current, ES), H);
+    EXPECT_ERR(krabka_leadership_confirm_async(NULL, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_leadership_confirm_async((krabka_leadership_t *)q, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_event_confirmed(NULL, &current, ES), H);
+    EXPECT_ERR(krabka_event_confirmed((krabka_event_t *)q, &current, ES), H);
+
+    struct pollfd p = {fd, POLLIN, 0};
+    EXPECT(poll(&p, 1, 300) == 0);
+    EXPECT_ERR(krabka_queue_poll(q, &ev), KRABKA_OK);
+    EXPECT(ev == NULL);
+
+    EXPECT_ERR(krabka_acquire_options_destroy(o), KRABKA_OK);
+    EXPECT_ERR(krabka_acquire_options_set_metadata(o, NULL, 0, ES), H);
+    EXPECT_ERR(krabka_queue_destroy(q), KRABKA_OK);
+    EXPECT_ERR(krabka_client_destroy(c), KRABKA_OK);
+}
+
 int main(void) {
     pure_functions();
     threads();
@@ -811,6 +911,7 @@ int main(void) {
     client_and_leadership();
     events_and_queues();
     elector();
+    acquire_options();
     error_descriptions();
     printf("misuse: %d checks, %d passed, %d failed\n", checks, checks - failures, failures);
     return failures ? 1 : 0;

@@ -171,6 +171,7 @@ const EventType = Object.freeze({
   SET_METADATA: 12,
   TERM: 13,
   LEASE: 14,
+  CONFIRM: 15,
 });
 const EventTypeName = Object.freeze({
   0: 'NONE',
@@ -188,6 +189,7 @@ const EventTypeName = Object.freeze({
   12: 'SET_METADATA',
   13: 'TERM',
   14: 'LEASE',
+  15: 'CONFIRM',
 });
 
 // krabka_log_level_t
@@ -349,6 +351,7 @@ function defineTypes(koffi) {
   T.krabka_watch_event_t = koffi.pointer('krabka_watch_event_t', koffi.opaque('krabka_watch_event'));
   T.krabka_queue_t = koffi.pointer('krabka_queue_t', koffi.opaque('krabka_queue'));
   T.krabka_event_t = koffi.pointer('krabka_event_t', koffi.opaque('krabka_event'));
+  T.krabka_acquire_options_t = koffi.pointer('krabka_acquire_options_t', koffi.opaque('krabka_acquire_options'));
   T.krabka_verifier_t = koffi.pointer('krabka_verifier_t', koffi.opaque('krabka_verifier'));
   T.krabka_elector_t = koffi.pointer('krabka_elector_t', koffi.opaque('krabka_elector'));
   T.krabka_log_cb = koffi.proto('void krabka_log_cb(void *opaque, int level, const char *line)');
@@ -460,6 +463,7 @@ const DECLS = Object.freeze([
   ['krabka_leadership_wait', 'int krabka_leadership_wait(krabka_leadership_t leadership, int64_t timeout_ms, _Out_ int *state)'],
   ['krabka_leadership_event_fd', 'int krabka_leadership_event_fd(krabka_leadership_t leadership, _Out_ int *fd)'],
   ['krabka_leadership_end_error', 'int krabka_leadership_end_error(krabka_leadership_t leadership, _Out_ int *code, uint8_t *reason, size_t reason_size)'],
+  ['krabka_leadership_confirm', 'int krabka_leadership_confirm(krabka_leadership_t leadership, int64_t timeout_ms, _Out_ int *current, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_queue_new', 'int krabka_queue_new(_Out_ krabka_queue_t *out)'],
   ['krabka_queue_fd', 'int krabka_queue_fd(krabka_queue_t queue, _Out_ int *fd)'],
   ['krabka_queue_poll', 'int krabka_queue_poll(krabka_queue_t queue, _Out_ krabka_event_t *out)'],
@@ -486,6 +490,8 @@ const DECLS = Object.freeze([
   ['krabka_leadership_set_metadata_async', 'int krabka_leadership_set_metadata_async(krabka_leadership_t leadership, const uint8_t *data, size_t len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_resign_async', 'int krabka_leadership_resign_async(krabka_leadership_t leadership, const uint8_t *successor, size_t successor_len, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_ended_async', 'int krabka_leadership_ended_async(krabka_leadership_t leadership, krabka_queue_t queue, uint64_t tag)'],
+  ['krabka_leadership_confirm_async', 'int krabka_leadership_confirm_async(krabka_leadership_t leadership, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_confirmed', 'int krabka_event_confirmed(krabka_event_t ev, _Out_ int *current, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_conf_set_log_cb', 'int krabka_conf_set_log_cb(krabka_conf_t conf, krabka_log_cb *cb, void *opaque)'],
   ['krabka_conf_set_log_queue', 'int krabka_conf_set_log_queue(krabka_conf_t conf, krabka_queue_t queue, uint64_t tag)'],
   ['krabka_client_stats_json', 'int krabka_client_stats_json(krabka_client_t client, _Out_ void **json, _Out_ size_t *len)'],
@@ -519,6 +525,14 @@ const DECLS = Object.freeze([
   ['krabka_watch_next_async', 'int krabka_watch_next_async(krabka_watch_t watch, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag)'],
   ['krabka_watch_destroy', 'int krabka_watch_destroy(krabka_watch_t watch)'],
   ['krabka_client_set_metadata', 'int krabka_client_set_metadata(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, const uint8_t *term_meta, size_t term_meta_len, const uint8_t *member_meta, size_t member_meta_len, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_acquire_options_new', 'int krabka_acquire_options_new(_Out_ krabka_acquire_options_t *out)'],
+  ['krabka_acquire_options_destroy', 'int krabka_acquire_options_destroy(krabka_acquire_options_t options)'],
+  ['krabka_acquire_options_set_metadata', 'int krabka_acquire_options_set_metadata(krabka_acquire_options_t options, const uint8_t *data, size_t len, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_acquire_options_set_member_metadata', 'int krabka_acquire_options_set_member_metadata(krabka_acquire_options_t options, const uint8_t *data, size_t len, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_acquire_opts', 'int krabka_client_acquire_opts(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, krabka_acquire_options_t options, int64_t timeout_ms, _Out_ krabka_leadership_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_try_acquire_opts', 'int krabka_client_try_acquire_opts(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, krabka_acquire_options_t options, int64_t timeout_ms, _Out_ krabka_leadership_t *out, _Out_ int64_t *retry_at_ms, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_acquire_opts_async', 'int krabka_client_acquire_opts_async(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, krabka_acquire_options_t options, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_try_acquire_opts_async', 'int krabka_client_try_acquire_opts_async(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, krabka_acquire_options_t options, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_set_metadata', 'int krabka_leadership_set_metadata(krabka_leadership_t leadership, const uint8_t *data, size_t len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_metadata', 'int krabka_leadership_metadata(krabka_leadership_t leadership, uint8_t *buf, size_t buf_size, _Out_ size_t *len)'],
   ['krabka_leadership_resign_to', 'int krabka_leadership_resign_to(krabka_leadership_t leadership, const uint8_t *successor, size_t successor_len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
@@ -529,6 +543,7 @@ const DECLS = Object.freeze([
   ['krabka_verifier_highest', 'int krabka_verifier_highest(krabka_verifier_t verifier, const uint8_t *scope, size_t scope_len, _Out_ int *has, _Out_ krabka_token_t *out)'],
   ['krabka_verifier_destroy', 'int krabka_verifier_destroy(krabka_verifier_t verifier)'],
   ['krabka_elector_new', 'int krabka_elector_new(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, int flags, krabka_queue_t queue, uint64_t tag, _Out_ krabka_elector_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_new_opts', 'int krabka_elector_new_opts(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, krabka_acquire_options_t options, int flags, krabka_queue_t queue, uint64_t tag, _Out_ krabka_elector_t *out, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_elector_set_eligible', 'int krabka_elector_set_eligible(krabka_elector_t elector, int eligible, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_elector_healthy', 'int krabka_elector_healthy(krabka_elector_t elector, _Out_ int *healthy, uint8_t *reason, size_t reason_size)'],
   ['krabka_elector_destroy', 'int krabka_elector_destroy(krabka_elector_t elector)'],

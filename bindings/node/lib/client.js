@@ -16,7 +16,7 @@ const EventEmitter = require('node:events');
 const { koffi, native, ERRSTR_SIZE } = require('./native');
 const { check, makeError, ErrorCode } = require('./errors');
 const { nameBytes, ptr, timeoutArg, signalArg, describe } = require('./args');
-const { metadataArg, metadataTooLong, sameBytes } = require('./headers');
+const { metadataArg, metadataTooLong } = require('./headers');
 const values = require('./values');
 const calls = require('./calls');
 const { Leadership } = require('./leadership');
@@ -43,8 +43,22 @@ function acquireMeta(options, what) {
   return { term, member, error };
 }
 
-const NO_META = Object.freeze({ term: null, member: null });
-const sameMeta = (a, b) => sameBytes(a.term, b.term) && sameBytes(a.member, b.member);
+// A krabka_acquire_options_t holding meta ({ term, member }), passed to
+// call, which returns a code; the options are destroyed when it returns
+// (the *_opts calls copy them). A setter's refusal is thrown (errbuf).
+function withAcquireOptions(meta, errbuf, call) {
+  const n = fns();
+  const out = [null];
+  check(n.krabka_acquire_options_new(out));
+  const o = out[0];
+  try {
+    if (meta.term) check(n.krabka_acquire_options_set_metadata(o, meta.term, meta.term.length, errbuf, errbuf.length), errbuf);
+    if (meta.member) check(n.krabka_acquire_options_set_member_metadata(o, meta.member, meta.member.length, errbuf, errbuf.length), errbuf);
+    return call(o);
+  } finally {
+    n.krabka_acquire_options_destroy(o);
+  }
+}
 
 function configValue(key, value) {
   if (typeof value === 'string') return value;
@@ -72,11 +86,6 @@ class Client extends EventEmitter {
   #handle;
   #closed = null; // the close() promise once closing
   #logTag;
-  // The metadata the library holds per (role, member) of this client
-  // (krabka_client_set_metadata): hex(role):hex(member) -> { term, member }.
-  // An async acquire reads it when it is called, so setting it right before
-  // the call gives each acquire its own.
-  #meta = new Map();
   #electors = new Set(); // open electors on this client (closed after it)
 
   constructor(config = {}) {
@@ -127,18 +136,6 @@ class Client extends EventEmitter {
     return this.#handle;
   }
 
-  // Makes the library hold `want` for (r, m) before an acquire of the pair.
-  #setMeta(h, r, m, want) {
-    const key = `${r.toString('hex')}:${m.toString('hex')}`;
-    if (sameMeta(this.#meta.get(key) || NO_META, want)) return;
-    const t = want.term;
-    const mm = want.member;
-    syncErr[0] = 0;
-    check(fns().krabka_client_set_metadata(h, ptr(r), r.length, ptr(m), m.length, t, t ? t.length : 0, mm, mm ? mm.length : 0, syncErr, syncErr.length), syncErr);
-    if (want === NO_META) this.#meta.delete(key);
-    else this.#meta.set(key, want);
-  }
-
   /**
    * Takes `role` for `member`, waiting as long as the succession rules say.
    * Resolves to a Leadership. timeoutMs 0 (the default) waits without limit;
@@ -182,7 +179,6 @@ class Client extends EventEmitter {
     const signal = signalArg(options, what);
     const meta = acquireMeta(options, what);
     if (meta.error) return Promise.reject(meta.error);
-    const want = meta.term || meta.member ? { term: meta.term, member: meta.member } : NO_META;
     const once = what === 'acquire';
     return calls.submit({
       what,
@@ -190,10 +186,10 @@ class Client extends EventEmitter {
       releaseOnAbort: once, // an unbounded wait must not hold a process that gave up on it
       start: (q, tag, eb) => {
         const h = this.#live();
-        this.#setMeta(h, r, m, want);
-        return once
-          ? fns().krabka_client_acquire_async(h, ptr(r), r.length, ptr(m), m.length, t, q, tag, eb, eb.length)
-          : fns().krabka_client_try_acquire_async(h, ptr(r), r.length, ptr(m), m.length, t, q, tag, eb, eb.length);
+        return withAcquireOptions(meta, eb, (o) =>
+          once
+            ? fns().krabka_client_acquire_opts_async(h, ptr(r), r.length, ptr(m), m.length, o, t, q, tag, eb, eb.length)
+            : fns().krabka_client_try_acquire_opts_async(h, ptr(r), r.length, ptr(m), m.length, o, t, q, tag, eb, eb.length));
       },
       read: (ev, info) => {
         const h = calls.take(ev, 'leadership');
@@ -235,9 +231,8 @@ class Client extends EventEmitter {
     const meta = acquireMeta(opts.raw, 'elect');
     if (meta.error) throw meta.error;
     const h = this.#live();
-    const want = meta.term || meta.member ? { term: meta.term, member: meta.member } : NO_META;
-    this.#setMeta(h, r, m, want);
-    const el = new Elector(h, r, m, opts, (e) => this.#electors.delete(e));
+    const eb = Buffer.alloc(ERRSTR_SIZE);
+    const el = withAcquireOptions(meta, eb, (o) => new Elector(h, r, m, { ...opts, acquireOptions: o }, (e) => this.#electors.delete(e)));
     if (!el.closed) this.#electors.add(el);
     return el;
   }

@@ -230,7 +230,8 @@ class Elector extends EventEmitter {
     const eb = Buffer.alloc(ERRSTR_SIZE);
     let code;
     try {
-      code = n.krabka_elector_new(clientHandle, roleBytes, roleBytes.length, memberBytes, memberBytes.length, flags, calls.queueHandle(), st.tag, out, eb, eb.length);
+      // opts.acquireOptions: the client's krabka_acquire_options_t (the metadata), copied by the call
+      code = n.krabka_elector_new_opts(clientHandle, roleBytes, roleBytes.length, memberBytes, memberBytes.length, opts.acquireOptions, flags, calls.queueHandle(), st.tag, out, eb, eb.length);
     } catch (e) {
       st.drop();
       throw e;

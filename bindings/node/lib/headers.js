@@ -34,7 +34,6 @@ function metadataTooLong(bytes, what) {
 }
 
 /** Two metadata values (Buffer or null) hold the same bytes. */
-const sameBytes = (a, b) => (a === null || b === null ? a === b : a.equals(b));
 
 /**
  * The headers of one guarded write: an object of name -> value, a Map, or
@@ -159,4 +158,4 @@ class Verifier {
   }
 }
 
-module.exports = { metadataArg, metadataTooLong, sameBytes, headersArg, Verifier, MAX_METADATA_BYTES };
+module.exports = { metadataArg, metadataTooLong, headersArg, Verifier, MAX_METADATA_BYTES };

@@ -1,12 +1,12 @@
 'use strict';
-// Leadership: a won role. Its blocking calls (renew, setMetadata, produce,
+// Leadership: a won role. Its blocking calls (renew, confirm, setMetadata, produce,
 // produceBatch, resign, `ended`) are *_async calls on the process's event
 // queue (lib/calls.js); its getters (token, lease, state, metadata,
 // renewDue) never block and read the C object directly (lib/values.js).
 
 const abi = require('./abi');
 const { koffi, native } = require('./native');
-const { makeError, ErrorCode } = require('./errors');
+const { check, makeError, ErrorCode } = require('./errors');
 const { nameBytes, bytesArg, intArg, timeoutArg, signalArg, describe } = require('./args');
 const { metadataArg, headersArg } = require('./headers');
 const values = require('./values');
@@ -202,6 +202,29 @@ class Leadership {
     const t = timeoutArg(options, 'renew');
     const signal = signalArg(options, 'renew');
     return this.#call('renew', signal, (h, q, tag, eb) => fns().krabka_leadership_renew_async(h, t, q, tag, eb, eb.length));
+  }
+
+  /**
+   * The check before a leader-only read: one request (DescribeTransactions)
+   * asks the transaction coordinator whether this leadership's token is
+   * still the role's current one. Resolves to true (nobody minted the role
+   * since) or false (another member, or a fence, minted a newer epoch: the
+   * broker refuses this leadership's writes, so do not serve the read).
+   * false does not end the leadership; the broker's refusal of its next
+   * write does. Waits for the renewal or write in flight first. Rejects
+   * with the error the leadership ended with (FencedError,
+   * LeaseExpiredError, NOT_LEADER, CLOSED) once it ended; a TIMEOUT or
+   * transport error leaves it as it was. options: timeoutMs (default
+   * request.timeout.ms), signal.
+   */
+  confirm(options) {
+    const t = timeoutArg(options, 'confirm');
+    const signal = signalArg(options, 'confirm');
+    return this.#call('confirm', signal, (h, q, tag, eb) => fns().krabka_leadership_confirm_async(h, t, q, tag, eb, eb.length), (ev, info) => {
+      const out = [0];
+      check(fns().krabka_event_confirmed(ev, out, info.errbuf, info.errbuf.length), info.errbuf);
+      return out[0] !== 0;
+    });
   }
 
   /**

@@ -188,3 +188,51 @@ for (const [label, variable] of CLUSTERS) {
     assert.equal(records.length, expected.old.length + expected.fresh.size, `exactly A's earlier and B's writes:\n${listing}`);
   });
 }
+
+// leadership.confirm() asks the transaction coordinator, not the view: true
+// for the live term (after a renewal and a write too), false for the blind
+// holder once B minted while A still reads ACTIVE (confirm ends nothing),
+// true for B; once the broker refused A, it rejects with FencedError.
+for (const [label, variable] of CLUSTERS) {
+  test(`[${label}] confirm is true for the live term and false after a blind successor's mint`, { timeout: 300_000 }, async () => {
+    const bootstrap = process.env[variable];
+    assert.ok(bootstrap, `${variable} is not set: this test needs a running Kafka (${label}); run it under \`make test\` or export the address of one`);
+    const run = `${process.pid}-${Date.now().toString(36)}`;
+    const commands = `node-blind-confirm-cmd-${label}-${run}`;
+    execFileSync(tool('ktopic'), [bootstrap, commands, '1'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const client = (id, coordTopic) =>
+      new Client({ 'bootstrap.servers': bootstrap, 'client.id': id, 'krabka.topic': coordTopic, ...LEASES });
+    const role = `node-blind-confirm-${label}-${run}`;
+    const A = client('blind-confirm-old', `node-blind-confirm-t1-${label}-${run}`);
+    const B = client('blind-confirm-new', `node-blind-confirm-t2-${label}-${run}`);
+    try {
+      const a = await A.acquire(role, 'old', { timeoutMs: 60_000 });
+      assert.equal(await a.confirm({ timeoutMs: 30_000 }), true, 'the live term');
+      await a.renew({ timeoutMs: 30_000 });
+      await a.produce(commands, 'old-confirmed', { partition: 0, timeoutMs: 30_000 });
+      assert.equal(await a.confirm({ timeoutMs: 30_000 }), true, 'the live term after a renewal and a write');
+
+      const b = await B.acquire(role, 'new', { timeoutMs: 60_000 });
+      assert.ok(b.token.supersedes(a.token), `B's token ${b.token} supersedes A's ${a.token}`);
+      assert.equal(await a.confirm({ timeoutMs: 30_000 }), false, 'the blind holder');
+      assert.equal(a.state, 'ACTIVE', 'a false confirm ends nothing');
+      assert.equal(await b.confirm({ timeoutMs: 30_000 }), true, 'the successor');
+
+      const err = await a.produce(commands, 'old-after-confirm', { partition: 0, timeoutMs: 30_000 }).then(
+        () => assert.fail("A's write after B's mint was accepted"),
+        (e) => e,
+      );
+      assert.ok(err instanceof FencedError && BROKER_CODE.test(err.message), `A's write: ${err && err.stack}`);
+      const again = await a.confirm({ timeoutMs: 30_000 }).then(
+        (v) => assert.fail(`confirm of a fenced leadership resolved ${v}`),
+        (e) => e,
+      );
+      assert.ok(again instanceof FencedError, `confirm of a fenced leadership: ${again && again.stack}`);
+      await b.resign({ timeoutMs: 30_000 });
+    } finally {
+      await Promise.all([A.close(), B.close()]);
+    }
+    const values = readTopic(bootstrap, commands).map((r) => r.value);
+    assert.deepEqual(values, ['old-confirmed'], 'only the live term\'s write is in the log');
+  });
+}

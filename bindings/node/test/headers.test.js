@@ -197,8 +197,8 @@ test('metadata is per acquire: a later acquire of the pair without it writes non
     assert.deepEqual(first.metadata, Buffer.from('first'));
     await first.resign({ timeoutMs: 30_000 });
     await first.close();
-    // The library keeps metadata per (role, member) of a client until it is
-    // replaced: the binding must clear it for an acquire that passes none.
+    // Each call passes its own options (krabka_acquire_options_t): none
+    // passed is none written, whatever an earlier call of the pair had.
     const second = await c.acquire(role, 'm', { timeoutMs: 30_000 });
     assert.equal(second.metadata, null);
     let st = await c.describe(role, { timeoutMs: 30_000 });
@@ -235,6 +235,40 @@ test('metadata is per acquire: a later acquire of the pair without it writes non
   }
 });
 
+test('concurrent acquires and an elector each carry the metadata of their own call', { timeout: 120_000 }, async () => {
+  requireBroker();
+  const roles = [0, 1, 2, 3].map((i) => unique(`own-${i}`));
+  const c = client('node-hdr-own');
+  let el = null;
+  try {
+    // One member on four roles at once: acquire and tryAcquire interleaved.
+    const won = await Promise.all(
+      roles.map((r, i) =>
+        i % 2
+          ? c.tryAcquire(r, 'm', { metadata: Buffer.from(`t-${i}`), memberMetadata: Buffer.from(`m-${i}`), timeoutMs: 30_000 }).then((x) => x.leadership)
+          : c.acquire(r, 'm', { metadata: Buffer.from(`t-${i}`), memberMetadata: Buffer.from(`m-${i}`), timeoutMs: 30_000 }),
+      ),
+    );
+    for (let i = 0; i < roles.length; i++) {
+      assert.ok(won[i], `${roles[i]} was not won`);
+      assert.deepEqual(won[i].metadata, Buffer.from(`t-${i}`));
+      const st = await c.describe(roles[i], { timeoutMs: 30_000 });
+      assert.deepEqual([st.metadata, st.roster.map((e) => e.metadata)], [Buffer.from(`t-${i}`), [Buffer.from(`m-${i}`)]]);
+      await won[i].resign({ timeoutMs: 30_000 });
+    }
+    // The elector's acquires carry the options of client.elect.
+    const role = unique('own-elect');
+    el = c.elect(role, 'e', { metadata: Buffer.from('e-term'), memberMetadata: Buffer.from('e-member') });
+    const { value: term } = await el[Symbol.asyncIterator]().next();
+    assert.deepEqual(term.leadership.metadata, Buffer.from('e-term'));
+    const st = await c.describe(role, { timeoutMs: 30_000 });
+    assert.deepEqual([st.metadata, st.roster.map((e) => e.metadata)], [Buffer.from('e-term'), [Buffer.from('e-member')]]);
+  } finally {
+    if (el) await el.close();
+    await c.close();
+  }
+});
+
 test('an acquire uses the metadata it was called with, whatever a later call of the pair sets', { timeout: 120_000 }, async () => {
   requireBroker();
   const role = unique('snapshot');
@@ -244,8 +278,8 @@ test('an acquire uses the metadata it was called with, whatever a later call of 
     const h = await holder.acquire(role, 'holder', { timeoutMs: 30_000 });
     // Waits behind the holder, with metadata 'p'.
     const pending = c.acquire(role, 'm', { metadata: Buffer.from('p'), timeoutMs: 60_000 });
-    // A later call of the same pair with other metadata: not won (the
-    // holder is live), and it makes the library hold 'q' for the pair.
+    // A later call of the same pair with other metadata, not won (the
+    // holder is live): its options are its own.
     const t = await c.tryAcquire(role, 'm', { metadata: Buffer.from('q'), timeoutMs: 30_000 });
     assert.equal(t.leadership, null);
     await h.resign({ timeoutMs: 30_000 });

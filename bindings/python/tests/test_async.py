@@ -49,7 +49,7 @@ class Recorder:
 
 
 def _acquire_start(c: kc.Client, timeout_s: float) -> "_calls.Start":
-    start, _role, _member = c._acquire_start(lib.krabka_client_acquire_async, "r", "m", timeout_s, None, None)
+    start, _role, _member = c._acquire_start(lib.krabka_client_acquire_opts_async, "r", "m", timeout_s, None, None)
     return start
 
 

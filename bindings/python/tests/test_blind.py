@@ -185,3 +185,41 @@ def test_the_broker_refuses_a_blind_deposed_holder(cluster: Cluster, op: str) ->
         r = by_value[v]
         assert (r["producer_id"], r["producer_epoch"]) == (b_token_now.producer_id, b_token_now.producer_epoch), \
             "%s carries %d:%d, B's token is %s" % (v, r["producer_id"], r["producer_epoch"], b_token_now)
+
+
+def test_confirm_is_true_for_the_live_term_and_false_after_a_blind_successors_mint(cluster: Cluster) -> None:
+    """Leadership.confirm asks the transaction coordinator, not the view:
+    True for the live term (after renewals and writes too), False for the
+    blind holder once B minted, while A still reads ACTIVE (confirm ends
+    nothing), True for B; after the broker refused A, FencedError."""
+    role = unique("py-blind-%s-confirm" % cluster.name)
+    topic = cluster.commands
+    with cluster.client(cluster.t1, "py-blind-old") as ca, cluster.client(cluster.t2, "py-blind-new") as cb:
+        a = _acquire(ca, role, "old")
+        assert a.confirm(timeout=30) is True
+        a.renew(timeout=30)
+        a.produce(topic, "old-confirmed", timeout=30)
+        assert a.confirm(timeout=30) is True
+
+        b = _acquire(cb, role, "new")
+        assert b.token.supersedes(a.token), (b.token, a.token)
+        assert a.confirm(timeout=30) is False
+        assert a.state == kc.LeadershipState.ACTIVE and a.end_error is None
+        assert b.confirm(timeout=30) is True
+
+        async def both() -> "tuple[bool, bool]":
+            return await a.confirm_async(timeout=30), await b.confirm_async(timeout=30)
+
+        import asyncio
+
+        assert asyncio.run(both()) == (False, True)
+
+        with pytest.raises(kc.FencedError) as ei:
+            a.produce(topic, "old-after-confirm", timeout=30)
+        assert BROKER_CODES.search(str(ei.value)), str(ei.value)
+        with pytest.raises(kc.FencedError):
+            a.confirm(timeout=30)
+        b.close()
+        a.close()
+    values = [r["value"] for r in cluster.tools.read(cluster.bootstrap, topic)]
+    assert "old-after-confirm" not in values and values.count("old-confirmed") == 1, values

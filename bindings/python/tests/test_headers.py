@@ -17,6 +17,7 @@ import pytest
 
 import krabka_coord as kc
 from krabka_coord import _abi
+from krabka_coord._native import glib
 from conftest import REPO, KafkaTools, unique
 
 BIG = b"x" * (kc.MAX_METADATA_BYTES + 1)
@@ -137,7 +138,7 @@ def test_term_and_member_metadata_round_trip(bootstrap: str) -> None:
         w.close()
 
         # A later acquire of the same (role, member) without metadata has
-        # none: the binding clears what the previous call set.
+        # none: every call carries its own options.
         b.leave(role, "b", timeout=30)
         again = a.acquire(role, "a", timeout=30)
         assert again.metadata is None
@@ -185,12 +186,65 @@ def test_metadata_through_the_asyncio_forms(bootstrap: str) -> None:
 
 
 @pytest.mark.kafka
+def test_each_acquire_carries_its_own_options_not_the_clients_metadata(bootstrap: str) -> None:
+    """The binding passes metadata with each call (krabka_acquire_options_t):
+    what krabka_client_set_metadata stored in the client for the pair is
+    not used, and concurrent calls of one member on many roles, from many
+    threads and through asyncio, each win with their own metadata."""
+    role = unique("py-meta-opts")
+    with kc.Client(conf(bootstrap)) as a, kc.Client(conf(bootstrap)) as obs:
+        ptr = a._ptr()
+        r, m = role.encode(), b"a"
+        buf = ctypes.create_string_buffer(256)
+        assert glib.krabka_client_set_metadata(ptr, r, len(r), m, len(m), b"map-term", 8, b"map-member", 10, buf,
+                                               len(buf)) == 0, buf.value
+        lead = a.acquire(role, "a", timeout=30, metadata=b"mine", member_metadata=b"me")
+        st = obs.describe(role, timeout=30)
+        assert (lead.metadata, st.metadata, [e.metadata for e in st.roster]) == (b"mine", b"mine", [b"me"])
+        lead.resign(timeout=30)
+        lead = a.acquire(role, "a", timeout=30)
+        st = obs.describe(role, timeout=30)
+        assert (lead.metadata, st.metadata, [e.metadata for e in st.roster]) == (None, None, [None])
+        lead.resign(timeout=30)
+
+        roles = [unique("py-meta-opts-%d" % i) for i in range(6)]
+        won: Dict[str, Optional[bytes]] = {}
+
+        def take(i: int) -> None:
+            res = a.try_acquire(roles[i], "a", timeout=30, metadata=b"t-%d" % i, member_metadata=b"m-%d" % i)
+            assert res.leadership is not None
+            won[roles[i]] = res.leadership.metadata
+            res.leadership.resign(timeout=30)
+
+        threads = [threading.Thread(target=take, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+        async def take_async(i: int) -> None:
+            lead = await a.acquire_async(roles[i], "a", timeout=30, metadata=b"t-%d" % i, member_metadata=b"m-%d" % i)
+            won[roles[i]] = lead.metadata
+            st = await obs.describe_async(roles[i], timeout=30)
+            assert [e.metadata for e in st.roster] == [b"m-%d" % i]
+            await lead.resign_async(timeout=30)
+
+        async def all_async() -> None:
+            await asyncio.gather(*(take_async(i) for i in range(3, 6)))
+
+        asyncio.run(all_async())
+        assert won == {roles[i]: b"t-%d" % i for i in range(6)}, won
+
+
+@pytest.mark.kafka
 def test_oversized_and_wrongly_typed_metadata_are_refused_before_anything_is_written(client: kc.Client) -> None:
     role = unique("py-meta-refused")
     for kw in ({"metadata": BIG}, {"member_metadata": BIG}):
         with pytest.raises(kc.InvalidArgumentError) as ei:
             client.acquire(role, "a", timeout=30, **kw)  # type: ignore[arg-type]
         assert ei.value.code == kc.ErrorCode.INVALID_ARG and "4096" in str(ei.value)
+        # the error names which metadata was refused
+        assert ("member metadata" in str(ei.value)) == ("member_metadata" in kw), str(ei.value)
         with pytest.raises(kc.InvalidArgumentError):
             client.try_acquire(role, "a", timeout=30, **kw)  # type: ignore[arg-type]
 

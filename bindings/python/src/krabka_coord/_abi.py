@@ -139,6 +139,7 @@ class EventType(enum.IntEnum):
     SET_METADATA = 12
     TERM = 13
     LEASE = 14
+    CONFIRM = 15
 
 
 class LogLevel(enum.IntEnum):
@@ -411,6 +412,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_leadership_wait": (c_int, [c_void_p, c_int64, POINTER(c_int)]),
     "krabka_leadership_event_fd": (c_int, [c_void_p, POINTER(c_int)]),
     "krabka_leadership_end_error": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_leadership_confirm": (c_int, [c_void_p, c_int64, POINTER(c_int), c_char_p, c_size_t]),
     "krabka_queue_new": (c_int, [POINTER(c_void_p)]),
     "krabka_queue_fd": (c_int, [c_void_p, POINTER(c_int)]),
     "krabka_queue_poll": (c_int, [c_void_p, POINTER(c_void_p)]),
@@ -437,6 +439,8 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_leadership_set_metadata_async": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
     "krabka_leadership_resign_async": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
     "krabka_leadership_ended_async": (c_int, [c_void_p, c_void_p, c_uint64]),
+    "krabka_leadership_confirm_async": (c_int, [c_void_p, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_event_confirmed": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
     "krabka_conf_set_log_cb": (c_int, [c_void_p, LogCb, c_void_p]),
     "krabka_conf_set_log_queue": (c_int, [c_void_p, c_void_p, c_uint64]),
     "krabka_client_stats_json": (c_int, [c_void_p, POINTER(c_void_p), POINTER(c_size_t)]),
@@ -470,6 +474,14 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_watch_next_async": (c_int, [c_void_p, c_int64, c_void_p, c_uint64]),
     "krabka_watch_destroy": (c_int, [c_void_p]),
     "krabka_client_set_metadata": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_size_t]),
+    "krabka_acquire_options_new": (c_int, [POINTER(c_void_p)]),
+    "krabka_acquire_options_destroy": (c_int, [c_void_p]),
+    "krabka_acquire_options_set_metadata": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t]),
+    "krabka_acquire_options_set_member_metadata": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t]),
+    "krabka_client_acquire_opts": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_int64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_client_try_acquire_opts": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_int64, POINTER(c_void_p), POINTER(c_int64), c_char_p, c_size_t]),
+    "krabka_client_acquire_opts_async": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_client_try_acquire_opts_async": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
     "krabka_leadership_set_metadata": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
     "krabka_leadership_metadata": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
     "krabka_leadership_resign_to": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
@@ -480,6 +492,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_verifier_highest": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_int), POINTER(Token)]),
     "krabka_verifier_destroy": (c_int, [c_void_p]),
     "krabka_elector_new": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int, c_void_p, c_uint64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_elector_new_opts": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_int, c_void_p, c_uint64, POINTER(c_void_p), c_char_p, c_size_t]),
     "krabka_elector_set_eligible": (c_int, [c_void_p, c_int, c_int64, c_char_p, c_size_t]),
     "krabka_elector_healthy": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
     "krabka_elector_destroy": (c_int, [c_void_p]),

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import json
-import threading
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from . import _abi, _calls, _dispose, _log
 from ._args import Bytes, Name, Timeout, metadata_bytes, name_bytes, timeout_ms
@@ -57,6 +56,29 @@ def _status_of(role: str) -> "_calls.Read[Status]":
     return read
 
 
+def _with_acquire_options(term: Optional[bytes], member: Optional[bytes], buf: Any, call: Callable[[int], int]) -> int:
+    """Runs call with a krabka_acquire_options_t holding the term's and the
+    member's metadata (None: none) and returns its code, or the code of the
+    setter that refused the metadata (errstr in buf). The *_opts calls copy
+    the options, which are destroyed when call returns. Never blocks."""
+    out = ctypes.c_void_p()
+    code: int = glib.krabka_acquire_options_new(ctypes.byref(out))
+    if code:
+        return code
+    try:
+        if term is not None:
+            code = glib.krabka_acquire_options_set_metadata(out, term, len(term), buf, len(buf))
+            if code:
+                return code
+        if member is not None:
+            code = glib.krabka_acquire_options_set_member_metadata(out, member, len(member), buf, len(buf))
+            if code:
+                return code
+        return call(out.value or 0)
+    finally:
+        glib.krabka_acquire_options_destroy(out)
+
+
 class Client:
     """A krabka-coord client: a connection to one Kafka cluster.
 
@@ -71,10 +93,6 @@ class Client:
 
     def __init__(self, config: Mapping[str, Union[str, int, bool]]) -> None:
         self._h: Optional[Handle] = None
-        # One lock per (role, member): krabka_client_set_metadata and the
-        # *_async call that uses it are issued under it (see _issue_acquire).
-        self._meta_locks: Dict[Tuple[bytes, bytes], threading.Lock] = {}
-        self._meta_locks_guard = threading.Lock()
         if not isinstance(config, Mapping):
             raise TypeError("config must be a dict of property names to values, not %s" % type(config).__name__)
         items = []
@@ -164,38 +182,19 @@ class Client:
         return r, m, role_s, member_s
 
     # -- metadata of an acquire ---------------------------------------------
-    # The C ABI takes an acquire's metadata out of band:
-    # krabka_client_set_metadata stores it per (role, member) in the client,
-    # and an acquire (or try_acquire) of that pair takes the value set when
-    # the call is made. The binding sets it (or clears it, when the call
-    # passes none) right before issuing the *_async call, both under the
-    # pair's lock, so that a concurrent call of the same pair cannot replace
-    # it in between. Both steps never block.
-    def _meta_lock(self, r: bytes, m: bytes) -> threading.Lock:
-        with self._meta_locks_guard:
-            lk = self._meta_locks.get((r, m))
-            if lk is None:
-                lk = self._meta_locks[(r, m)] = threading.Lock()
-            return lk
-
     def _acquire_start(self, fn: Any, role: Name, member: Name, timeout: Timeout,
                        metadata: object, member_metadata: object) -> "Tuple[_calls.Start, str, str]":
-        """The start of an acquire or try_acquire (fn: its *_async form)."""
+        """The start of an acquire or try_acquire (fn: its *_opts_async
+        form); the metadata goes in the call's own options."""
         r, m, role_s, member_s = self._names(role, member)
         ms = timeout_ms(timeout)
         tm = metadata_bytes(metadata, "metadata")
         mm = metadata_bytes(member_metadata, "member_metadata")
         ptr = self._ptr()
-        lock = self._meta_lock(r, m)
 
         def start(q: int, tag: int, buf: Any) -> int:
-            with lock:
-                code = glib.krabka_client_set_metadata(
-                    ptr, r, len(r), m, len(m), tm, 0 if tm is None else len(tm), mm, 0 if mm is None else len(mm),
-                    buf, len(buf))
-                if code:
-                    return code  # type: ignore[no-any-return]
-                return fn(ptr, r, len(r), m, len(m), ms, q, tag, buf, len(buf))  # type: ignore[no-any-return]
+            return _with_acquire_options(
+                tm, mm, buf, lambda opts: fn(ptr, r, len(r), m, len(m), opts, ms, q, tag, buf, len(buf)))
 
         return start, role_s, member_s
 
@@ -249,7 +248,7 @@ class Client:
         library's call goes on until it ends (bounded by `timeout`, or by
         close()); a leadership it wins after the interrupt is resigned and
         released (_dispose), never left behind."""
-        start, role_s, member_s = self._acquire_start(glib.krabka_client_acquire_async, role, member, timeout,
+        start, role_s, member_s = self._acquire_start(glib.krabka_client_acquire_opts_async, role, member, timeout,
                                                       metadata, member_metadata)
         return _calls.run(start, leadership_of(self, role_s, member_s), _dispose.event)
 
@@ -270,7 +269,7 @@ class Client:
         raises KeyboardInterrupt at once; a role the pass wins afterwards is
         resigned and released. `metadata` and `member_metadata` as in
         acquire()."""
-        start, role_s, member_s = self._acquire_start(glib.krabka_client_try_acquire_async, role, member, timeout,
+        start, role_s, member_s = self._acquire_start(glib.krabka_client_try_acquire_opts_async, role, member, timeout,
                                                       metadata, member_metadata)
         return _calls.run(start, try_result_of(self, role_s, member_s), _dispose.event)
 
@@ -336,18 +335,12 @@ class Client:
         tm = metadata_bytes(metadata, "metadata")
         mm = metadata_bytes(member_metadata, "member_metadata")
         ptr = self._ptr()
-        lock = self._meta_lock(r, m)
         flags = (0 if recampaign else _abi.ELECT_NO_RECAMPAIGN) | (0 if eligible else _abi.ELECT_INELIGIBLE)
 
         def start(q: int, out: Any, buf: Any) -> int:
-            with lock:
-                code = glib.krabka_client_set_metadata(
-                    ptr, r, len(r), m, len(m), tm, 0 if tm is None else len(tm), mm, 0 if mm is None else len(mm),
-                    buf, len(buf))
-                if code:
-                    return code  # type: ignore[no-any-return]
-                return lib.krabka_elector_new(ptr, r, len(r), m, len(m), flags, q, 0, out, buf,  # type: ignore[no-any-return]
-                                              len(buf))
+            return _with_acquire_options(
+                tm, mm, buf, lambda opts: lib.krabka_elector_new_opts(ptr, r, len(r), m, len(m), opts, flags, q, 0, out,
+                                                                      buf, len(buf)))
 
         return Elector(self, ptr, role_s, member_s, flags, start)
 
@@ -379,7 +372,7 @@ class Client:
         `timeout`, or by close()); a leadership won after the cancellation
         is resigned and released. `metadata` and `member_metadata` as in
         acquire()."""
-        start, role_s, member_s = self._acquire_start(glib.krabka_client_acquire_async, role, member, timeout,
+        start, role_s, member_s = self._acquire_start(glib.krabka_client_acquire_opts_async, role, member, timeout,
                                                       metadata, member_metadata)
         return await _calls.run_async(start, leadership_of(self, role_s, member_s), _dispose.event, release_leadership)
 
@@ -394,7 +387,7 @@ class Client:
     ) -> TryAcquireResult:
         """try_acquire() as a coroutine (a cancelled task's win is resigned
         and released)."""
-        start, role_s, member_s = self._acquire_start(glib.krabka_client_try_acquire_async, role, member, timeout,
+        start, role_s, member_s = self._acquire_start(glib.krabka_client_try_acquire_opts_async, role, member, timeout,
                                                       metadata, member_metadata)
         return await _calls.run_async(start, try_result_of(self, role_s, member_s), _dispose.event, release_try_result)
 

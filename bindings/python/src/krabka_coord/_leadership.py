@@ -91,6 +91,13 @@ def _read_nothing(_ev: int) -> None:
     return None
 
 
+def _read_confirmed(ev: int) -> bool:
+    current = ctypes.c_int()
+    buf = _calls.errbuf()
+    raise_for(glib.krabka_event_confirmed(ev, ctypes.byref(current), buf, len(buf)), buf)
+    return bool(current.value)
+
+
 def _ms_to_datetime(ms: int) -> datetime.datetime:
     try:
         return datetime.datetime.fromtimestamp(ms / 1000.0, tz=datetime.timezone.utc)
@@ -225,6 +232,11 @@ class Leadership:
         ptr = self._ptr()
         return lambda q, tag, buf: glib.krabka_leadership_renew_async(ptr, ms, q, tag, buf, len(buf))
 
+    def _confirm_start(self, timeout: Timeout) -> _calls.Start:
+        ms = timeout_ms(timeout)
+        ptr = self._ptr()
+        return lambda q, tag, buf: glib.krabka_leadership_confirm_async(ptr, ms, q, tag, buf, len(buf))
+
     def _produce_start(self, messages: object, timeout: Timeout) -> "Tuple[_calls.Start, _calls.Read[List[ProduceResult]]]":
         arr = _messages(messages)
         ms = timeout_ms(timeout)
@@ -266,6 +278,22 @@ class Leadership:
         Ctrl-C raises KeyboardInterrupt at once (the renewal the library
         already sends goes on to its end)."""
         _calls.run(self._renew_start(timeout), _read_nothing, _dispose.event)
+
+    def confirm(self, timeout: Timeout = None) -> bool:
+        """The check before a leader-only read: one request
+        (DescribeTransactions) asks the transaction coordinator whether this
+        leadership's token is still the role's current one. True: nobody
+        minted the role since. False: another member (or a fence) minted a
+        newer epoch and the broker refuses this leadership's writes, so do
+        not serve the read. False does not end the leadership (the broker's
+        refusal of its next write does). Waits for the renewal or write in
+        flight on this leadership first. Blocks for one round trip, up to
+        `timeout` seconds (default: request.timeout.ms).
+
+        Raises the error the leadership ended with (FencedError,
+        LeaseExpiredError, NotLeaderError, ClosedError) once it ended;
+        KrabkaTimeoutError and transport errors leave it as it was."""
+        return _calls.run(self._confirm_start(timeout), _read_confirmed, _dispose.event)
 
     def produce(
         self,
@@ -401,6 +429,10 @@ class Leadership:
     async def renew_async(self, timeout: Timeout = None) -> None:
         """renew() as a coroutine, completed through the loop's queue."""
         await _calls.run_async(self._renew_start(timeout), _read_nothing, _dispose.event)
+
+    async def confirm_async(self, timeout: Timeout = None) -> bool:
+        """confirm() as a coroutine."""
+        return await _calls.run_async(self._confirm_start(timeout), _read_confirmed, _dispose.event)
 
     async def produce_async(
         self,
