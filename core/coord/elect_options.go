@@ -1,0 +1,83 @@
+package coord
+
+import (
+	"time"
+)
+
+// ElectOption adjusts an Elector.
+type ElectOption func(*electOptions) error
+
+type electOptions struct {
+	recampaign    bool
+	backoffMin    time.Duration
+	backoffMax    time.Duration
+	stopMargin    time.Duration // -1: half the risk margin
+	eligible      bool
+	acquire       []AcquireOption
+	manualRelease bool // RunWithCallbacks: a term is released after OnStopped returned
+}
+
+// ElectRecampaign says whether the elector campaigns again after it lost a
+// term (fenced, expired, lost at risk, or the leadership was resigned or
+// closed by its owner). Default true; false makes Run return the loss's
+// error after the term's STOPPED.
+func ElectRecampaign(on bool) ElectOption {
+	return func(o *electOptions) error { o.recampaign = on; return nil }
+}
+
+// ElectBackoff sets the wait before campaigning again after a loss: min
+// after a term that lasted at least one lease, doubling after each shorter
+// one up to max. Default 100 ms and krabka.lease.ms. 0 < min <= max.
+func ElectBackoff(min, max time.Duration) ElectOption {
+	return func(o *electOptions) error {
+		if min <= 0 || max < min {
+			return WrapError(ErrInvalidArgument, nil, "ElectBackoff(%v, %v): need 0 < min <= max", min, max)
+		}
+		o.backoffMin, o.backoffMax = min, max
+		return nil
+	}
+}
+
+// ElectStopMargin sets how long before the lease deadline a term whose
+// lease is at risk ends (TermStopped with StopLostAtRisk; the term context
+// is cancelled and the leadership closed): the term ends at the later of
+// the AT_RISK instant and deadline - d. Default half of Config.RiskMargin;
+// at most Config.RiskMargin; 0 keeps the term until the leadership itself
+// ends (EXPIRED at the deadline).
+func ElectStopMargin(d time.Duration) ElectOption {
+	return func(o *electOptions) error {
+		if d < 0 {
+			return WrapError(ErrInvalidArgument, nil, "ElectStopMargin(%v): must not be negative", d)
+		}
+		o.stopMargin = d
+		return nil
+	}
+}
+
+// ElectEligible sets whether the member starts as a candidate (default
+// true). See Elector.SetEligible.
+func ElectEligible(on bool) ElectOption {
+	return func(o *electOptions) error { o.eligible = on; return nil }
+}
+
+// ElectManualRelease makes the elector wait, before it campaigns after a
+// term, for Release of that term instead of for Next to take the term's
+// TermStopped. A consumer that hands the events on (the C API posts them to
+// a queue) releases a term once its host has processed the STOPPED event,
+// so that the guarantee "no STARTED before the previous STOPPED was dealt
+// with" holds end to end.
+func ElectManualRelease() ElectOption {
+	return func(o *electOptions) error { o.manualRelease = true; return nil }
+}
+
+// ElectAcquireOptions passes opts to every Acquire of the elector (term and
+// member metadata).
+func ElectAcquireOptions(opts ...AcquireOption) ElectOption {
+	return func(o *electOptions) error {
+		if err := CheckAcquireOptions(opts...); err != nil {
+			return err
+		}
+		o.acquire = append(o.acquire, opts...)
+		return nil
+	}
+}
