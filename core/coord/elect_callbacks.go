@@ -15,7 +15,7 @@ import (
 // running; it is also the Err of the TermStopped (StopResigned) of the
 // term the panic ended.
 type CallbackPanic struct {
-	Callback string // "OnStarted", "OnStopped", "OnNewLeader", "OnAtRisk" or "OnRecovered"
+	Callback string // "OnStarted", "OnStopped", "OnNewLeader", "OnAtRisk", "OnRecovered" or "OnSuspended"
 	Value    any    // what the callback panicked with
 	Stack    []byte // the callback's stack at the panic
 }
@@ -74,6 +74,10 @@ type Callbacks struct {
 	OnNewLeader func(holder core.MemberID, token core.FencingToken)
 	OnAtRisk    func(deadline time.Time)
 	OnRecovered func(deadline time.Time)
+	// OnSuspended (ElectRideOutage only): no broker answers and the term is
+	// suspended, not stopped: stop dispatching until OnRecovered (the same
+	// term goes on) or OnStopped. OnStarted's ctx stays live meanwhile.
+	OnSuspended func(deadline time.Time)
 }
 
 // Elect runs an elector of member for role with callbacks until ctx ends
@@ -182,6 +186,10 @@ func (e *Elector) RunWithCallbacks(ctx context.Context, cb Callbacks) error {
 		case TermAtRisk:
 			if first == nil && cb.OnAtRisk != nil && ev.Term == open {
 				panicked(call("OnAtRisk", func() { cb.OnAtRisk(ev.Deadline) }))
+			}
+		case TermSuspended:
+			if first == nil && cb.OnSuspended != nil && ev.Term == open {
+				panicked(call("OnSuspended", func() { cb.OnSuspended(ev.Deadline) }))
 			}
 		case TermRecovered:
 			if first == nil && cb.OnRecovered != nil && ev.Term == open {

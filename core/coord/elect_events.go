@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/krabka/krabka-coord/core"
@@ -80,10 +81,23 @@ const (
 	// TermNewLeader: the log shows another holder or token of the role
 	// (anyone's term, this member's included).
 	TermNewLeader
+	// TermSuspended: the term's renewals fail because no broker answers and
+	// the stop margin came (ElectRideOutage only): the term is kept, not
+	// stopped, but the host must stop dispatching until TermRecovered (a
+	// renewal succeeded under the same token). A TermStopped follows
+	// instead when the cluster answers that another member minted
+	// (StopFenced) or a renewal fails with an answer (StopExpired).
+	TermSuspended
+	// TermElectorStopped: the election loop ended (Run returned); the last
+	// event. Err is what Run returned: nil when Run's context ended (the
+	// normal way to stop), otherwise why the loop ended (ErrClosed, the
+	// lost term's error with ElectRecampaign(false), a refusal for good,
+	// a *CallbackPanic). Term is the last term's number.
+	TermElectorStopped
 )
 
-// String returns "STARTED", "AT_RISK", "RECOVERED", "STOPPED" or
-// "NEW_LEADER".
+// String returns "STARTED", "AT_RISK", "RECOVERED", "STOPPED",
+// "NEW_LEADER", "SUSPENDED" or "ELECTOR_STOPPED".
 func (k TermEventKind) String() string {
 	switch k {
 	case TermStarted:
@@ -96,6 +110,10 @@ func (k TermEventKind) String() string {
 		return "STOPPED"
 	case TermNewLeader:
 		return "NEW_LEADER"
+	case TermSuspended:
+		return "SUSPENDED"
+	case TermElectorStopped:
+		return "ELECTOR_STOPPED"
 	}
 	return fmt.Sprintf("TermEventKind(%d)", int(k))
 }
@@ -117,7 +135,8 @@ type TermEvent struct {
 	// of the lease at risk; RECOVERED: of the renewed lease; STOPPED: of the
 	// last lease written; NEW_LEADER: of the new holder's lease).
 	Deadline time.Time
-	// Reason and Err: STOPPED only.
+	// Reason: STOPPED only. Err: STOPPED (the term's error) and
+	// ELECTOR_STOPPED (what Run returned).
 	Reason StopReason
 	Err    error
 	// At is when the elector produced the event (the client's clock).
@@ -128,4 +147,67 @@ type TermEvent struct {
 	// Context is the term context (term events; Go only): cancelled when the
 	// term ends, before STOPPED is delivered; context.Cause says why.
 	Context context.Context
+}
+
+// ElectorState is where an elector's loop is (Elector.State), numbered as
+// krabka_elector_state_t. The states a health check reports as failing
+// (ElectorNotStarted, ElectorAtRisk, ElectorSuspended, ElectorStopped) are
+// also the sentinel errors of Healthy and Err: match them with errors.Is,
+// never by their text.
+type ElectorState int
+
+// The states of an elector.
+const (
+	// ElectorNotStarted: Run was not called yet (never reported by the C
+	// API, whose constructor starts the loop).
+	ElectorNotStarted ElectorState = iota
+	// ElectorCampaigning: between terms: campaigning, standing by, backing
+	// off after a loss, or withdrawn (Eligible says which).
+	ElectorCampaigning
+	// ElectorHolding: a term runs and its lease is renewed on time.
+	ElectorHolding
+	// ElectorAtRisk: a term runs with its lease at risk (TermAtRisk): no
+	// renewal succeeded and the deadline is near.
+	ElectorAtRisk
+	// ElectorSuspended: a term rides out an outage (TermSuspended): it is
+	// kept, but the host must not dispatch until it recovered.
+	ElectorSuspended
+	// ElectorStopped: the loop ended (Run returned; Err says why).
+	ElectorStopped
+)
+
+// String returns "NOT_STARTED", "CAMPAIGNING", "HOLDING", "AT_RISK",
+// "SUSPENDED" or "STOPPED".
+func (s ElectorState) String() string {
+	switch s {
+	case ElectorNotStarted:
+		return "NOT_STARTED"
+	case ElectorCampaigning:
+		return "CAMPAIGNING"
+	case ElectorHolding:
+		return "HOLDING"
+	case ElectorAtRisk:
+		return "AT_RISK"
+	case ElectorSuspended:
+		return "SUSPENDED"
+	case ElectorStopped:
+		return "STOPPED"
+	}
+	return fmt.Sprintf("ElectorState(%d)", int(s))
+}
+
+// Error makes a state a sentinel error: Healthy and Err wrap the state
+// they report, so that errors.Is(err, ElectorAtRisk) says which.
+func (s ElectorState) Error() string {
+	switch s {
+	case ElectorNotStarted:
+		return "krabka: elector not running (Run was not called)"
+	case ElectorAtRisk:
+		return "krabka: elector holding the role with its lease at risk"
+	case ElectorSuspended:
+		return "krabka: elector term suspended: no broker answers"
+	case ElectorStopped:
+		return "krabka: elector stopped"
+	}
+	return "krabka: elector " + strings.ToLower(s.String())
 }

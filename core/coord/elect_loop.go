@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,15 +18,41 @@ import (
 // Failures that may pass (a broker down) never end it: Acquire rides
 // through them. Events are queued for Next and C without bound; read them,
 // because a new term waits until the last TermStopped was taken. Run may
-// be called once.
+// be called once (or Start). The last event is TermElectorStopped.
 func (e *Elector) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	rctx, cancel, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	return e.run(ctx, rctx, cancel)
+}
+
+// Start is Run on a goroutine of its own: it returns at once, with the
+// loop counted as running (State is no longer ElectorNotStarted), or with
+// the error Run would return at once (a second Run or Start). Done is
+// closed when the loop ended; Err says why, and the last event
+// (TermElectorStopped) carries what Run returned.
+func (e *Elector) Start(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	rctx, cancel, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	go e.run(ctx, rctx, cancel)
+	return nil
+}
+
+// begin marks the elector started and returns the loop's context.
+func (e *Elector) begin(ctx context.Context) (context.Context, context.CancelCauseFunc, error) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.started {
-		e.mu.Unlock()
-		return WrapError(ErrInvalidArgument, nil, "Elector.Run of %s/%s was already called: an elector runs once", e.role, e.member)
+		return nil, nil, WrapError(ErrInvalidArgument, nil, "Elector.Run of %s/%s was already called: an elector runs once", e.role, e.member)
 	}
 	e.started = true
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -33,8 +60,11 @@ func (e *Elector) Run(ctx context.Context) error {
 	if e.stopErr != nil {
 		cancel(e.stopErr)
 	}
-	e.mu.Unlock()
+	return rctx, cancel, nil
+}
 
+// run is Run after begin.
+func (e *Elector) run(ctx, rctx context.Context, cancel context.CancelCauseFunc) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -47,11 +77,25 @@ func (e *Elector) Run(ctx context.Context) error {
 	} else if p := context.Cause(rctx); isPanic(p) {
 		err = p
 	}
+	end := err
+	if end == nil {
+		end = context.Cause(ctx)
+	}
 	cancel(nil)
 	wg.Wait()
 	e.bg.Wait()
 	e.mu.Lock()
 	e.stopped, e.runErr = true, err
+	if end != nil {
+		e.endErr = fmt.Errorf("%w: %s/%s: %w", ElectorStopped, e.role, e.member, end)
+	} else {
+		e.endErr = fmt.Errorf("%w: %s/%s", ElectorStopped, e.role, e.member)
+	}
+	if !e.qClose {
+		// The last event, queued with the state already STOPPED.
+		e.queue = append(e.queue, TermEvent{Kind: TermElectorStopped, Term: e.term, Holder: e.member,
+			Err: err, At: time.UnixMilli(e.c.clock.NowMs())})
+	}
 	e.qClose = true
 	close(e.qWake)
 	e.qWake = make(chan struct{})
@@ -245,6 +289,10 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 	e.mu.Unlock()
 	tctx, tcancel := context.WithCancelCause(ctx)
 	defer tcancel(nil)
+	ride := e.o.rideOutage > 0
+	if ride {
+		l.rideOutage()
+	}
 	if !e.c.cfg.BackgroundRenew {
 		// The leadership's goroutines hold the client's wait group while it
 		// is active (it was just won), so this Add cannot race with Close.
@@ -304,19 +352,40 @@ wait:
 			switch lev.Kind {
 			case LeadershipAtRisk:
 				e.push(ev(TermAtRisk, lev.Deadline))
-				if e.o.stopMargin > 0 {
+				if e.o.stopMargin > 0 || ride {
 					stopTimer()
 					stopAt, stopTimer = e.after(tctx, lev.Deadline.Add(-e.o.stopMargin))
 				}
 			case LeadershipRecovered:
 				stopTimer()
 				stopAt = nil
+				e.mu.Lock()
+				resumed := e.suspend
+				e.suspend = false
+				e.mu.Unlock()
 				e.push(ev(TermRecovered, lev.Deadline))
+				if resumed {
+					e.c.log().Warn("krabka: elector: the cluster answers again and the suspended term renewed its lease: resumed under the same token",
+						"role", e.role.String(), "member", e.member.String(), "term", n, "token", l.Token().String())
+				}
 			case LeadershipEnded:
 				reason, err = stopReason(l)
 				break wait
 			}
 		case <-stopAt:
+			if ride {
+				// Ride the outage out: the leadership keeps renewing past
+				// its deadline (outage.go); the host stops dispatching.
+				stopAt = nil
+				e.mu.Lock()
+				e.suspend = true
+				e.mu.Unlock()
+				dl := l.Lease().Deadline
+				e.push(ev(TermSuspended, time.UnixMilli(dl)))
+				e.c.log().Warn("krabka: elector: no renewal succeeded and no broker answers: term suspended until the cluster answers",
+					"role", e.role.String(), "member", e.member.String(), "term", n, "token", tok.String(), "deadline_in_ms", dl-e.c.clock.NowMs())
+				continue
+			}
 			dl := l.Lease().Deadline
 			reason = StopLostAtRisk
 			err = WrapError(ErrLeaseExpired, nil,
@@ -358,7 +427,7 @@ wait:
 	}
 	tcancel(err)
 	e.mu.Lock()
-	e.cur = nil
+	e.cur, e.suspend = nil, false
 	e.mu.Unlock()
 	stop := ev(TermStopped, time.UnixMilli(l.Lease().Deadline))
 	stop.Reason, stop.Err = reason, err

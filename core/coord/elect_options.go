@@ -15,6 +15,7 @@ type electOptions struct {
 	eligible      bool
 	acquire       []AcquireOption
 	manualRelease bool // RunWithCallbacks: a term is released after OnStopped returned
+	rideOutage    int  // ElectRideOutage: 0 krabka.elector.ride.outage, 1 on, -1 off
 }
 
 // ElectRecampaign says whether the elector campaigns again after it lost a
@@ -78,6 +79,30 @@ func ElectAcquireOptions(opts ...AcquireOption) ElectOption {
 			return err
 		}
 		o.acquire = append(o.acquire, opts...)
+		return nil
+	}
+}
+
+// ElectRideOutage makes a term ride out an outage of the whole cluster
+// (default: krabka.elector.ride.outage, false). When renewals fail because
+// no broker answers (ErrTransport, ErrTimeout), the term is not stopped at
+// the stop margin: a TermSuspended is delivered there instead (deadline -
+// ElectStopMargin; at the deadline with a margin of 0) and the term's
+// leadership is kept past its deadline, renewing. The host must stop
+// dispatching on TermSuspended (its guarded writes fail anyway while no
+// broker answers). When the cluster answers again, either a renewal
+// succeeds (nobody minted meanwhile): TermRecovered, same token, and the
+// host goes on; or the broker refuses the old token (a standby that could
+// still reach the cluster minted): TermStopped with StopFenced, and
+// nothing the suspended term wrote is in the log. A renewal refused for
+// another reason ends the term as without this option (StopExpired).
+// docs/ELECTOR.md says when not to use it.
+func ElectRideOutage(on bool) ElectOption {
+	return func(o *electOptions) error {
+		o.rideOutage = -1
+		if on {
+			o.rideOutage = 1
+		}
 		return nil
 	}
 }

@@ -50,6 +50,7 @@ type Elector struct {
 	started bool // Run was called
 	stopped bool // Run returned
 	runErr  error
+	endErr  error // Err: why the loop ended (matches ElectorStopped)
 	cancel  context.CancelCauseFunc // Run's inner context
 	stopErr error                   // set by stopWith before or during Run
 	done    chan struct{}           // closed when Run returned
@@ -62,6 +63,7 @@ type Elector struct {
 
 	term     uint64
 	cur      *Leadership // the current term's leadership (nil between terms)
+	suspend  bool        // the current term is suspended (TermSuspended delivered, no TermRecovered yet)
 	released uint64      // the last term whose TermStopped was taken
 	relWake  chan struct{}
 
@@ -99,6 +101,9 @@ func NewElector(c *Client, role core.Role, member core.MemberID, opts ...ElectOp
 		if err := f(&o); err != nil {
 			return nil, err
 		}
+	}
+	if o.rideOutage == 0 && c.cfg.ElectorRideOutage {
+		o.rideOutage = 1
 	}
 	risk := c.cfg.RiskMargin()
 	switch {
@@ -192,26 +197,68 @@ func (e *Elector) wakeEligLocked() {
 	e.eligWake = make(chan struct{})
 }
 
-// Healthy reports whether the elector is doing its job, for a host's health
-// endpoint (core/coord/healthz adapts it to net/http): nil while it
-// campaigns or waits as a standby, while the member is withdrawn, and while
-// it holds the role with its lease renewed on time; an error when the held
-// lease is at risk (Leadership.AtRisk), before Run and after Run returned.
-func (e *Elector) Healthy() error {
+// State returns where the loop is: ElectorNotStarted before Run,
+// ElectorCampaigning between terms (standing by, backing off or withdrawn
+// included), ElectorHolding, ElectorAtRisk or ElectorSuspended while a
+// term runs, ElectorStopped once Run returned (Err says why). Never blocks.
+// A state is a snapshot: the term's events (Next, C) say when it changes.
+func (e *Elector) State() ElectorState {
 	e.mu.Lock()
-	started, stopped, runErr, l := e.started, e.stopped, e.runErr, e.cur
+	started, stopped, l, suspended := e.started, e.stopped, e.cur, e.suspend
 	e.mu.Unlock()
 	switch {
 	case !started:
-		return fmt.Errorf("krabka: elector %s/%s: not running (Run was not called)", e.role, e.member)
-	case stopped && runErr != nil:
-		return fmt.Errorf("krabka: elector %s/%s: stopped: %w", e.role, e.member, runErr)
+		return ElectorNotStarted
 	case stopped:
-		return fmt.Errorf("krabka: elector %s/%s: stopped", e.role, e.member)
-	case l != nil && l.AtRisk():
-		lease := l.Lease()
-		return fmt.Errorf("krabka: elector %s/%s: holding the role with its lease at risk: no renewal succeeded and the deadline is %d ms away",
-			e.role, e.member, lease.Deadline-e.c.clock.NowMs())
+		return ElectorStopped
+	case l == nil:
+		return ElectorCampaigning
+	case suspended:
+		return ElectorSuspended
+	case l.AtRisk():
+		return ElectorAtRisk
+	}
+	return ElectorHolding
+}
+
+// Err returns nil until Run returned, then why the loop ended: an error
+// that matches ElectorStopped (errors.Is) and wraps what ended it: Run's
+// error (ErrClosed, the lost term's error with ElectRecampaign(false), a
+// refusal for good, a *CallbackPanic), or the cause of Run's context when
+// the caller ended the loop (context.Canceled, say). Never blocks.
+func (e *Elector) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.stopped {
+		return nil
+	}
+	return e.endErr
+}
+
+// Healthy reports whether the elector is doing its job, for a host's health
+// endpoint (core/coord/healthz adapts it to net/http), built on State: nil
+// while it campaigns or waits as a standby, while the member is withdrawn,
+// and while it holds the role with its lease renewed on time; otherwise an
+// error that matches the state with errors.Is: ElectorAtRisk (the held
+// lease is at risk), ElectorSuspended (a term rides out an outage),
+// ElectorNotStarted (before Run) and ElectorStopped (after Run returned;
+// it is Err, which also wraps why). Never blocks.
+func (e *Elector) Healthy() error {
+	switch st := e.State(); st {
+	case ElectorNotStarted:
+		return fmt.Errorf("%w: %s/%s", st, e.role, e.member)
+	case ElectorStopped:
+		return e.Err()
+	case ElectorAtRisk, ElectorSuspended:
+		var away int64
+		if l := e.Leadership(); l != nil {
+			away = l.Lease().Deadline - e.c.clock.NowMs()
+		}
+		if st == ElectorSuspended {
+			return fmt.Errorf("%w: %s/%s: no renewal succeeded since the cluster stopped answering; the lease deadline is %d ms away (negative: passed)",
+				st, e.role, e.member, away)
+		}
+		return fmt.Errorf("%w: %s/%s: no renewal succeeded and the deadline is %d ms away", st, e.role, e.member, away)
 	}
 	return nil
 }
