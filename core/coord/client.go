@@ -228,7 +228,7 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	rt := rideThrough{c: c, role: role, try: try}
+	rt := rideThrough{c: c, role: role, try: try, ride: o.rideOutage}
 	var (
 		p int32
 		v *partView
@@ -321,6 +321,15 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 			if d2 := core.Evaluate(st, member, now, c.cfg.Lease); d2.Kind != core.Hold && d2.Kind != core.Challenge {
 				synced = true
 				continue
+			} else if until := rt.holdOff(st, member, now); d2.Kind == core.Challenge && until > now {
+				// Back from an outage: the holder gets its lease (outage.go).
+				if try {
+					return nil, until, nil
+				}
+				if err := c.waitChange(cctx, changed, min(poll, time.Duration(until-now)*time.Millisecond)); err != nil {
+					return nil, 0, c.fail(cctx, err)
+				}
+				continue
 			}
 			l, err := c.challenge(cctx, role, member, p, st, now, o.meta)
 			c.stats.role(role).challenge(member, st.Lease, err)
@@ -360,14 +369,21 @@ type rideThrough struct {
 	role    wireRole
 	try     bool
 	backoff time.Duration
+	ride    bool  // riding out an outage (outage.go): ok after a retry starts a grace
+	blind   bool  // a retry happened since the last ok
+	grace   int64 // until when a holder's lease that expired counts as live (ms, client clock)
 }
 
-func (r *rideThrough) ok() { r.backoff = 0 }
+func (r *rideThrough) ok() {
+	r.backoff = 0
+	r.backAgain()
+}
 
 func (r *rideThrough) retry(ctx context.Context, err error) bool {
 	if r.try || ClientErrorKind(err) != ErrTransport || ctx.Err() != nil {
 		return false
 	}
+	r.blind = true
 	first := r.backoff == 0
 	if first {
 		r.backoff = 50 * time.Millisecond

@@ -391,8 +391,10 @@ var configTable = []configEntry{
 	{ConfigKey{"krabka.renew.background", "bool", "false", "true: each leadership renews itself in the background when due."},
 		func(c *Config, v string) error { return parseBool("krabka.renew.background", v, &c.BackgroundRenew) },
 		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
-	{ConfigKey{"krabka.elector.ride.outage", "bool", "false", "true: an elector rides out an outage of the whole cluster: when renewals fail because no broker answers, the term is SUSPENDED at the stop margin instead of stopped and resumes under the same token once a renewal succeeds (or ends FENCED if a standby minted meanwhile). See docs/ELECTOR.md before turning it on."},
-		func(c *Config, v string) error { return parseBool("krabka.elector.ride.outage", v, &c.ElectorRideOutage) },
+	{ConfigKey{"krabka.elector.ride.outage", "bool", "false", "true: an elector rides out an outage of the whole cluster: when renewals fail because no broker answers, the term is SUSPENDED at the stop margin instead of stopped and resumes under the same token once a renewal succeeds (or ends FENCED if a standby minted meanwhile); as a standby back from an outage, it leaves the holder one krabka.lease.ms to renew before it challenges. See docs/ELECTOR.md before turning it on."},
+		func(c *Config, v string) error {
+			return parseBool("krabka.elector.ride.outage", v, &c.ElectorRideOutage)
+		},
 		func(c *Config) string { return strconv.FormatBool(c.ElectorRideOutage) }},
 	{ConfigKey{"krabka.log.level", "enum", "warn", "Least severe level logged: error, warn, info or debug. The default shows warnings and errors only (on stderr in C and Go hosts; Python and Node hosts get every line through logging and the log event)."},
 		func(c *Config, v string) error {

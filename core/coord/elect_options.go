@@ -95,7 +95,11 @@ func ElectAcquireOptions(opts ...AcquireOption) ElectOption {
 // host goes on; or the broker refuses the old token (a standby that could
 // still reach the cluster minted): TermStopped with StopFenced, and
 // nothing the suspended term wrote is in the log. A renewal refused for
-// another reason ends the term as without this option (StopExpired).
+// another reason ends the term as without this option (StopExpired). As a
+// standby, an elector with this option that could not reach the cluster
+// either gives the holder one krabka.lease.ms after the cluster answers
+// again before it challenges (the outage does not count against the
+// holder's lease), so that the two do not race at the restart.
 // docs/ELECTOR.md says when not to use it.
 func ElectRideOutage(on bool) ElectOption {
 	return func(o *electOptions) error {

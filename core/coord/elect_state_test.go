@@ -211,3 +211,53 @@ func TestElectRideOutageOptionAndKey(t *testing.T) {
 		t.Fatalf("without riding out: %s, suspended %d", stop.Reason, a.count(coord.TermSuspended))
 	}
 }
+
+// A standby that rides out the same outage (both members cut off) and is
+// back first does not challenge the expired lease for one lease (30 s):
+// the holder, back within it, renews under its token and keeps the role.
+// A holder that does not come back is taken over when that lease ends.
+func TestStandbyBackFromAnOutageGivesTheHolderALease(t *testing.T) {
+	for _, holderBack := range []bool{true, false} {
+		t.Run(map[bool]string{true: "holder back", false: "holder gone"}[holderBack], func(t *testing.T) {
+			e := newEnv(t)
+			ca, tra := e.client("request.timeout.ms", "500")
+			cb, trb := e.client()
+			t.Cleanup(func() { tra.SetFault(memtransport.Healthy); trb.SetFault(memtransport.Healthy) })
+			a := runElector(t, "a", ca, bg(), ma, coord.ElectRideOutage(true))
+			waitFor(t, "a's term", func() bool { return a.count(coord.TermStarted) == 1 })
+			b := runElector(t, "b", cb, bg(), mb, coord.ElectRideOutage(true))
+			waitFor(t, "b registered", func() bool { return len(describe(t, ca).Roster) == 2 })
+			started := a.last(coord.TermStarted)
+			deadline := started.Deadline.UnixMilli()
+			tra.SetFault(memtransport.Refuse)
+			trb.SetFault(memtransport.Refuse)
+			e.advanceUntil(250*time.Millisecond, 60*time.Second, func() bool { return e.clock.NowMs() > deadline+10000 })
+			back := e.clock.NowMs()
+			trb.SetFault(memtransport.Healthy)
+			e.advanceUntil(250*time.Millisecond, 30*time.Second, func() bool { return e.clock.NowMs() > back+20000 })
+			if b.count(coord.TermStarted) != 0 {
+				t.Fatalf("b challenged %d ms after it was back, within the holder's lease", b.last(coord.TermStarted).At.UnixMilli()-back)
+			}
+			if !holderBack {
+				e.advanceUntil(250*time.Millisecond, 30*time.Second, func() bool { return b.count(coord.TermStarted) == 1 })
+				if at := b.last(coord.TermStarted).At.UnixMilli(); at < back+30000 {
+					t.Fatalf("b took over %d ms after it was back, before one lease", at-back)
+				}
+				return
+			}
+			tra.SetFault(memtransport.Healthy)
+			waitFor(t, "a's renewal", func() bool {
+				e.clock.Advance(100 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond)
+				return a.count(coord.TermRecovered) == 1
+			})
+			if tok := a.last(coord.TermRecovered).Token; tok != started.Token {
+				t.Fatalf("a resumed under %s, won under %s", tok, started.Token)
+			}
+			e.advanceUntil(250*time.Millisecond, 60*time.Second, func() bool { return e.clock.NowMs() > back+60000 })
+			if b.count(coord.TermStarted) != 0 || a.count(coord.TermStopped) != 0 {
+				t.Fatalf("b started %d, a stopped %d", b.count(coord.TermStarted), a.count(coord.TermStopped))
+			}
+		})
+	}
+}

@@ -50,7 +50,7 @@ type Elector struct {
 	started bool // Run was called
 	stopped bool // Run returned
 	runErr  error
-	endErr  error // Err: why the loop ended (matches ElectorStopped)
+	endErr  error                   // Err: why the loop ended (matches ElectorStopped)
 	cancel  context.CancelCauseFunc // Run's inner context
 	stopErr error                   // set by stopWith before or during Run
 	done    chan struct{}           // closed when Run returned
@@ -104,6 +104,10 @@ func NewElector(c *Client, role core.Role, member core.MemberID, opts ...ElectOp
 	}
 	if o.rideOutage == 0 && c.cfg.ElectorRideOutage {
 		o.rideOutage = 1
+	}
+	if o.rideOutage > 0 {
+		// As a standby too (outage.go).
+		o.acquire = append(o.acquire, func(ao *acquireOptions) { ao.rideOutage = true })
 	}
 	risk := c.cfg.RiskMargin()
 	switch {
