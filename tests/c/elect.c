@@ -561,6 +561,27 @@ static void misuse(const char *bootstrap) {
     OK(krabka_elector_healthy(e, &h, NULL, 0));
     CHECK(h == 1, "ineligible elector healthy %d", h);
     OK(krabka_elector_destroy(e));
+    {
+        /* The loop's end was posted before destroy returned: OK, no term. */
+        krabka_event_t *end = NULL;
+        for (;;) { /* skip NEW_LEADER notices */
+            OK(krabka_queue_poll(q, &end));
+            if (!end || type_of(end) != KRABKA_EVENT_TERM || kind_of(end) != KRABKA_TERM_NEW_LEADER)
+                break;
+            OK(krabka_event_destroy(end));
+        }
+        CHECK(end && type_of(end) == KRABKA_EVENT_TERM && kind_of(end) == KRABKA_TERM_ELECTOR_STOPPED && tag_of(end) == 9,
+              "ELECTOR_STOPPED queued when destroy returned");
+        if (end) {
+            krabka_err_t code = KRABKA_ERR_INTERNAL;
+            uint64_t n = 99;
+            OK(krabka_event_error(end, &code, NULL, 0));
+            OK(krabka_event_term(end, &n, ES));
+            CHECK(code == KRABKA_OK && n == 0, "ELECTOR_STOPPED of a destroyed elector without terms: %s, term %" PRIu64,
+                  krabka_err2name(code), n);
+            OK(krabka_event_destroy(end));
+        }
+    }
 
     /* Accessors of the TERM type on a DESCRIBE event, and on NULL. */
     OK(krabka_client_describe_async(c, "c-elect-misuse", KRABKA_NTS, 15000, q, 10, ES));

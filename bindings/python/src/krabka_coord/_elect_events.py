@@ -62,7 +62,8 @@ class TermEvent:
         RECOVERED, the last one on STOPPED, the holder's on NEW_LEADER.
     stop_reason: why the term stopped (StopReason.NONE unless STOPPED).
     error: STOPPED: the term's error (FencedError, LeaseExpiredError,
-        NotLeaderError or ClosedError), else None.
+        NotLeaderError or ClosedError); ELECTOR_STOPPED: why the loop ended
+        (None when the elector was closed); else None.
     """
 
     kind: "_abi.TermEventKind"
@@ -121,7 +122,7 @@ def _read_event(ev: int) -> Optional[TermEvent]:
     except ValueError:
         r = _abi.StopReason.NONE
     error = None
-    if k == _abi.TermEventKind.STOPPED:
+    if k in (_abi.TermEventKind.STOPPED, _abi.TermEventKind.ELECTOR_STOPPED):
         code = ctypes.c_int()
         buf = ctypes.create_string_buffer(512)
         raise_for(glib.krabka_event_error(ev, ctypes.byref(code), buf, len(buf)))
