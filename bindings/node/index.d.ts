@@ -355,9 +355,9 @@ export class Elector extends EventEmitter implements AsyncIterableIterator<Term>
   readonly current: Term | null;
   /** The candidacy as last set. */
   readonly eligible: boolean;
-  /** The next term; { done: true } once closed. Rejects with the
-   *  KrabkaError that ended the loop (its ELECTOR_STOPPED event: CLOSED
-   *  when the client closed, AUTHORIZATION, ...) when it ended for good. */
+  /** The next term; { done: true } once closed (the elector or its
+   *  client). Rejects with the KrabkaError that ended the loop (its
+   *  ELECTOR_STOPPED event: AUTHORIZATION, ...) when it ended for good. */
   next(): Promise<IteratorResult<Term, undefined>>;
   /** Closes the elector (called by `break` and a throw in `for await`). */
   return(): Promise<IteratorResult<Term, undefined>>;

@@ -245,15 +245,16 @@ class Elector extends EventEmitter {
   }
 
   // The loop ended (its ELECTOR_STOPPED event, the last one; error: null
-  // when close() ended it). With recampaign off it ends after the first
-  // lost term, whose stop was delivered: the iteration is done. Otherwise
-  // it ended for good (the client closed, the cluster refused the member),
-  // and the iteration rejects with that error.
+  // when close() ended it). It ends the iteration as close() does when
+  // the host ended it (close(), or its client closed: CLOSED) and, with
+  // recampaign off, after the first lost term, whose stop was delivered.
+  // Otherwise it ended for good (the cluster refused the member), and the
+  // iteration rejects with that error.
   #loopEnded(error) {
     this.#endError = error;
     safeEmit(this, 'ended', error);
     if (this.#closing) return;
-    const expected = error === null || (!this.#recampaign && this.#termsStopped > 0);
+    const expected = error === null || error.code === ErrorCode.CLOSED || (!this.#recampaign && this.#termsStopped > 0);
     this.#finish(expected ? DONE : { error });
     this.close().catch(() => {});
   }
