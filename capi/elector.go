@@ -61,6 +61,8 @@ func termEvent(c *clientObj, el *coord.Elector, tag uint64, te coord.TermEvent) 
 		ev.fail(te.Err)
 		n := te.Term
 		ev.release = func() { el.Release(n) }
+	case coord.TermElectorStopped:
+		ev.fail(te.Err) // nil (OK): krabka_elector_destroy ended the loop
 	}
 	return ev
 }
@@ -111,25 +113,16 @@ func electorNew(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &electorObj{e: el, cancel: cancel, done: make(chan struct{}), requestTimeout: c.requestTimeout}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	ran := make(chan struct{})
-	go func() { // the loop; its end ends the pump through Next (ErrClosed)
-		defer wg.Done()
-		defer close(ran)
-		el.Run(ctx)
-	}()
-	// Return once Run has started (Healthy answers nil from then on until
-	// the lease is at risk or Run returned), so that krabka_elector_healthy
-	// never reports a loop that is only about to start. Microseconds.
-	for el.Healthy() != nil {
-		select {
-		case <-ran:
-		case <-time.After(100 * time.Microsecond):
-			continue
-		}
-		break
+	// Start returns with the loop counted as running, so that
+	// krabka_elector_state never reports a loop that is only about to
+	// start; the loop's end (ELECTOR_STOPPED, the last event) ends the pump
+	// through Next (ErrClosed).
+	if err := el.Start(ctx); err != nil {
+		cancel()
+		return fail(err, errstr, errstr_size)
 	}
+	var wg sync.WaitGroup
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for {
@@ -140,7 +133,7 @@ func electorNew(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m
 			post(q, termEvent(c, el, uint64(tag), te))
 		}
 	}()
-	go func() { wg.Wait(); close(o.done) }()
+	go func() { wg.Wait(); <-el.Done(); close(o.done) }()
 	*out = (*C.krabka_elector_t)(newHandle(kindElector, o))
 	return C.KRABKA_OK
 }
@@ -178,6 +171,14 @@ func kc_go_elector_healthy(elector *C.krabka_elector_t, healthy *C.int, reason *
 		writeErrstr(reason, reason_size, "")
 	}
 	return C.KRABKA_OK
+}
+
+//export kc_go_elector_state
+func kc_go_elector_state(elector *C.krabka_elector_t, out *C.krabka_elector_state_t) (rc C.krabka_err_t) {
+	defer guardNoErrstr(&rc)
+	return field(unsafe.Pointer(elector), kindElector, out, func(o *electorObj) C.krabka_elector_state_t {
+		return C.krabka_elector_state_t(o.e.State())
+	})
 }
 
 //export kc_go_elector_destroy

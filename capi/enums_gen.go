@@ -96,6 +96,8 @@ var headerEnums = map[string]map[int]string{
 		3: "KRABKA_TERM_RECOVERED",
 		4: "KRABKA_TERM_STOPPED",
 		5: "KRABKA_TERM_NEW_LEADER",
+		6: "KRABKA_TERM_SUSPENDED",
+		7: "KRABKA_TERM_ELECTOR_STOPPED",
 	},
 	"krabka_stop_reason_t": {
 		0: "KRABKA_STOP_NONE",
@@ -104,6 +106,14 @@ var headerEnums = map[string]map[int]string{
 		3: "KRABKA_STOP_RESIGNED",
 		4: "KRABKA_STOP_CLOSED",
 		5: "KRABKA_STOP_LOST_AT_RISK",
+	},
+	"krabka_elector_state_t": {
+		0: "KRABKA_ELECTOR_NOT_STARTED",
+		1: "KRABKA_ELECTOR_CAMPAIGNING",
+		2: "KRABKA_ELECTOR_HOLDING",
+		3: "KRABKA_ELECTOR_AT_RISK",
+		4: "KRABKA_ELECTOR_SUSPENDED",
+		5: "KRABKA_ELECTOR_STOPPED",
 	},
 	"krabka_lease_event_kind_t": {
 		1: "KRABKA_LEASE_AT_RISK",

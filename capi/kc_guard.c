@@ -278,6 +278,7 @@ extern krabka_err_t kc_go_elector_new(krabka_client_t *client, const char *role,
 extern krabka_err_t kc_go_elector_new_opts(krabka_client_t *client, const char *role, size_t role_len, const char *member, size_t member_len, const krabka_acquire_options_t *options, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_t **out, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_elector_set_eligible(krabka_elector_t *elector, int eligible, int64_t timeout_ms, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_elector_healthy(krabka_elector_t *elector, int *healthy, char *reason, size_t reason_size);
+extern krabka_err_t kc_go_elector_state(krabka_elector_t *elector, krabka_elector_state_t *out);
 extern krabka_err_t kc_go_elector_destroy(krabka_elector_t *elector);
 extern krabka_err_t kc_go_event_term_kind(const krabka_event_t *ev, krabka_term_event_kind_t *out, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_event_term(const krabka_event_t *ev, uint64_t *out, char *errstr, size_t errstr_size);
@@ -803,6 +804,10 @@ krabka_err_t krabka_elector_set_eligible(krabka_elector_t *elector, int eligible
 krabka_err_t krabka_elector_healthy(krabka_elector_t *elector, int *healthy, char *reason, size_t reason_size) {
     if (kc_forked()) return KRABKA_ERR_FORKED;
     return kc_go_elector_healthy(elector, healthy, reason, reason_size);
+}
+krabka_err_t krabka_elector_state(krabka_elector_t *elector, krabka_elector_state_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_elector_state(elector, out);
 }
 krabka_err_t krabka_elector_destroy(krabka_elector_t *elector) {
     if (kc_forked_blocking()) return KRABKA_ERR_FORKED;

@@ -1317,8 +1317,21 @@ typedef enum krabka_term_event_kind {
     KRABKA_TERM_RECOVERED = 3, /**< a renewal succeeded after AT_RISK */
     KRABKA_TERM_STOPPED = 4,   /**< the term ended (stop_reason, error);
                                     exactly one follows every STARTED */
-    KRABKA_TERM_NEW_LEADER = 5 /**< the log shows another holder or token
+    KRABKA_TERM_NEW_LEADER = 5, /**< the log shows another holder or token
                                     (anyone's term, this member's too) */
+    KRABKA_TERM_SUSPENDED = 6, /**< krabka.elector.ride.outage only: no
+                                    broker answers and the stop margin came:
+                                    the term is kept (same token, renewals
+                                    go on) but the host stops dispatching
+                                    until RECOVERED; STOPPED (FENCED) follows
+                                    instead if another member minted */
+    KRABKA_TERM_ELECTOR_STOPPED = 7 /**< the election loop ended; the last
+                                    event. krabka_event_error: OK when
+                                    krabka_elector_destroy ended it, else
+                                    why (CLOSED: the client was destroyed;
+                                    the lost term's error with
+                                    KRABKA_ELECT_NO_RECAMPAIGN; a refusal
+                                    for good such as AUTHORIZATION) */
 } krabka_term_event_kind_t;
 
 /** Why a term stopped (Go's StopReason, same numbers). */
@@ -1333,6 +1346,24 @@ typedef enum krabka_stop_reason {
     KRABKA_STOP_LOST_AT_RISK = 5 /**< at risk until the stop margin: ended
                                       before the deadline */
 } krabka_stop_reason_t;
+
+/** Where an elector's loop is (krabka_elector_state; Go's ElectorState,
+ *  same numbers). */
+typedef enum krabka_elector_state {
+    KRABKA_ELECTOR_NOT_STARTED = 0, /**< never reported here (the loop runs
+                                         from krabka_elector_new on) */
+    KRABKA_ELECTOR_CAMPAIGNING = 1, /**< between terms: campaigning,
+                                         standing by or withdrawn */
+    KRABKA_ELECTOR_HOLDING = 2,     /**< a term runs, its lease renewed on
+                                         time */
+    KRABKA_ELECTOR_AT_RISK = 3,     /**< a term runs with its lease at risk */
+    KRABKA_ELECTOR_SUSPENDED = 4,   /**< a term rides out an outage
+                                         (KRABKA_TERM_SUSPENDED): do not
+                                         dispatch */
+    KRABKA_ELECTOR_STOPPED = 5      /**< the loop ended
+                                         (KRABKA_TERM_ELECTOR_STOPPED says
+                                         why) */
+} krabka_elector_state_t;
 
 /** Do not campaign again after a lost term (the loop ends after the first
  *  STOPPED; Go's ElectRecampaign(false)). */
@@ -1385,10 +1416,18 @@ krabka_err_t krabka_elector_set_eligible(krabka_elector_t *elector,
                                          char *errstr, size_t errstr_size);
 /** *healthy 1 while campaigning, standing by, withdrawn or holding the role
  *  with its lease renewed on time; 0 (reason copied, truncated, into
- *  reason; reason may be NULL) while the held lease is at risk and after
- *  the loop ended. Never blocks. */
+ *  reason; reason may be NULL) while the held lease is at risk, while a
+ *  term is suspended and after the loop ended. The reason is for people:
+ *  krabka_elector_state gives the state as a code. Never blocks. */
 krabka_err_t krabka_elector_healthy(krabka_elector_t *elector, int *healthy,
                                     char *reason, size_t reason_size);
+/** *out is where the loop is now (a snapshot: the TERM events say when it
+ *  changes; KRABKA_ELECTOR_STOPPED once the loop ended, whose
+ *  KRABKA_TERM_ELECTOR_STOPPED event says why). Never blocks; thread-safe.
+ *  INVALID_HANDLE for a NULL or destroyed elector, INVALID_ARG for a NULL
+ *  out. */
+krabka_err_t krabka_elector_state(krabka_elector_t *elector,
+                                  krabka_elector_state_t *out);
 /** Ends the loop: a held term is resigned (its STOPPED, RESIGNED, is still
  *  posted), and waits until the loop ended. Events still in the queue stay
  *  there and are destroyed with it (or by the host). Blocks. */

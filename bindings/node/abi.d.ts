@@ -194,14 +194,18 @@ export type TermEventKindName =
   | 'AT_RISK'
   | 'RECOVERED'
   | 'STOPPED'
-  | 'NEW_LEADER';
-export type TermEventKindNumber = 1 | 2 | 3 | 4 | 5;
+  | 'NEW_LEADER'
+  | 'SUSPENDED'
+  | 'ELECTOR_STOPPED';
+export type TermEventKindNumber = 1 | 2 | 3 | 4 | 5 | 6 | 7;
 export interface TermEventKindMap {
   readonly STARTED: 1;
   readonly AT_RISK: 2;
   readonly RECOVERED: 3;
   readonly STOPPED: 4;
   readonly NEW_LEADER: 5;
+  readonly SUSPENDED: 6;
+  readonly ELECTOR_STOPPED: 7;
 }
 
 // krabka_stop_reason_t
@@ -220,6 +224,24 @@ export interface StopReasonMap {
   readonly RESIGNED: 3;
   readonly CLOSED: 4;
   readonly LOST_AT_RISK: 5;
+}
+
+// krabka_elector_state_t
+export type ElectorStateName =
+  | 'NOT_STARTED'
+  | 'CAMPAIGNING'
+  | 'HOLDING'
+  | 'AT_RISK'
+  | 'SUSPENDED'
+  | 'STOPPED';
+export type ElectorStateNumber = 0 | 1 | 2 | 3 | 4 | 5;
+export interface ElectorStateMap {
+  readonly NOT_STARTED: 0;
+  readonly CAMPAIGNING: 1;
+  readonly HOLDING: 2;
+  readonly AT_RISK: 3;
+  readonly SUSPENDED: 4;
+  readonly STOPPED: 5;
 }
 
 // krabka_lease_event_kind_t

@@ -9,6 +9,7 @@
 import { EventEmitter } from 'node:events';
 import type {
   DataCategory,
+  ElectorStateName,
   ErrorCodeMap,
   ErrorCodeName,
   EventTypeName,
@@ -20,7 +21,7 @@ import type {
   WatchEventKindName,
 } from './abi';
 
-export type { DataCategory, ErrorCodeName, EventTypeName, LeadershipStateName, LogLevelName, StopReasonName, VerdictName, WatchEventKindName };
+export type { DataCategory, ElectorStateName, ErrorCodeName, EventTypeName, LeadershipStateName, LogLevelName, StopReasonName, VerdictName, WatchEventKindName };
 
 /** A role name or member id: a string (encoded as UTF-8) or its UTF-8 bytes. */
 export type Name = string | Uint8Array;
@@ -330,10 +331,14 @@ export class Term extends EventEmitter {
   readonly active: boolean;
   /** True between an 'atRisk' and the next 'recovered' (or the stop). */
   readonly atRisk: boolean;
-  on(event: 'atRisk' | 'recovered', listener: (deadline: bigint) => void): this;
+  /** True between a 'suspended' and the next 'recovered' (or the stop):
+   *  with krabka.elector.ride.outage, no broker answers and the term is
+   *  kept under the same token; dispatch nothing meanwhile. */
+  readonly suspended: boolean;
+  on(event: 'atRisk' | 'suspended' | 'recovered', listener: (deadline: bigint) => void): this;
   on(event: 'stopped', listener: (stop: TermStop) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
-  once(event: 'atRisk' | 'recovered', listener: (deadline: bigint) => void): this;
+  once(event: 'atRisk' | 'suspended' | 'recovered', listener: (deadline: bigint) => void): this;
   once(event: 'stopped', listener: (stop: TermStop) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;
 }
@@ -354,8 +359,9 @@ export class Elector extends EventEmitter implements AsyncIterableIterator<Term>
   readonly current: Term | null;
   /** The candidacy as last set. */
   readonly eligible: boolean;
-  /** The next term; { done: true } once closed. Rejects with KrabkaError
-   *  CLOSED (the reason says why) when the loop ended for good on an error. */
+  /** The next term; { done: true } once closed (the elector or its
+   *  client). Rejects with the KrabkaError that ended the loop (its
+   *  ELECTOR_STOPPED event: AUTHORIZATION, ...) when it ended for good. */
   next(): Promise<IteratorResult<Term, undefined>>;
   /** Closes the elector (called by `break` and a throw in `for await`). */
   return(): Promise<IteratorResult<Term, undefined>>;
@@ -363,21 +369,30 @@ export class Elector extends EventEmitter implements AsyncIterableIterator<Term>
    *  restores (true: registers again at the tail) the candidacy; resolves
    *  once written. KrabkaError CLOSED after close. */
   setEligible(eligible: boolean, options?: { timeoutMs?: number | bigint }): Promise<void>;
-  /** Never blocks. Unhealthy while the held lease is at risk and after the
-   *  loop ended. Throws KrabkaError CLOSED after close. */
+  /** Where the loop is (krabka_elector_state): CAMPAIGNING, HOLDING,
+   *  AT_RISK, SUSPENDED or STOPPED (also once closed). Never blocks. */
+  state(): Exclude<ElectorStateName, 'NOT_STARTED'>;
+  /** Why the loop ended by itself (its ELECTOR_STOPPED event); null while
+   *  it runs and when close() ended it. */
+  readonly error: KrabkaError | null;
+  /** Never blocks. Unhealthy while the held lease is at risk, while a term
+   *  is suspended and after the loop ended; the reason is for people,
+   *  state() is the code. Throws KrabkaError CLOSED after close. */
   healthy(): { readonly healthy: boolean; readonly reason: string | null };
   /** Resigns a held term (its stop is delivered before this resolves) and
    *  ends the iteration. Idempotent. */
   close(): Promise<void>;
   on(event: 'started', listener: (term: Term) => void): this;
-  on(event: 'atRisk' | 'recovered', listener: (term: Term, deadline: bigint) => void): this;
+  on(event: 'atRisk' | 'suspended' | 'recovered', listener: (term: Term, deadline: bigint) => void): this;
   on(event: 'stopped', listener: (term: Term, stop: TermStop) => void): this;
   on(event: 'leader', listener: (leader: LeaderNotice) => void): this;
+  on(event: 'ended', listener: (error: KrabkaError | null) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
   once(event: 'started', listener: (term: Term) => void): this;
-  once(event: 'atRisk' | 'recovered', listener: (term: Term, deadline: bigint) => void): this;
+  once(event: 'atRisk' | 'suspended' | 'recovered', listener: (term: Term, deadline: bigint) => void): this;
   once(event: 'stopped', listener: (term: Term, stop: TermStop) => void): this;
   once(event: 'leader', listener: (leader: LeaderNotice) => void): this;
+  once(event: 'ended', listener: (error: KrabkaError | null) => void): this;
   once(event: string | symbol, listener: (...args: any[]) => void): this;
   [Symbol.asyncIterator](): Elector;
   [Symbol.asyncDispose](): Promise<void>;

@@ -10,6 +10,7 @@ type AcquireOption func(*acquireOptions)
 type acquireOptions struct {
 	meta       []byte // the term's metadata (krabka.meta on every lease record of the term)
 	memberMeta []byte // the member's metadata (krabka.meta on its registration)
+	rideOutage bool   // the elector's ElectRideOutage: a standby back from an outage gives the holder a lease (outage.go)
 }
 
 // WithMetadata attaches metadata to the term this acquire wins (docs/PROTOCOL.md

@@ -228,7 +228,7 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	rt := rideThrough{c: c, role: role, try: try}
+	rt := rideThrough{c: c, role: role, try: try, ride: o.rideOutage}
 	var (
 		p int32
 		v *partView
@@ -321,6 +321,15 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 			if d2 := core.Evaluate(st, member, now, c.cfg.Lease); d2.Kind != core.Hold && d2.Kind != core.Challenge {
 				synced = true
 				continue
+			} else if until := rt.holdOff(st, member, now); d2.Kind == core.Challenge && until > now {
+				// Back from an outage: the holder gets its lease (outage.go).
+				if try {
+					return nil, until, nil
+				}
+				if err := c.waitChange(cctx, changed, min(poll, time.Duration(until-now)*time.Millisecond)); err != nil {
+					return nil, 0, c.fail(cctx, err)
+				}
+				continue
 			}
 			l, err := c.challenge(cctx, role, member, p, st, now, o.meta)
 			c.stats.role(role).challenge(member, st.Lease, err)
@@ -360,14 +369,21 @@ type rideThrough struct {
 	role    wireRole
 	try     bool
 	backoff time.Duration
+	ride    bool  // riding out an outage (outage.go): ok after a retry starts a grace
+	blind   bool  // a retry happened since the last ok
+	grace   int64 // until when a holder's lease that expired counts as live (ms, client clock)
 }
 
-func (r *rideThrough) ok() { r.backoff = 0 }
+func (r *rideThrough) ok() {
+	r.backoff = 0
+	r.backAgain()
+}
 
 func (r *rideThrough) retry(ctx context.Context, err error) bool {
 	if r.try || ClientErrorKind(err) != ErrTransport || ctx.Err() != nil {
 		return false
 	}
+	r.blind = true
 	first := r.backoff == 0
 	if first {
 		r.backoff = 50 * time.Millisecond
@@ -407,41 +423,6 @@ func (c *Client) registrationTombstone(role wireRole, p int32, member core.Membe
 	return Message{Topic: c.cfg.Topic, Partition: p, Key: role.registrationKey(member)}
 }
 
-// pruneList returns the members a winner removes in its first lease
-// transaction (docs/PROTOCOL.md 10.3): the member of the previous lease when
-// that lease had expired and the member is still registered, and every
-// member ranked ahead of the winner. A winner that was handed the role by
-// name (11.3) took it out of turn: the members ranked ahead of it did not
-// let a turn pass, and stay.
-func pruneList(st core.State, me core.MemberID, now int64) []core.MemberID {
-	var out []core.MemberID
-	holder, hasHolder := st.Holder()
-	if hasHolder && holder != me && !st.Lease.LiveAt(now) {
-		if _, ok := st.Registered(holder); ok {
-			out = append(out, holder)
-		}
-	}
-	if succ, named := st.NamedSuccessor(); named && succ == me {
-		return out
-	}
-	myRank, ok := st.Rank(me)
-	if !ok {
-		return out
-	}
-	for _, e := range st.Roster {
-		if e.Member == me || (hasHolder && e.Member == holder) || !e.Rejoins {
-			// A registration without krabka.rejoin (a reference member's)
-			// is not pruned for a passed turn: its writer would not
-			// register again within its acquire call (11.6).
-			continue
-		}
-		if r, _ := st.Rank(e.Member); r < myRank {
-			out = append(out, e.Member)
-		}
-	}
-	return out
-}
-
 // challenge mints a new epoch for role and writes member's lease under it,
 // pruning in the same transaction the members that let their turn pass.
 func (c *Client) challenge(ctx context.Context, role wireRole, member core.MemberID, p int32, st core.State, now int64, meta []byte) (*Leadership, error) {
@@ -452,7 +433,7 @@ func (c *Client) challenge(ctx context.Context, role wireRole, member core.Membe
 	tok := prod.Token()
 	lease := c.cfg.Lease.Grant(member, tok, c.clock.NowMs())
 	msgs := []Message{c.leaseMessage(role, p, core.EncodeLease(lease), meta)}
-	pruned := pruneList(st, member, now)
+	pruned := core.PruneList(st, member, now)
 	for _, m := range pruned {
 		msgs = append(msgs, c.registrationTombstone(role, p, m))
 	}

@@ -76,6 +76,11 @@ type Config struct {
 	// BackgroundRenew: krabka.renew.background, renew each leadership in a
 	// background goroutine when due (default false).
 	BackgroundRenew bool
+	// ElectorRideOutage: krabka.elector.ride.outage, the default of
+	// ElectRideOutage: an elector's term whose renewals fail because no
+	// broker answers is SUSPENDED instead of stopped, and resumes under the
+	// same token when the cluster answers (docs/ELECTOR.md).
+	ElectorRideOutage bool
 	// TestClockOffsetMs: krabka.test.clock.offset.ms. TEST ONLY, not in
 	// ConfigKeys nor in the documentation: shifts this client's lease clock
 	// by this many milliseconds (the chaos campaign skews one member's
@@ -405,6 +410,11 @@ var configTable = []configEntry{
 	{ConfigKey{"krabka.renew.background", "bool", "false", "true: each leadership renews itself in the background when due."},
 		func(c *Config, v string) error { return parseBool("krabka.renew.background", v, &c.BackgroundRenew) },
 		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
+	{ConfigKey{"krabka.elector.ride.outage", "bool", "false", "true: an elector rides out an outage of the whole cluster: when renewals fail because no broker answers, the term is SUSPENDED at the stop margin instead of stopped and resumes under the same token once a renewal succeeds (or ends FENCED if a standby minted meanwhile); as a standby back from an outage, it leaves the holder one krabka.lease.ms to renew before it challenges. See docs/ELECTOR.md before turning it on."},
+		func(c *Config, v string) error {
+			return parseBool("krabka.elector.ride.outage", v, &c.ElectorRideOutage)
+		},
+		func(c *Config) string { return strconv.FormatBool(c.ElectorRideOutage) }},
 	{ConfigKey{"krabka.log.level", "enum", "warn", "Least severe level logged: error, warn, info or debug. The default shows warnings and errors only (on stderr in C and Go hosts; Python and Node hosts get every line through logging and the log event)."},
 		func(c *Config, v string) error {
 			l, ok := parseLogLevel(v)

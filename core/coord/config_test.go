@@ -41,6 +41,7 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"krabka.produce.group.max.bytes":    "65536", "krabka.produce.group.linger.ms": "0", "krabka.leave.on.close": "false",
 		"krabka.produce.token.header": "false", "krabka.lease.risk.margin.ms": "2500",
 		"krabka.txn.timeout.ms": "4000", "krabka.lease.stop.margin.ms": "1200",
+		"krabka.elector.ride.outage": "true",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {

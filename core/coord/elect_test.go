@@ -267,7 +267,11 @@ func checkPairing(t *testing.T, name string, evs []coord.TermEvent, wantClosed b
 				t.Fatalf("%s: event %d: STOPPED without a reason or error: %+v", name, i, ev)
 			}
 			open = 0
-		case coord.TermAtRisk, coord.TermRecovered:
+		case coord.TermElectorStopped:
+			if open != 0 || i != len(evs)-1 {
+				t.Fatalf("%s: event %d of %d: ELECTOR_STOPPED with term %d open or not last", name, i, len(evs), open)
+			}
+		case coord.TermAtRisk, coord.TermRecovered, coord.TermSuspended:
 			if ev.Term != open || open == 0 {
 				t.Fatalf("%s: event %d: %s of term %d outside it (open %d)", name, i, ev.Kind, ev.Term, open)
 			}
@@ -447,7 +451,7 @@ func TestElectorStopMarginZeroEndsExpiredAndNoRecampaign(t *testing.T) {
 			kinds = append(kinds, ev.Kind.String())
 		}
 	}
-	if strings.Join(kinds, ",") != "STARTED,AT_RISK,STOPPED" || a.last(coord.TermStopped).Reason != coord.StopExpired {
+	if strings.Join(kinds, ",") != "STARTED,AT_RISK,STOPPED,ELECTOR_STOPPED" || a.last(coord.TermStopped).Reason != coord.StopExpired {
 		t.Fatalf("events %v, stopped %s", kinds, a.last(coord.TermStopped).Reason)
 	}
 }

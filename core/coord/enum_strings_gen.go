@@ -27,8 +27,9 @@ func (s StopReason) String() string {
 }
 
 // String returns the name the header's krabka_term_event_kind_t gives the
-// value, without its prefix: "STARTED", "AT_RISK", "RECOVERED", "STOPPED" or
-// "NEW_LEADER"; TermEventKind(n) for any other value.
+// value, without its prefix: "STARTED", "AT_RISK", "RECOVERED", "STOPPED",
+// "NEW_LEADER", "SUSPENDED" or "ELECTOR_STOPPED"; TermEventKind(n) for any
+// other value.
 func (t TermEventKind) String() string {
 	switch t {
 	case 1: // TermStarted
@@ -41,8 +42,33 @@ func (t TermEventKind) String() string {
 		return "STOPPED"
 	case 5: // TermNewLeader
 		return "NEW_LEADER"
+	case 6: // TermSuspended
+		return "SUSPENDED"
+	case 7: // TermElectorStopped
+		return "ELECTOR_STOPPED"
 	}
 	return "TermEventKind(" + strconv.FormatInt(int64(t), 10) + ")"
+}
+
+// String returns the name the header's krabka_elector_state_t gives the
+// value, without its prefix: "NOT_STARTED", "CAMPAIGNING", "HOLDING",
+// "AT_RISK", "SUSPENDED" or "STOPPED"; ElectorState(n) for any other value.
+func (e ElectorState) String() string {
+	switch e {
+	case 0: // ElectorNotStarted
+		return "NOT_STARTED"
+	case 1: // ElectorCampaigning
+		return "CAMPAIGNING"
+	case 2: // ElectorHolding
+		return "HOLDING"
+	case 3: // ElectorAtRisk
+		return "AT_RISK"
+	case 4: // ElectorSuspended
+		return "SUSPENDED"
+	case 5: // ElectorStopped
+		return "STOPPED"
+	}
+	return "ElectorState(" + strconv.FormatInt(int64(e), 10) + ")"
 }
 
 // String returns the name the header's krabka_leadership_state_t gives the

@@ -101,6 +101,8 @@ type Leadership struct {
 	grp group // concurrent Produce calls waiting for their transaction (group.go)
 
 	risk riskState // the at-risk watcher and the subscriptions of Events (risk.go)
+
+	ride rideState // riding out an outage of the cluster (outage.go); under mu
 }
 
 func newLeadership(c *Client, role wireRole, member core.MemberID, p int32, prod TxnProducer, lease core.Lease, view *partView) *Leadership {
@@ -149,7 +151,7 @@ func (l *Leadership) watchDeadline() {
 			l.mu.Unlock()
 			return
 		}
-		deadline, failing := l.lease.Deadline, l.renewFailing
+		deadline, failing := l.lease.Deadline, l.renewFailing && !l.ride.riding()
 		l.mu.Unlock()
 		now := l.c.clock.NowMs()
 		if now >= deadline {
@@ -368,7 +370,7 @@ func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, 
 	now := l.c.clock.NowMs()
 	if now >= lease.Deadline {
 		l.mu.Lock()
-		failing := l.renewFailing
+		failing := l.renewFailing && !l.ride.riding()
 		l.mu.Unlock()
 		if failing {
 			rel()
@@ -409,9 +411,11 @@ func (l *Leadership) failure(callerCtx context.Context, err error, renewal bool)
 	l.mu.Lock()
 	deadline := l.lease.Deadline
 	l.renewFailing = true
+	l.ride.failed(err)
+	riding := l.ride.riding()
 	l.mu.Unlock()
 	l.nudge()
-	if l.c.clock.NowMs() >= deadline {
+	if l.c.clock.NowMs() >= deadline && !riding {
 		l.end(Expired, WrapError(ErrLeaseExpired, err, "role %s: lease deadline %d passed", l.role, deadline))
 		return l.Err()
 	}
@@ -483,6 +487,7 @@ func (l *Leadership) renew(ctx context.Context, newMeta []byte, setMeta bool) er
 		return l.err
 	}
 	l.renewFailing = false
+	l.ride.failed(nil)
 	if lease.Deadline > l.lease.Deadline || lease.Token != l.lease.Token {
 		l.lease = lease
 		l.risk.nudge()

@@ -20,7 +20,7 @@
 // 12.1), core.PartitionFolder (the fold of the partition, section 5),
 // core.Evaluate (the succession rule of section 6 with the named successor
 // of 11.3), core.LeaseConfig (grant, renew instant) and the record codec,
-// and coord.PruneList (10.3 with 11.6). Around that code it runs a model of
+// and core.PruneList (10.3 with 11.6). Around that code it runs a model of
 // coord.Client's control flow (member.go), one coroutine per activity as in
 // the client's goroutines: the live view's follower (long-polling fetches
 // from the next offset, read past the last stable offset: every batch below

@@ -4,11 +4,10 @@ import (
 	"strconv"
 
 	"github.com/krabka/krabka-coord/core"
-	"github.com/krabka/krabka-coord/core/coord"
 )
 
 // The members: each runs the decision code of the library (core's fold of
-// the partition, core.Evaluate, the lease clock, coord.PruneList) inside a
+// the partition, core.Evaluate, the lease clock, core.PruneList) inside a
 // model of coord.Client's control flow (acquire, the live view, the
 // leadership's renewer and watchers, the transactional producer's
 // settlement after a failure as core/kafka does it), and a host loop like
@@ -411,7 +410,7 @@ func (inc *incarnation) challenge(p *proc, st core.State, now, viewNext int64, m
 	msgs := []outRecord{leaseRecord(role, lease, metaHeader(meta))}
 	var pruned []core.MemberID
 	if !inc.m.reference && !s.bugs.NoPrune {
-		pruned = coord.PruneList(st, inc.m.id, now)
+		pruned = core.PruneList(st, inc.m.id, now)
 	}
 	for _, m := range pruned {
 		msgs = append(msgs, tombstone(role, m))

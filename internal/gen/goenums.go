@@ -55,7 +55,7 @@ type goEnum struct {
 	typ    string // "TermEventKind"
 	cEnum  string // "krabka_term_event_kind_t"; "" for //krabka:enum -
 	prefix string // "Term"
-	pos    string // where the type is declared: "core/coord/elect.go:70"
+	pos    string // where the type is declared: "core/coord/elect_events.go:70"
 	consts []goConst
 	// ownString: where a String() written by hand is ("" when none)
 	ownString string
@@ -65,7 +65,7 @@ type goEnum struct {
 type goConst struct {
 	name  string // "TermNewLeader"
 	value int64
-	pos   string // "core/coord/elect.go:85"
+	pos   string // "core/coord/elect_events.go:85"
 }
 
 // qualified is pkg.Type, as the messages name it.

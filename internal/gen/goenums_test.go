@@ -141,7 +141,7 @@ func TestGoOnlyKindStopsTheGenerator(t *testing.T) {
 	}{
 		{"watch kind", "core/coord/watch.go", "EventKind", "EventRoleFree", "EventLeaderResigned",
 			"krabka_watch_event_kind_t", "KRABKA_WATCH_LEADER_RESIGNED"},
-		{"term-event kind", "core/coord/elect.go", "TermEventKind", "TermNewLeader", "TermHandedOver",
+		{"term-event kind", "core/coord/elect_events.go", "TermEventKind", "TermElectorStopped", "TermHandedOver",
 			"krabka_term_event_kind_t", "KRABKA_TERM_HANDED_OVER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,7 +206,7 @@ func TestEnumDisagreementsStopTheGenerator(t *testing.T) {
 		{"a directive that does not read", "core/coord/risk.go",
 			`prefix=Leadership`, "Leadership",
 			`cannot read "//krabka:enum krabka_lease_event_kind_t Leadership": write //krabka:enum <typedef enum of the header, or -> [prefix=<the prefix of the Go constants>]`},
-		{"a constant outside the prefix", "core/coord/elect.go",
+		{"a constant outside the prefix", "core/coord/elect_events.go",
 			`\tTermNewLeader\n`, "\tNewLeaderTerm\n",
 			"NewLeaderTerm does not start with Term"},
 	} {

@@ -331,6 +331,11 @@ static void run_cluster(const char *tv, const char *bootstrap) {
     CHECK(healthy == 1 && reason[0] == '\0', "%s: holder healthy %d (%s)", tv, healthy, reason);
     OK(krabka_elector_healthy(eb, &healthy, NULL, 0));
     CHECK(healthy == 1, "%s: standby healthy %d", tv, healthy);
+    krabka_elector_state_t st = KRABKA_ELECTOR_NOT_STARTED;
+    OK(krabka_elector_state(ea, &st));
+    CHECK(st == KRABKA_ELECTOR_HOLDING, "%s: the holder's state %d", tv, (int)st);
+    OK(krabka_elector_state(eb, &st));
+    CHECK(st == KRABKA_ELECTOR_CAMPAIGNING, "%s: the standby's state %d", tv, (int)st);
     OK(krabka_leadership_renew(la, 15000, ES));
 
     /* 2. Failover by destroy: A resigns. */
@@ -340,6 +345,15 @@ static void run_cluster(const char *tv, const char *bootstrap) {
     krabka_leadership_t *lb = started(q, 2, mb, 1, NULL);
     CHECK(krabka_leadership_renew(la, 15000, ES) != KRABKA_OK, "%s: the resigned term's leadership renewed", tv);
     OK(krabka_leadership_destroy(la));
+    {
+        /* The loop's end is an event: the last of tag 1, OK (destroyed). */
+        krabka_event_t *end = wait_term(q, 1, KRABKA_TERM_ELECTOR_STOPPED);
+        krabka_err_t code = KRABKA_ERR_INTERNAL;
+        OK(krabka_event_error(end, &code, NULL, 0));
+        CHECK(code == KRABKA_OK, "%s: ELECTOR_STOPPED after destroy: %s", tv, krabka_err2name(code));
+        OK(krabka_event_destroy(end));
+    }
+    CHECK(krabka_elector_state(ea, &st) == KRABKA_ERR_INVALID_HANDLE, "destroyed elector: state");
     CHECK(krabka_elector_healthy(ea, &healthy, NULL, 0) == KRABKA_ERR_INVALID_HANDLE, "destroyed elector: healthy");
     CHECK(krabka_elector_set_eligible(ea, 1, 0, ES) == KRABKA_ERR_INVALID_HANDLE, "destroyed elector: set_eligible");
     CHECK(krabka_elector_destroy(ea) == KRABKA_ERR_INVALID_HANDLE, "destroyed elector: destroy twice");
@@ -350,6 +364,21 @@ static void run_cluster(const char *tv, const char *bootstrap) {
     OK(krabka_client_destroy(cb));
     OK(krabka_event_destroy(stopped(q, 2, 1, KRABKA_STOP_CLOSED)));
     la = started(q, 3, ma, 1, NULL);
+    {
+        /* B's loop ended with its client: STOPPED as a state, and the
+         * ELECTOR_STOPPED event says why (CLOSED). */
+        krabka_event_t *end = wait_term(q, 2, KRABKA_TERM_ELECTOR_STOPPED);
+        krabka_err_t code = KRABKA_OK;
+        char why[256] = "";
+        OK(krabka_event_error(end, &code, why, sizeof why));
+        CHECK(code == KRABKA_ERR_CLOSED && why[0], "%s: ELECTOR_STOPPED with the client destroyed: %s (%s)", tv,
+              krabka_err2name(code), why);
+        OK(krabka_event_destroy(end));
+        OK(krabka_elector_state(eb, &st));
+        CHECK(st == KRABKA_ELECTOR_STOPPED, "%s: state after the loop ended: %d", tv, (int)st);
+        OK(krabka_elector_healthy(eb, &healthy, NULL, 0));
+        CHECK(healthy == 0, "%s: an ended elector is healthy", tv);
+    }
     OK(krabka_elector_destroy(eb)); /* its loop ended with the client */
     OK(krabka_leadership_destroy(lb));
 
@@ -520,10 +549,39 @@ static void misuse(const char *bootstrap) {
     /* A started elector (ineligible: it never campaigns) and its misuse. */
     e = new_elector(c, "c-elect-misuse", "m", KRABKA_ELECT_INELIGIBLE | KRABKA_ELECT_NO_RECAMPAIGN, q, 9);
     CHECK(krabka_elector_healthy(e, NULL, NULL, 0) == KRABKA_ERR_INVALID_ARG, "healthy NULL out");
+    CHECK(krabka_elector_state(e, NULL) == KRABKA_ERR_INVALID_ARG, "state NULL out");
+    {
+        krabka_elector_state_t st = KRABKA_ELECTOR_NOT_STARTED;
+        CHECK(krabka_elector_state(NULL, &st) == KRABKA_ERR_INVALID_HANDLE, "state(NULL)");
+        CHECK(krabka_elector_state((krabka_elector_t *)q, &st) == KRABKA_ERR_INVALID_HANDLE, "state(a queue)");
+        OK(krabka_elector_state(e, &st));
+        CHECK(st == KRABKA_ELECTOR_CAMPAIGNING, "a withdrawn elector's state %d (the loop runs from new on)", (int)st);
+    }
     CHECK(krabka_elector_set_eligible(e, 0, -1, ES) == KRABKA_ERR_INVALID_ARG, "negative timeout: %s", errstr);
     OK(krabka_elector_healthy(e, &h, NULL, 0));
     CHECK(h == 1, "ineligible elector healthy %d", h);
     OK(krabka_elector_destroy(e));
+    {
+        /* The loop's end was posted before destroy returned: OK, no term. */
+        krabka_event_t *end = NULL;
+        for (;;) { /* skip NEW_LEADER notices */
+            OK(krabka_queue_poll(q, &end));
+            if (!end || type_of(end) != KRABKA_EVENT_TERM || kind_of(end) != KRABKA_TERM_NEW_LEADER)
+                break;
+            OK(krabka_event_destroy(end));
+        }
+        CHECK(end && type_of(end) == KRABKA_EVENT_TERM && kind_of(end) == KRABKA_TERM_ELECTOR_STOPPED && tag_of(end) == 9,
+              "ELECTOR_STOPPED queued when destroy returned");
+        if (end) {
+            krabka_err_t code = KRABKA_ERR_INTERNAL;
+            uint64_t n = 99;
+            OK(krabka_event_error(end, &code, NULL, 0));
+            OK(krabka_event_term(end, &n, ES));
+            CHECK(code == KRABKA_OK && n == 0, "ELECTOR_STOPPED of a destroyed elector without terms: %s, term %" PRIu64,
+                  krabka_err2name(code), n);
+            OK(krabka_event_destroy(end));
+        }
+    }
 
     /* Accessors of the TERM type on a DESCRIBE event, and on NULL. */
     OK(krabka_client_describe_async(c, "c-elect-misuse", KRABKA_NTS, 15000, q, 10, ES));

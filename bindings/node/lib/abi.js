@@ -241,6 +241,8 @@ const TermEventKind = Object.freeze({
   RECOVERED: 3,
   STOPPED: 4,
   NEW_LEADER: 5,
+  SUSPENDED: 6,
+  ELECTOR_STOPPED: 7,
 });
 const TermEventKindName = Object.freeze({
   1: 'STARTED',
@@ -248,6 +250,8 @@ const TermEventKindName = Object.freeze({
   3: 'RECOVERED',
   4: 'STOPPED',
   5: 'NEW_LEADER',
+  6: 'SUSPENDED',
+  7: 'ELECTOR_STOPPED',
 });
 
 // krabka_stop_reason_t
@@ -268,6 +272,24 @@ const StopReasonName = Object.freeze({
   5: 'LOST_AT_RISK',
 });
 
+// krabka_elector_state_t
+const ElectorState = Object.freeze({
+  NOT_STARTED: 0,
+  CAMPAIGNING: 1,
+  HOLDING: 2,
+  AT_RISK: 3,
+  SUSPENDED: 4,
+  STOPPED: 5,
+});
+const ElectorStateName = Object.freeze({
+  0: 'NOT_STARTED',
+  1: 'CAMPAIGNING',
+  2: 'HOLDING',
+  3: 'AT_RISK',
+  4: 'SUSPENDED',
+  5: 'STOPPED',
+});
+
 // krabka_lease_event_kind_t
 const LeaseEventKind = Object.freeze({
   AT_RISK: 1,
@@ -280,7 +302,7 @@ const LeaseEventKindName = Object.freeze({
   3: 'ENDED',
 });
 
-const ENUMS = Object.freeze({ ErrorCode, Kind, LeadershipState, EventType, LogLevel, WatchEventKind, Verdict, TermEventKind, StopReason, LeaseEventKind });
+const ENUMS = Object.freeze({ ErrorCode, Kind, LeadershipState, EventType, LogLevel, WatchEventKind, Verdict, TermEventKind, StopReason, ElectorState, LeaseEventKind });
 
 // coord.ErrorTable, in numeric order.
 const ERROR_DESCS = Object.freeze([
@@ -546,6 +568,7 @@ const DECLS = Object.freeze([
   ['krabka_elector_new_opts', 'int krabka_elector_new_opts(krabka_client_t client, const uint8_t *role, size_t role_len, const uint8_t *member, size_t member_len, krabka_acquire_options_t options, int flags, krabka_queue_t queue, uint64_t tag, _Out_ krabka_elector_t *out, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_elector_set_eligible', 'int krabka_elector_set_eligible(krabka_elector_t elector, int eligible, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_elector_healthy', 'int krabka_elector_healthy(krabka_elector_t elector, _Out_ int *healthy, uint8_t *reason, size_t reason_size)'],
+  ['krabka_elector_state', 'int krabka_elector_state(krabka_elector_t elector, _Out_ int *out)'],
   ['krabka_elector_destroy', 'int krabka_elector_destroy(krabka_elector_t elector)'],
   ['krabka_event_term_kind', 'int krabka_event_term_kind(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_event_term', 'int krabka_event_term(krabka_event_t ev, _Out_ uint64_t *out, uint8_t *errstr, size_t errstr_size)'],
@@ -625,6 +648,8 @@ module.exports = {
   TermEventKindName,
   StopReason,
   StopReasonName,
+  ElectorState,
+  ElectorStateName,
   LeaseEventKind,
   LeaseEventKindName,
   ENUMS,

@@ -18,19 +18,17 @@
 
 const EventEmitter = require('node:events');
 const abi = require('./abi');
-const { native, ERRSTR_SIZE, CONSTANTS } = require('./native');
+const { native, ERRSTR_SIZE } = require('./native');
 const { makeError, errText, ErrorCode } = require('./errors');
-const { nameBytes, timeoutArg, describe, big } = require('./args');
-const { FencingToken } = require('./token');
+const { timeoutArg, describe } = require('./args');
 const { Leadership } = require('./leadership');
+const { Term, safeEmit, scalar, tokenOf, deadlineOf, holderOf, stopOf, errorOf } = require('./term');
 const calls = require('./calls');
 
 const fns = () => native().fns;
 const DONE = Object.freeze({ done: true, value: undefined });
 
-// Scratch buffers of the drain (the JS thread is their only user).
-const evErr = Buffer.alloc(ERRSTR_SIZE);
-const holderBuf = Buffer.alloc(CONSTANTS.NAME_BUF);
+// Scratch buffer of healthy() (the JS thread is its only user).
 const reasonBuf = Buffer.alloc(ERRSTR_SIZE);
 
 const OPTION_KEYS = new Set(['signal', 'recampaign', 'eligible', 'metadata', 'memberMetadata']);
@@ -57,134 +55,14 @@ function electOptions(options) {
   return { signal: s || null, recampaign: flag('recampaign'), eligible: flag('eligible'), raw: options };
 }
 
-// ---- reading TERM events -----------------------------------------------------
-
-function acc(name, ev, out) {
-  evErr[0] = 0;
-  const code = fns()[name](ev, out, evErr, evErr.length);
-  if (code !== 0) throw makeError(code, errText(evErr));
-  return out;
-}
-
-const scalar = (name, ev) => acc(name, ev, [0])[0];
-const tokenOf = (ev) => FencingToken.fromC(acc('krabka_event_token', ev, {}));
-const deadlineOf = (ev) => big(scalar('krabka_event_deadline', ev));
-
-function holderOf(ev) {
-  const len = [0];
-  evErr[0] = 0;
-  const code = fns().krabka_event_holder(ev, holderBuf, holderBuf.length, len, evErr, evErr.length);
-  if (code !== 0) throw makeError(code, errText(evErr));
-  return holderBuf.toString('utf8', 0, Number(len[0]));
-}
-
-/** STOPPED: { reason, error } (reason a StopReason name). */
-function stopOf(ev) {
-  const reason = abi.StopReasonName[scalar('krabka_event_stop_reason', ev)] || 'NONE';
-  const code = [0];
-  evErr[0] = 0;
-  fns().krabka_event_error(ev, code, evErr, evErr.length);
-  return Object.freeze({ reason, error: code[0] ? makeError(code[0], errText(evErr)) : null });
-}
-
-// ---- Term ------------------------------------------------------------------
-
-/**
- * One won term of an Elector: number (1, 2, ... per elector), token,
- * deadline (the last lease deadline the elector reported, bigint epoch ms),
- * leadership (for guarded writes), signal (aborts when the term ends),
- * stopped (resolves once, with { reason, error }), atRisk. Emits 'atRisk'
- * (deadline), 'recovered' (deadline) and 'stopped' ({ reason, error }).
- */
-class Term extends EventEmitter {
-  #controller = new AbortController();
-  #resolveStopped;
-  #stop = null;
-
-  /** @internal */
-  constructor(elector, number, token, deadline, leadership) {
-    super();
-    this.elector = elector;
-    this.number = number;
-    this.token = token;
-    this.deadline = deadline;
-    this.leadership = leadership;
-    this.atRisk = false;
-    this.stopped = new Promise((resolve) => {
-      this.#resolveStopped = resolve;
-    });
-    // @internal: the release bookkeeping (see Elector)
-    this._consumed = false; // the consumer asked for the next term after this one
-    this._kept = null; // its STOPPED event, until released
-  }
-
-  get role() {
-    return this.elector.role;
-  }
-
-  get member() {
-    return this.elector.member;
-  }
-
-  /** Aborts when the term ends (reason: the stop's error, or a KrabkaError NOT_LEADER). */
-  get signal() {
-    return this.#controller.signal;
-  }
-
-  /** True until the term's stop was delivered. */
-  get active() {
-    return this.#stop === null;
-  }
-
-  /** { reason, error } once stopped, else null. */
-  get stop() {
-    return this.#stop;
-  }
-
-  [Symbol.for('nodejs.util.inspect.custom')]() {
-    return `Term(${this.role}, ${this.member}, #${this.number}, ${this.token}, ${this.#stop ? `stopped ${this.#stop.reason}` : this.atRisk ? 'at risk' : 'active'})`;
-  }
-
-  /** @internal */
-  _risk(atRisk, deadline) {
-    if (this.#stop) return;
-    this.atRisk = atRisk;
-    this.deadline = deadline;
-    safeEmit(this, atRisk ? 'atRisk' : 'recovered', deadline);
-  }
-
-  /** @internal Delivers the stop (once). */
-  _stopped(stop) {
-    if (this.#stop) return false;
-    this.#stop = stop;
-    this.atRisk = false;
-    const why = stop.error || makeError(ErrorCode.NOT_LEADER, `term ${this.number} of ${this.role}/${this.member} stopped: ${stop.reason}`);
-    try {
-      this.#controller.abort(why);
-    } catch {
-      /* an abort listener's bug */
-    }
-    this.#resolveStopped(stop);
-    safeEmit(this, 'stopped', stop);
-    return true;
-  }
-}
-
-function safeEmit(emitter, ...args) {
-  try {
-    emitter.emit(...args);
-  } catch {
-    /* a listener's bug must not stop the drain */
-  }
-}
-
 // ---- Elector ---------------------------------------------------------------
 
 /**
  * client.elect(role, member, options): see index.d.ts and README.md.
- * Events: 'started' (term), 'atRisk' (term, deadline), 'recovered' (term,
- * deadline), 'stopped' (term, { reason, error }), 'leader' ({ holder,
- * token, deadline }).
+ * Events: 'started' (term), 'atRisk' (term, deadline), 'suspended' (term,
+ * deadline), 'recovered' (term, deadline), 'stopped' (term, { reason,
+ * error }), 'leader' ({ holder, token, deadline }), 'ended' (error or
+ * null: the loop ended, the ELECTOR_STOPPED event).
  */
 class Elector extends EventEmitter {
   #handle = null;
@@ -203,9 +81,8 @@ class Elector extends EventEmitter {
   #closing = null;
   #ended = null; // DONE, or { error } once the iteration is over
   #termsStopped = 0;
-  #loopTimer = null;
-  #loopDelay = 25;
   #releaseScheduled = false;
+  #endError = null; // why the loop ended by itself (its ELECTOR_STOPPED event)
 
   /** @internal clientHandle: the live client's handle; onClosed(elector). */
   constructor(clientHandle, roleBytes, memberBytes, opts, onClosed) {
@@ -291,6 +168,10 @@ class Elector extends EventEmitter {
       safeEmit(this, 'leader', leader);
       return false;
     }
+    if (kind === abi.TermEventKind.ELECTOR_STOPPED) {
+      this.#loopEnded(errorOf(ev));
+      return false;
+    }
     const number = Number(scalar('krabka_event_term', ev));
     switch (kind) {
       case abi.TermEventKind.STARTED: {
@@ -300,7 +181,6 @@ class Elector extends EventEmitter {
         const l = h ? new Leadership(h, this.#roleBytes, this.#memberBytes) : null;
         const t = new Term(this, number, token, deadline, l);
         this.#current = t;
-        this.#stopLoopWatch();
         safeEmit(this, 'started', t);
         if (this.#ended) {
           t._consumed = true; // never yielded: closing
@@ -312,13 +192,14 @@ class Elector extends EventEmitter {
         return false;
       }
       case abi.TermEventKind.AT_RISK:
+      case abi.TermEventKind.SUSPENDED:
       case abi.TermEventKind.RECOVERED: {
         const t = this.#current;
         if (!t || t.number !== number) return false;
         const deadline = deadlineOf(ev);
-        const atRisk = kind === abi.TermEventKind.AT_RISK;
-        t._risk(atRisk, deadline);
-        safeEmit(this, atRisk ? 'atRisk' : 'recovered', t, deadline);
+        const name = kind === abi.TermEventKind.AT_RISK ? 'atRisk' : kind === abi.TermEventKind.SUSPENDED ? 'suspended' : 'recovered';
+        t._lease(name, deadline);
+        safeEmit(this, name, t, deadline);
         return false;
       }
       case abi.TermEventKind.STOPPED: {
@@ -362,55 +243,20 @@ class Elector extends EventEmitter {
     t._kept = null;
     if (!ev) return;
     calls.destroyEvent(ev); // the elector may campaign again
-    if (!this.#closing) this.#watchLoop();
   }
 
-  // The loop can end without an event (the cluster refused the member for
-  // good; with recampaign false, after the first lost term): while someone
-  // waits for a term and none is held, healthy() is asked now and then
-  // (25 ms after a release, doubling to 1 s), and an ended loop ends the
-  // iteration.
-  #watchLoop() {
-    this.#loopDelay = 25;
-    this.#armLoopWatch();
-  }
-
-  #armLoopWatch() {
-    if (this.#loopTimer || this.#closing) return;
-    this.#loopTimer = setTimeout(() => {
-      this.#loopTimer = null;
-      if (this.#closing || this.#current) return;
-      const h = this.#probe();
-      if (h && !h.healthy && /: stopped(: |$)/.test(h.reason)) {
-        this.#loopEnded(h.reason);
-        return;
-      }
-      if (this.#waiters.length > 0 || this.#loopDelay < 1000) {
-        this.#loopDelay = Math.min(this.#loopDelay * 2, 1000);
-        this.#armLoopWatch();
-      }
-    }, this.#loopDelay);
-    this.#loopTimer.unref();
-  }
-
-  #stopLoopWatch() {
-    if (this.#loopTimer) clearTimeout(this.#loopTimer);
-    this.#loopTimer = null;
-  }
-
-  #probe() {
-    if (!this.#handle || this.#closing) return null;
-    const ok = [0];
-    reasonBuf[0] = 0;
-    if (fns().krabka_elector_healthy(this.#handle, ok, reasonBuf, reasonBuf.length) !== 0) return null;
-    return { healthy: ok[0] === 1, reason: ok[0] === 1 ? null : errText(reasonBuf) };
-  }
-
-  #loopEnded(reason) {
-    // With recampaign off the loop ends after the first lost term: that
-    // loss was the term's stop. Otherwise it ended for good on an error.
-    const expected = (!this.#recampaign && this.#termsStopped > 0) || /: stopped$/.test(reason);
-    this.#finish(expected ? DONE : { error: makeError(ErrorCode.CLOSED, `the election loop ended: ${reason}`) });
+  // The loop ended (its ELECTOR_STOPPED event, the last one; error: null
+  // when close() ended it). It ends the iteration as close() does when
+  // the host ended it (close(), or its client closed: CLOSED) and, with
+  // recampaign off, after the first lost term, whose stop was delivered.
+  // Otherwise it ended for good (the cluster refused the member), and the
+  // iteration rejects with that error.
+  #loopEnded(error) {
+    this.#endError = error;
+    safeEmit(this, 'ended', error);
+    if (this.#closing) return;
+    const expected = error === null || error.code === ErrorCode.CLOSED || (!this.#recampaign && this.#termsStopped > 0);
+    this.#finish(expected ? DONE : { error });
     this.close().catch(() => {});
   }
 
@@ -460,7 +306,6 @@ class Elector extends EventEmitter {
     }
     return new Promise((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
-      if (!this.#current && !this.#releaseScheduled) this.#armLoopWatch();
     });
   }
 
@@ -500,10 +345,37 @@ class Elector extends EventEmitter {
   }
 
   /**
+   * Where the loop is, a krabka_elector_state_t name: 'CAMPAIGNING' between
+   * terms (standing by and withdrawn included), 'HOLDING', 'AT_RISK',
+   * 'SUSPENDED' (a term rides out an outage: dispatch nothing), 'STOPPED'
+   * once the loop ended (`error` says why) or the elector was closed.
+   * Never blocks.
+   */
+  state() {
+    if (this.#closing || !this.#handle) return 'STOPPED';
+    const out = [0];
+    const code = fns().krabka_elector_state(this.#handle, out);
+    if (code === ErrorCode.INVALID_HANDLE) return 'STOPPED';
+    if (code !== 0) throw makeError(code, 'krabka_elector_state');
+    return abi.ElectorStateName[out[0]] || `ElectorState(${out[0]})`;
+  }
+
+  /**
+   * Why the loop ended by itself (the KrabkaError of its ELECTOR_STOPPED
+   * event: CLOSED when the client was closed, the lost term's error with
+   * recampaign false, AUTHORIZATION, ...); null while it runs and when
+   * close() ended it.
+   */
+  get error() {
+    return this.#endError;
+  }
+
+  /**
    * { healthy, reason } for a health endpoint: healthy while campaigning,
    * standing by, withdrawn, or holding the role with its lease renewed on
-   * time; not (reason says why) while the held lease is at risk and after
-   * the loop ended. Never blocks.
+   * time; not while the held lease is at risk, while a term is suspended
+   * and after the loop ended. The reason is for people; state() is the
+   * code. Never blocks.
    */
   healthy() {
     const h = this.#live('healthy');
@@ -521,7 +393,6 @@ class Elector extends EventEmitter {
    */
   close() {
     if (this.#closing) return this.#closing;
-    this.#stopLoopWatch();
     if (this.#signal) this.#signal.removeEventListener('abort', this.#onAbort);
     const h = this.#handle;
     this.#closing = calls.destroyOnPool('elector', h).then((code) => {

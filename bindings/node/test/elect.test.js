@@ -74,6 +74,7 @@ function record(el, log, name) {
   el.on('stopped', (t, s) => log.push({ ev: 'STOPPED', name, el, n: t.number, reason: s.reason }));
   el.on('atRisk', (t) => log.push({ ev: 'AT_RISK', name, el, n: t.number }));
   el.on('recovered', (t) => log.push({ ev: 'RECOVERED', name, el, n: t.number }));
+  el.on('suspended', (t) => log.push({ ev: 'SUSPENDED', name, el, n: t.number }));
 }
 
 /**
@@ -105,6 +106,7 @@ function checkLog(log) {
         s.next++;
         break;
       case 'AT_RISK':
+      case 'SUSPENDED':
       case 'RECOVERED':
         assert.equal(s.open, e.n, `${where} outside its term`);
         break;
@@ -506,11 +508,13 @@ test('[tv2] at risk before the term stops EXPIRED or LOST_AT_RISK under a cut li
     const s = await observer.describe(role, { timeoutMs: 30_000 });
     assert.equal(s.holder, 'a');
     let healthAtRisk = null;
+    let stateAtRisk = null;
     let atRiskAt = 0;
     const atRisk = within(
       new Promise((r) =>
         t.once('atRisk', (d) => {
           atRiskAt = Date.now();
+          stateAtRisk = el.state();
           healthAtRisk = el.healthy();
           r(d);
         }),
@@ -522,7 +526,7 @@ test('[tv2] at risk before the term stops EXPIRED or LOST_AT_RISK under a cut li
     const deadline = await atRisk;
     assert.equal(t.atRisk, true);
     assert.equal(healthAtRisk.healthy, false, 'unhealthy while at risk');
-    assert.match(healthAtRisk.reason, /at risk/);
+    assert.equal(stateAtRisk, 'AT_RISK');
     const stop = await within(t.stopped, 'the term to stop');
     const stoppedAt = Date.now();
     assert.ok(['EXPIRED', 'LOST_AT_RISK'].includes(stop.reason), `stopped ${stop.reason}`);
@@ -532,8 +536,56 @@ test('[tv2] at risk before the term stops EXPIRED or LOST_AT_RISK under a cut li
     assert.ok(t.signal.aborted);
     log.push({ ev: 'BODY_END', name: 'a', el, n: t.number });
     await proxy.send('heal');
-    // recampaign false: the iteration ends after the lost term.
+    // recampaign false: the iteration ends after the lost term, and the
+    // loop's end says why as a code (its ELECTOR_STOPPED event).
     assert.deepEqual(await within(it.next(), 'the iteration to end'), { done: true, value: undefined });
+    assert.equal(el.state(), 'STOPPED');
+    assert.ok(el.error instanceof KrabkaError && el.error.code === ErrorCode.LEASE_EXPIRED, `the loop ended with ${el.error}`);
+  } finally {
+    await proxy.send('heal').catch(() => {});
+    await el.close().catch(() => {});
+    await Promise.all([c.close(), observer.close()]);
+    await proxy.quit();
+  }
+  checkLog(log);
+});
+
+test('[tv2] ride outage: a cut link past the lease suspends the term; healed, it resumes under the same token', { timeout: 180_000 }, async () => {
+  const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
+  const x1 = process.env.KRABKA_BOOTSTRAP_X1;
+  const target = process.env.KRABKA_BOOTSTRAP_X1_TARGET;
+  assert.ok(x1 && target, 'KRABKA_BOOTSTRAP_X1 and KRABKA_BOOTSTRAP_X1_TARGET are not set: the cut-link test needs the extra listener of `make test`');
+  const proxy = await startProxy(x1, target);
+  const role = unique('ride');
+  const c = new Client({ 'bootstrap.servers': x1, 'client.id': 'elect-ride', ...SHORT, 'request.timeout.ms': 2000, 'krabka.elector.ride.outage': 'true' });
+  const observer = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-ride-observer', ...SHORT });
+  const log = [];
+  const el = c.elect(role, 'a');
+  record(el, log, 'a');
+  try {
+    const it = el[Symbol.asyncIterator]();
+    const { value: t } = await within(it.next(), 'a to win through the proxy');
+    log.push({ ev: 'YIELD', name: 'a', el, n: t.number });
+    const suspended = within(new Promise((r) => t.once('suspended', r)), 'SUSPENDED');
+    await proxy.send('cut');
+    const deadline = await suspended;
+    assert.equal(t.suspended, true);
+    assert.equal(el.state(), 'SUSPENDED');
+    assert.equal(el.healthy().healthy, false);
+    // Past the lease deadline: the term is kept.
+    while (Date.now() <= Number(deadline) + 1000) await sleep(100);
+    assert.equal(t.active, true, 'the suspended term outlived its lease deadline');
+    assert.ok(!t.signal.aborted);
+    const recovered = within(new Promise((r) => t.once('recovered', r)), 'RECOVERED');
+    await proxy.send('heal');
+    await recovered;
+    assert.equal(t.suspended, false);
+    assert.equal(el.state(), 'HOLDING');
+    const s = await observer.describe(role, { timeoutMs: 30_000 });
+    assert.equal(s.holder, 'a');
+    assert.equal(s.token.toString(), t.token.toString(), 'resumed under the token it won');
+    assert.equal(s.current, true);
+    log.push({ ev: 'BODY_END', name: 'a', el, n: t.number });
   } finally {
     await proxy.send('heal').catch(() => {});
     await el.close().catch(() => {});
@@ -606,6 +658,8 @@ test('elector: setEligible and healthy check their arguments; use after close is
     assert.equal(el.member, 'a');
     assert.equal(el.eligible, false);
     assert.deepEqual(el.healthy(), { healthy: true, reason: null });
+    assert.equal(el.state(), 'CAMPAIGNING', 'a withdrawn member is between terms');
+    assert.equal(el.error, null);
     for (const bad of [undefined, null, 1, 'yes', {}]) {
       assert.throws(() => el.setEligible(bad), (e) => e instanceof TypeError && /eligible must be a boolean/.test(e.message));
     }
@@ -618,7 +672,10 @@ test('elector: setEligible and healthy check their arguments; use after close is
     await within(el.setEligible(true), 'setEligible(true)');
     const { value: t } = await within(el.next(), 'the win');
     assert.equal(t.member, 'a');
+    assert.equal(el.state(), 'HOLDING');
     await within(el.close(), 'close');
+    assert.equal(el.state(), 'STOPPED');
+    assert.equal(el.error, null, 'close ended the loop: no error');
     assert.equal((await t.stopped).reason, 'RESIGNED', 'close resigned the term');
     assert.equal(el.close(), el.close(), 'close is idempotent');
     assert.throws(() => el.healthy(), (e) => e instanceof KrabkaError && e.code === ErrorCode.CLOSED && /closed/.test(e.message));

@@ -71,7 +71,7 @@ from ._pure import (
 from ._verify import Verdict, Verifier
 from ._leadership import Leadership, TryAcquireResult
 from ._watch import Watch
-from ._elect import Elector, Health, StopReason, Term, TermEvent, TermEventKind
+from ._elect import Elector, ElectorState, Health, StopReason, Term, TermEvent, TermEventKind
 from ._client import Client
 
 __version__ = "2.0.0"
@@ -93,6 +93,7 @@ MAX_METADATA_BYTES = _abi.MAX_METADATA_BYTES
 
 __all__ = [
     "Elector",
+    "ElectorState",
     "Health",
     "StopReason",
     "Term",

@@ -177,6 +177,8 @@ class TermEventKind(enum.IntEnum):
     RECOVERED = 3
     STOPPED = 4
     NEW_LEADER = 5
+    SUSPENDED = 6
+    ELECTOR_STOPPED = 7
 
 
 class StopReason(enum.IntEnum):
@@ -188,6 +190,17 @@ class StopReason(enum.IntEnum):
     RESIGNED = 3
     CLOSED = 4
     LOST_AT_RISK = 5
+
+
+class ElectorState(enum.IntEnum):
+    """krabka_elector_state_t."""
+
+    NOT_STARTED = 0
+    CAMPAIGNING = 1
+    HOLDING = 2
+    AT_RISK = 3
+    SUSPENDED = 4
+    STOPPED = 5
 
 
 class LeaseEventKind(enum.IntEnum):
@@ -495,6 +508,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_elector_new_opts": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_void_p, c_int, c_void_p, c_uint64, POINTER(c_void_p), c_char_p, c_size_t]),
     "krabka_elector_set_eligible": (c_int, [c_void_p, c_int, c_int64, c_char_p, c_size_t]),
     "krabka_elector_healthy": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_elector_state": (c_int, [c_void_p, POINTER(c_int)]),
     "krabka_elector_destroy": (c_int, [c_void_p]),
     "krabka_event_term_kind": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
     "krabka_event_term": (c_int, [c_void_p, POINTER(c_uint64), c_char_p, c_size_t]),

@@ -6,7 +6,9 @@ threads and posts every term event (KRABKA_EVENT_TERM) to a completion
 queue of its own. One daemon thread per elector ("krabka-elector") waits on
 that queue's fd and copies each event into Python state under one lock:
 a STARTED becomes a Term (with the Leadership handle taken from the event),
-AT_RISK / RECOVERED / STOPPED go to their term, NEW_LEADER to the elector.
+AT_RISK / SUSPENDED / RECOVERED / STOPPED go to their term, NEW_LEADER to
+the elector, and ELECTOR_STOPPED (the last event: the loop ended, with the
+error code that ended it) ends the iteration. No state is read from text.
 Synchronous waiters wait on a Condition (in slices on the main thread, so
 Ctrl-C works); asyncio waiters on futures completed with
 call_soon_threadsafe, so a loop never blocks.
@@ -19,401 +21,27 @@ elector was closed. So a new term is never yielded before the previous
 one's stop was delivered, and a host slow to stop holds no new term.
 """
 
+
 from __future__ import annotations
 
 import asyncio
 import collections
 import ctypes
-import datetime
 import os
 import select
 import threading
-import time
-from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Deque, Iterator, List, Optional, TypeVar, Union
+from typing import Any, AsyncIterator, Callable, Deque, Iterator, List, Optional
 
 from . import _abi, _calls
-from ._args import Headers, Name, Timeout, timeout_ms
-from ._errors import ClosedError, ErrorCode, KrabkaError, error_for, raise_for
+from ._args import Timeout, timeout_ms
+from ._elect_events import (_NOT_YET, ElectorState, Health, StopReason, TermEvent, TermEventKind, _now, _read_event,
+                            _run_blocking, _settle, _Stream)
+from ._errors import ClosedError, ErrorCode, KrabkaError, raise_for
 from ._leadership import Leadership
 from ._native import Handle, glib, lib
-from ._values import FencingToken, LeadershipState, ProduceResult, text
+from ._term import Term
 
-__all__ = ["Elector", "Term", "TermEvent", "TermEventKind", "StopReason", "Health"]
-
-#: krabka_term_event_kind_t: STARTED, AT_RISK, RECOVERED, STOPPED, NEW_LEADER.
-TermEventKind = _abi.TermEventKind
-#: krabka_stop_reason_t: NONE, FENCED, EXPIRED, RESIGNED, CLOSED, LOST_AT_RISK.
-StopReason = _abi.StopReason
-
-T = TypeVar("T")
-
-_NOT_YET = object()  # a wait predicate's "keep waiting"
-_PUMP_SLICE_MS = 200  # how often the pump thread looks at the loop's health
-
-
-def _ms_to_datetime(ms: int) -> Optional[datetime.datetime]:
-    if ms <= 0:
-        return None
-    try:
-        return datetime.datetime.fromtimestamp(ms / 1000.0, tz=datetime.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
-
-
-@dataclass(frozen=True)
-class TermEvent:
-    """One event of an elector (the fields of Go's coord.TermEvent, C's
-    KRABKA_EVENT_TERM accessors).
-
-    kind: STARTED, AT_RISK, RECOVERED, STOPPED or NEW_LEADER (TermEventKind).
-    term: the term number (1, 2, ... per elector; 0 on NEW_LEADER).
-    token: the term's fencing token (NEW_LEADER: the new holder's).
-    holder: this member on term events, the new holder on NEW_LEADER.
-    deadline_ms: the lease deadline in epoch ms (0 when unknown): the first
-        lease on STARTED, the lease at risk on AT_RISK, the renewed one on
-        RECOVERED, the last one on STOPPED, the holder's on NEW_LEADER.
-    stop_reason: why the term stopped (StopReason.NONE unless STOPPED).
-    error: STOPPED: the term's error (FencedError, LeaseExpiredError,
-        NotLeaderError or ClosedError), else None.
-    """
-
-    kind: "_abi.TermEventKind"
-    term: int
-    token: FencingToken
-    holder: str
-    deadline_ms: int
-    stop_reason: "_abi.StopReason" = _abi.StopReason.NONE
-    error: Optional[KrabkaError] = None
-
-    @property
-    def deadline(self) -> Optional[datetime.datetime]:
-        """deadline_ms as an aware UTC datetime (None when unknown)."""
-        return _ms_to_datetime(self.deadline_ms)
-
-
-@dataclass(frozen=True)
-class Health:
-    """Elector.healthy: truthy while the elector does its job (campaigning,
-    standing by, withdrawn, or holding the role with its lease renewed on
-    time); falsy with the reason while the held lease is at risk and after
-    the election loop ended."""
-
-    ok: bool
-    reason: str = ""
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-
-def _read_event(ev: int) -> Optional[TermEvent]:
-    """A TermEvent out of a KRABKA_EVENT_TERM (None: not one, or a kind
-    newer than this binding)."""
-    typ = ctypes.c_int()
-    if glib.krabka_event_type(ev, ctypes.byref(typ)) or typ.value != _abi.EventType.TERM:
-        return None
-    kind = ctypes.c_int()
-    raise_for(glib.krabka_event_term_kind(ev, ctypes.byref(kind), None, 0))
-    try:
-        k = _abi.TermEventKind(kind.value)
-    except ValueError:
-        return None
-    n = ctypes.c_uint64()
-    raise_for(glib.krabka_event_term(ev, ctypes.byref(n), None, 0))
-    tok = _abi.Token()
-    raise_for(glib.krabka_event_token(ev, ctypes.byref(tok), None, 0))
-    holder = ctypes.create_string_buffer(_abi.NAME_BUF)
-    hn = ctypes.c_size_t()
-    raise_for(glib.krabka_event_holder(ev, holder, len(holder), ctypes.byref(hn), None, 0))
-    deadline = ctypes.c_int64()
-    raise_for(glib.krabka_event_deadline(ev, ctypes.byref(deadline), None, 0))
-    reason = ctypes.c_int()
-    raise_for(glib.krabka_event_stop_reason(ev, ctypes.byref(reason), None, 0))
-    try:
-        r = _abi.StopReason(reason.value)
-    except ValueError:
-        r = _abi.StopReason.NONE
-    error = None
-    if k == _abi.TermEventKind.STOPPED:
-        code = ctypes.c_int()
-        buf = ctypes.create_string_buffer(512)
-        raise_for(glib.krabka_event_error(ev, ctypes.byref(code), buf, len(buf)))
-        error = error_for(code.value, buf) if code.value else None
-    return TermEvent(k, int(n.value), FencingToken._from_c(tok), text(holder.raw[: hn.value]),
-                     int(deadline.value), r, error)
-
-
-def _run_blocking(fn: Callable[[], T]) -> T:
-    """fn(), a C call that blocks without an asynchronous form. On the main
-    thread it runs on a helper thread and the main thread waits in slices,
-    so Ctrl-C raises KeyboardInterrupt at once (the call goes on to its end
-    on the helper thread). Elsewhere it is called directly."""
-    if threading.current_thread() is not threading.main_thread():
-        return fn()
-    done = threading.Event()
-    box: List[Any] = [None, None]
-
-    def run() -> None:
-        try:
-            box[0] = fn()
-        except BaseException as exc:  # handed to the waiter
-            box[1] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="krabka-elector-call", daemon=True).start()
-    _calls.wait_event(done, None)
-    if box[1] is not None:
-        raise box[1]
-    return box[0]  # type: ignore[no-any-return]
-
-
-class _Stream:
-    """An iterator (sync and async) over a growing list of TermEvents the
-    elector appends to, ending when `finished()` is true and every event
-    was taken."""
-
-    def __init__(self, elector: "Elector", log: Callable[[], List[TermEvent]], start: int,
-                 finished: Callable[[], bool]) -> None:
-        self._el = elector
-        self._log = log
-        self._i = start
-        self._finished = finished
-
-    def _pick(self) -> Any:
-        log = self._log()
-        if self._i < len(log):
-            ev = log[self._i]
-            self._i += 1
-            return ev
-        if self._finished():
-            return None
-        return _NOT_YET
-
-    def next(self, timeout: Timeout = None) -> Optional[TermEvent]:
-        """The next event; None when `timeout` seconds passed first, or
-        when the stream ended. Interruptible (Ctrl-C)."""
-        seconds = None if timeout is None else timeout_ms(timeout) / 1000.0
-        got = self._el._wait(self._pick, seconds)
-        return None if got is _NOT_YET else got
-
-    def __iter__(self) -> Iterator[TermEvent]:
-        return self
-
-    def __next__(self) -> TermEvent:
-        got = self._el._wait(self._pick, None)
-        if got is None or got is _NOT_YET:
-            raise StopIteration
-        return got  # type: ignore[no-any-return]
-
-    def __aiter__(self) -> AsyncIterator[TermEvent]:
-        return self
-
-    async def __anext__(self) -> TermEvent:
-        got = await self._el._wait_async(self._pick)
-        if got is None:
-            raise StopAsyncIteration
-        return got  # type: ignore[no-any-return]
-
-
-class Term:
-    """One won term of an Elector: from its STARTED to its STOPPED.
-
-    number, token, role, member: what the term is. leadership: the term's
-    Leadership for guarded writes (produce, produce_many, set_metadata);
-    the elector renews it, and once the term is over its calls fail
-    (FencedError, NotLeaderError, ...). `active` is true until the elector
-    reported the stop; then stop_reason and error say why.
-
-    Use it as a context manager for the term's work: leaving the block
-    resigns the term if it still runs (as Leadership's block does), waits
-    for its stop and hands the term back to the elector, which may then
-    campaign again::
-
-        for term in elector:
-            with term:
-                while term.active:
-                    term.produce("commands", next_command())
-
-    at_risk is true while the lease is at risk (AT_RISK not yet followed
-    by RECOVERED); events() yields the term's events (STARTED, AT_RISK,
-    RECOVERED, STOPPED last); wait_stopped() / stopped() wait for the end.
-    """
-
-    def __init__(self, elector: "Elector", started: TermEvent, leadership: Optional[Leadership]) -> None:
-        self._el = elector
-        self._started = started
-        self._leadership = leadership
-        self._events: List[TermEvent] = [started]
-        self._at_risk = False
-        self._deadline_ms = started.deadline_ms
-        self._stop: Optional[TermEvent] = None
-        self._stop_ev: Optional[int] = None  # the STOPPED event, kept until released
-        self._released = False
-
-    def __repr__(self) -> str:
-        state = "active" if self._stop is None else self._stop.stop_reason.name
-        return "<Term %d of %s/%s token=%s %s>" % (self.number, self.role, self.member, self.token, state)
-
-    # -- what the term is ----------------------------------------------------
-    @property
-    def number(self) -> int:
-        """The term number: 1, 2, ... per elector."""
-        return self._started.term
-
-    @property
-    def token(self) -> FencingToken:
-        return self._started.token
-
-    @property
-    def role(self) -> str:
-        return self._el.role
-
-    @property
-    def member(self) -> str:
-        return self._el.member
-
-    @property
-    def leadership(self) -> Leadership:
-        """The term's leadership, for guarded writes. Closed (its calls raise
-        NotLeaderError) once the term was handed back to the elector."""
-        if self._leadership is None:
-            raise KrabkaError(ErrorCode.INTERNAL, "the STARTED event of term %d carried no leadership" % self.number)
-        return self._leadership
-
-    @property
-    def deadline_ms(self) -> int:
-        """The lease deadline the last event of the term reported (epoch ms);
-        leadership.lease is the live lease."""
-        with self._el._cond:
-            return self._deadline_ms
-
-    @property
-    def deadline(self) -> Optional[datetime.datetime]:
-        return _ms_to_datetime(self.deadline_ms)
-
-    # -- how it goes ------------------------------------------------------------
-    @property
-    def active(self) -> bool:
-        """True until the elector reported the term's stop."""
-        with self._el._cond:
-            return self._stop is None
-
-    @property
-    def at_risk(self) -> bool:
-        """True while the term's lease is at risk: AT_RISK came and no
-        RECOVERED after it (nor the stop)."""
-        with self._el._cond:
-            return self._at_risk
-
-    @property
-    def stop_reason(self) -> Optional["_abi.StopReason"]:
-        """Why the term stopped (FENCED, EXPIRED, RESIGNED, CLOSED,
-        LOST_AT_RISK); None while it runs."""
-        with self._el._cond:
-            return None if self._stop is None else self._stop.stop_reason
-
-    @property
-    def error(self) -> Optional[KrabkaError]:
-        """The stop's error (what the term's calls raise now); None while it
-        runs."""
-        with self._el._cond:
-            return None if self._stop is None else self._stop.error
-
-    def events(self) -> _Stream:
-        """The term's events from its STARTED on: AT_RISK and RECOVERED as
-        they happen, STOPPED last (then the iteration ends). Iterate with
-        `for` or `async for`; every call starts from the STARTED again."""
-        return _Stream(self._el, lambda: self._events, 0, lambda: self._stop is not None or self._el._closed)
-
-    def _stopped_pick(self) -> Any:
-        if self._stop is not None:
-            return self._stop.stop_reason
-        if self._el._closed:
-            return _abi.StopReason.CLOSED  # never happens: close delivers every stop
-        return _NOT_YET
-
-    def wait_stopped(self, timeout: Timeout = None) -> Optional["_abi.StopReason"]:
-        """Block until the term stopped and return why (`error` has the
-        error); None when `timeout` seconds passed first (None: no limit).
-        Interruptible (Ctrl-C)."""
-        seconds = None if timeout is None else timeout_ms(timeout) / 1000.0
-        got = self._el._wait(self._stopped_pick, seconds)
-        return None if got is _NOT_YET else got
-
-    async def stopped(self) -> "_abi.StopReason":
-        """Wait, without blocking the loop, until the term stopped; returns
-        why (`error` has the error)."""
-        return await self._el._wait_async(self._stopped_pick)  # type: ignore[no-any-return]
-
-    # -- the term's calls --------------------------------------------------------
-    def produce(self, topic: str, value: Union[bytes, str, None], key: Union[bytes, str, None] = None,
-                partition: Optional[int] = None, timeout: Timeout = None, headers: Headers = None) -> ProduceResult:
-        """leadership.produce(): a guarded write under the term's token."""
-        return self.leadership.produce(topic, value, key, partition, timeout, headers)
-
-    async def produce_async(self, topic: str, value: Union[bytes, str, None], key: Union[bytes, str, None] = None,
-                            partition: Optional[int] = None, timeout: Timeout = None,
-                            headers: Headers = None) -> ProduceResult:
-        """leadership.produce_async()."""
-        return await self.leadership.produce_async(topic, value, key, partition, timeout, headers)
-
-    def resign(self, timeout: Timeout = None) -> None:
-        """End the term now (STOPPED, RESIGNED): the first standby takes over
-        at once; the elector campaigns again once the term was handed back
-        (the member registers at the tail). A no-op once the term stopped."""
-        lead = self._leadership
-        if lead is not None and self.active and lead.state == LeadershipState.ACTIVE:
-            lead.resign(timeout)
-
-    async def resign_async(self, timeout: Timeout = None) -> None:
-        """resign() as a coroutine."""
-        lead = self._leadership
-        if lead is not None and self.active and lead.state == LeadershipState.ACTIVE:
-            await lead.resign_async(timeout)
-
-    # -- the hand-back ------------------------------------------------------------
-    def _release(self) -> None:
-        """Hand the stopped term back: destroys the kept STOPPED event (the
-        elector may campaign again) and closes the leadership handle. Only
-        once the stop arrived; idempotent."""
-        with self._el._cond:
-            if self._stop is None or self._released:
-                return
-            self._released = True
-            ev, self._stop_ev = self._stop_ev, None
-        if self._leadership is not None:
-            self._leadership.close()
-        if ev is not None:
-            lib.krabka_event_destroy(ev)
-
-    def __enter__(self) -> "Term":
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            try:
-                self.resign()
-            except KrabkaError:
-                if exc_type is None:
-                    raise
-            self.wait_stopped()
-        finally:
-            self._release()
-
-    async def __aenter__(self) -> "Term":
-        return self
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            try:
-                await self.resign_async()
-            except KrabkaError:
-                if exc_type is None:
-                    raise
-            await self.stopped()
-        finally:
-            self._release()
+__all__ = ["Elector", "Term", "TermEvent", "TermEventKind", "StopReason", "ElectorState", "Health"]
 
 
 class Elector:
@@ -464,7 +92,8 @@ class Elector:
         self._current: Optional[Term] = None  # yielded, not yet handed back
         self._terms: List[Term] = []  # every term, in order (until handed back)
         self._leaders: List[TermEvent] = []
-        self._loop_ended = False  # the C loop returned (healthy: "stopped")
+        self._loop_ended = False  # the C loop returned (its ELECTOR_STOPPED event came)
+        self._end_error: Optional[KrabkaError] = None  # why, unless it was closed
         self._closed = False
         self._closing = False
         self._close_lock = threading.Lock()
@@ -484,7 +113,6 @@ class Elector:
             os.close(self._wake_w)
             raise
         self._h = Handle(out.value, lib.krabka_elector_destroy)
-        self._stopped_prefix = "krabka: elector %s/%s: stopped" % (role, member)
         self._thread = threading.Thread(target=self._pump_loop, name="krabka-elector", daemon=True)
         self._thread.start()
 
@@ -498,30 +126,11 @@ class Elector:
         poller.register(self._queue.fd, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         while not self._stop_pump:
-            poller.poll(_PUMP_SLICE_MS)
+            poller.poll()
             try:
                 self._pump()
-                self._check_loop()
             except Exception:  # never let a bug stop the delivery
                 _calls.logger.exception("krabka_coord: elector %s/%s: handling an event failed", self.role, self.member)
-
-    def _check_loop(self) -> None:
-        """Notices the end of the C loop (no event says so)."""
-        if self._loop_ended:
-            return
-        p = self._h.get()
-        if p is None:
-            return
-        ok = ctypes.c_int()
-        reason = ctypes.create_string_buffer(512)
-        # lib, not glib: it takes the elector's mutex
-        if lib.krabka_elector_healthy(p, ctypes.byref(ok), reason, len(reason)) != 0:
-            return
-        if not ok.value and reason.value.decode("utf-8", "replace").startswith(self._stopped_prefix):
-            self._pump()  # what the loop posted before it ended
-            with self._cond:
-                self._loop_ended = True
-                self._notify_locked()
 
     def _pump(self) -> None:
         """Takes every event of the queue, in order, into Python state."""
@@ -550,6 +159,12 @@ class Elector:
                     self._terms.append(term)
                     self._notify_locked()
                 return
+            if te.kind == _abi.TermEventKind.ELECTOR_STOPPED:
+                with self._cond:
+                    self._loop_ended = True
+                    self._end_error = te.error
+                    self._notify_locked()
+                return
             if te.kind == _abi.TermEventKind.NEW_LEADER:
                 with self._cond:
                     self._leaders.append(te)
@@ -564,10 +179,12 @@ class Elector:
                     term_._deadline_ms = te.deadline_ms
                 if te.kind == _abi.TermEventKind.AT_RISK:
                     term_._at_risk = True
+                elif te.kind == _abi.TermEventKind.SUSPENDED:
+                    term_._suspended = True
                 elif te.kind == _abi.TermEventKind.RECOVERED:
-                    term_._at_risk = False
+                    term_._at_risk = term_._suspended = False
                 elif te.kind == _abi.TermEventKind.STOPPED:
-                    term_._at_risk = False
+                    term_._at_risk = term_._suspended = False
                     term_._stop = te
                     term_._stop_ev = ev
                     keep = True  # released by the consumer (Term._release)
@@ -701,11 +318,37 @@ class Elector:
         return _Stream(self, lambda: self._leaders, start, lambda: self._closed)
 
     @property
+    def state(self) -> ElectorState:
+        """Where the loop is (krabka_elector_state): CAMPAIGNING between
+        terms (standing by and withdrawn included), HOLDING, AT_RISK,
+        SUSPENDED (a term rides out an outage: do not dispatch), STOPPED
+        once the loop ended (`error` says why). Never blocks."""
+        p = self._h.get()
+        if p is None or self._closed:
+            return ElectorState.STOPPED
+        out = ctypes.c_int()
+        code = lib.krabka_elector_state(p, ctypes.byref(out))
+        if code == ErrorCode.INVALID_HANDLE:
+            return ElectorState.STOPPED
+        raise_for(code)
+        return ElectorState(out.value)
+
+    @property
+    def error(self) -> Optional[KrabkaError]:
+        """Why the loop ended by itself (the ELECTOR_STOPPED event's error:
+        ClosedError when the client was closed, the lost term's error with
+        recampaign=False, a refusal such as AuthorizationError); None while
+        it runs and when close() ended it."""
+        with self._cond:
+            return self._end_error
+
+    @property
     def healthy(self) -> Health:
         """Health: truthy while campaigning, standing by, withdrawn or holding
         the role with its lease renewed on time; falsy, with the reason,
-        while the held lease is at risk, after the loop ended and once
-        closed. Never blocks."""
+        while the held lease is at risk, while a term is suspended, after
+        the loop ended and once closed. The reason is for people; `state` is the code. Never
+        blocks."""
         p = self._h.get()
         if p is None or self._closed:
             return Health(False, "this Elector was closed")
@@ -832,12 +475,3 @@ class Elector:
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         await self.close_async()
-
-
-def _settle(f: "asyncio.Future[None]") -> None:
-    if not f.done():
-        f.set_result(None)
-
-
-def _now() -> float:
-    return time.monotonic()
