@@ -12,7 +12,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/krabka/krabka-coord/bench/internal/childproc"
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
@@ -39,19 +39,8 @@ type event struct {
 	Err      string `json:"err,omitempty"`
 }
 
-type emitter struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-}
-
-func (o *emitter) send(e event) {
-	b, _ := json.Marshal(e)
-	o.mu.Lock()
-	o.w.Write(b)
-	o.w.WriteByte('\n')
-	o.w.Flush()
-	o.mu.Unlock()
-}
+func (e event) Kind() string    { return e.Ev }
+func (e event) Failure() string { return e.Err }
 
 // parseProps turns k=v,k=v into a map.
 func parseProps(s string) (map[string]string, error) {
@@ -75,9 +64,9 @@ func runDeadHolder(args []string) {
 	roleName := fs.String("role", "", "role")
 	memberName := fs.String("member", "holder", "member id")
 	fs.Parse(args)
-	o := &emitter{w: bufio.NewWriter(os.Stdout)}
+	o := childproc.NewOut[event](os.Stdout)
 	fail := func(err error) {
-		o.send(event{Ev: "err", Err: err.Error()})
+		o.Send(event{Ev: "err", Err: err.Error()})
 		os.Exit(1)
 	}
 	m, err := parseProps(*props)
@@ -107,7 +96,7 @@ func runDeadHolder(args []string) {
 		fail(fmt.Errorf("acquire: %w", err))
 	}
 	ls := l.Lease()
-	o.send(event{Ev: "acq", T: time.Now().UnixNano(), Token: l.Token().String(), Deadline: ls.Deadline, Granted: ls.GrantedAt})
+	o.Send(event{Ev: "acq", T: time.Now().UnixNano(), Token: l.Token().String(), Deadline: ls.Deadline, Granted: ls.GrantedAt})
 
 	var mu sync.Mutex // held during a renewal and, after "freeze", for ever
 	renewals := 0
@@ -119,7 +108,7 @@ func runDeadHolder(args []string) {
 			mu.Lock()
 			if l.State() != coord.Active {
 				mu.Unlock()
-				o.send(event{Ev: "ended", T: time.Now().UnixNano(), State: l.State().String(), Err: fmt.Sprint(l.Err())})
+				o.Send(event{Ev: "ended", T: time.Now().UnixNano(), State: l.State().String(), Err: fmt.Sprint(l.Err())})
 				return
 			}
 			rctx, rcancel := context.WithTimeout(context.Background(), cfg.RequestTimeout)
@@ -128,11 +117,11 @@ func runDeadHolder(args []string) {
 			if err == nil {
 				renewals++
 				ls := l.Lease()
-				o.send(event{Ev: "renewed", T: time.Now().UnixNano(), Deadline: ls.Deadline, Granted: ls.GrantedAt})
+				o.Send(event{Ev: "renewed", T: time.Now().UnixNano(), Deadline: ls.Deadline, Granted: ls.GrantedAt})
 			}
 			mu.Unlock()
 			if err != nil {
-				o.send(event{Ev: "renew-failed", T: time.Now().UnixNano(), State: l.State().String(), Err: err.Error()})
+				o.Send(event{Ev: "renew-failed", T: time.Now().UnixNano(), State: l.State().String(), Err: err.Error()})
 				time.Sleep(interval / 10)
 			}
 		}
@@ -145,7 +134,7 @@ func runDeadHolder(args []string) {
 		}
 		mu.Lock() // never released: no renewal from now on
 		ls := l.Lease()
-		o.send(event{Ev: "frozen", T: time.Now().UnixNano(), Token: l.Token().String(), Deadline: ls.Deadline,
+		o.Send(event{Ev: "frozen", T: time.Now().UnixNano(), Token: l.Token().String(), Deadline: ls.Deadline,
 			Granted: ls.GrantedAt, State: l.State().String(), Renewals: renewals})
 		select {} // wait for SIGKILL
 	}

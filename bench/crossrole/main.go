@@ -44,7 +44,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,9 +57,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/krabka/krabka-coord/bench/internal/childproc"
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
@@ -361,8 +360,8 @@ func runRound(o options, rng *rand.Rand, obs *coord.Client, adm *kadm.Client, ru
 	if err != nil {
 		return rr, err
 	}
-	defer child.kill()
-	acq, err := child.wait("acq", 60*time.Second)
+	defer child.Kill()
+	acq, err := child.Wait("acq", 60*time.Second)
 	if err != nil {
 		return rr, fmt.Errorf("dead holder: %w", err)
 	}
@@ -475,9 +474,9 @@ func runRound(o options, rng *rand.Rand, obs *coord.Client, adm *kadm.Client, ru
 	go func() {
 		defer close(killDone)
 		time.Sleep(time.Until(origin.Add(killAfter)))
-		child.send("freeze")
-		frozen, killErr = child.wait("frozen", 30*time.Second)
-		child.kill()
+		child.Send("freeze")
+		frozen, killErr = child.Wait("frozen", 30*time.Second)
+		child.Kill()
 	}()
 	go func() {
 		defer close(intrDone)
@@ -773,14 +772,8 @@ func intrude(o options, txnID string) (cl *kgo.Client, sendNs, ackNs, offset int
 
 // ---- the child process ----
 
-type childProc struct {
-	cmd    *exec.Cmd
-	stdin  *bufio.Writer
-	events chan event
-	once   sync.Once
-}
-
-func startChild(o options, role string) (*childProc, error) {
+// startChild starts the dead role's holder (this binary, "dead-holder").
+func startChild(o options, role string) (*childproc.Proc[event], error) {
 	var kv []string
 	for k, v := range clientProps(o, role+"-holder", false) {
 		kv = append(kv, k+"="+v)
@@ -788,64 +781,7 @@ func startChild(o options, role string) (*childProc, error) {
 	sort.Strings(kv)
 	cmd := exec.Command(os.Args[0], "dead-holder", "-props", strings.Join(kv, ","), "-role", role, "-member", "holder")
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &childProc{cmd: cmd, stdin: bufio.NewWriter(in), events: make(chan event, 256)}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var e event
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				c.events <- e
-			}
-		}
-		close(c.events)
-	}()
-	return c, nil
-}
-
-func (c *childProc) send(s string) {
-	c.stdin.WriteString(s + "\n")
-	c.stdin.Flush()
-}
-
-// wait returns the child's next event of kind ev (an err event fails).
-func (c *childProc) wait(ev string, d time.Duration) (event, error) {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	for {
-		select {
-		case e, ok := <-c.events:
-			if !ok {
-				return event{}, fmt.Errorf("the child exited waiting for %s", ev)
-			}
-			if e.Ev == "err" {
-				return e, errors.New(e.Err)
-			}
-			if e.Ev == ev {
-				return e, nil
-			}
-		case <-tm.C:
-			return event{}, fmt.Errorf("no %s from the child within %v", ev, d)
-		}
-	}
-}
-
-// kill SIGKILLs the child (once) and reaps it.
-func (c *childProc) kill() {
-	c.once.Do(func() {
-		c.cmd.Process.Signal(syscall.SIGKILL)
-		c.cmd.Wait()
-	})
+	return childproc.Start[event](cmd, childproc.Options{Events: 256})
 }
 
 // ---- the results file ----

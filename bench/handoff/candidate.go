@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/krabka/krabka-coord/bench/internal/childproc"
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
@@ -43,19 +43,8 @@ type req struct {
 	Err    string `json:"err,omitempty"`
 }
 
-type out struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-}
-
-func (o *out) send(e event) {
-	b, _ := json.Marshal(e)
-	o.mu.Lock()
-	o.w.Write(b)
-	o.w.WriteByte('\n')
-	o.w.Flush()
-	o.mu.Unlock()
-}
+func (e event) Kind() string    { return e.Ev }
+func (e event) Failure() string { return e.Err }
 
 // runCandidate is one candidate process: it acquires the role and then
 // obeys commands on stdin ("resign", "produce N TOPIC", "trace", "exit").
@@ -67,9 +56,9 @@ func runCandidate(args []string) {
 	props := fs.String("props", "", "extra client properties k=v,k=v")
 	trace := fs.Bool("trace", false, "trace every Kafka request")
 	fs.Parse(args)
-	o := &out{w: bufio.NewWriter(os.Stdout)}
+	o := childproc.NewOut[event](os.Stdout)
 	fail := func(err error) {
-		o.send(event{Ev: "err", Member: *memberName, Err: err.Error()})
+		o.Send(event{Ev: "err", Member: *memberName, Err: err.Error()})
 		os.Exit(1)
 	}
 	m := map[string]string{"bootstrap.servers": *bootstrap}
@@ -115,7 +104,7 @@ func runCandidate(args []string) {
 	if err != nil {
 		fail(err)
 	}
-	o.send(event{Ev: "ready", Member: *memberName})
+	o.Send(event{Ev: "ready", Member: *memberName})
 
 	var (
 		lmu sync.Mutex
@@ -125,13 +114,13 @@ func runCandidate(args []string) {
 		got, err := cl.Acquire(context.Background(), role, member)
 		t := time.Now().UnixNano()
 		if err != nil {
-			o.send(event{Ev: "err", Member: *memberName, Err: err.Error()})
+			o.Send(event{Ev: "err", Member: *memberName, Err: err.Error()})
 			return
 		}
 		lmu.Lock()
 		l = got
 		lmu.Unlock()
-		o.send(event{Ev: "acq", Member: *memberName, T: t, Token: got.Token().String(), Deadline: got.Lease().Deadline})
+		o.Send(event{Ev: "acq", Member: *memberName, T: t, Token: got.Token().String(), Deadline: got.Lease().Deadline})
 	}()
 
 	sc := bufio.NewScanner(os.Stdin)
@@ -146,7 +135,7 @@ func runCandidate(args []string) {
 		switch f[0] {
 		case "resign":
 			if cur == nil {
-				o.send(event{Ev: "err", Member: *memberName, Err: "resign: not holding"})
+				o.Send(event{Ev: "err", Member: *memberName, Err: "resign: not holding"})
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -158,11 +147,11 @@ func runCandidate(args []string) {
 			if err != nil {
 				e.Err = err.Error()
 			}
-			o.send(e)
+			o.Send(e)
 		case "produce":
 			// produce N TOPIC: N guarded writes of one record, back to back.
 			if cur == nil || len(f) != 3 {
-				o.send(event{Ev: "err", Member: *memberName, Err: "produce: not holding or bad command"})
+				o.Send(event{Ev: "err", Member: *memberName, Err: "produce: not holding or bad command"})
 				continue
 			}
 			n, _ := strconv.Atoi(f[1])
@@ -180,15 +169,15 @@ func runCandidate(args []string) {
 				e.Starts = append(e.Starts, s.UnixNano())
 				e.Samples = append(e.Samples, int64(d))
 			}
-			o.send(e)
+			o.Send(e)
 		case "trace":
 			tmu.Lock()
 			cp := append([]req(nil), reqs...)
 			tmu.Unlock()
-			o.send(event{Ev: "trace", Member: *memberName, Reqs: cp})
+			o.Send(event{Ev: "trace", Member: *memberName, Reqs: cp})
 		case "exit":
 			cl.Close()
-			o.send(event{Ev: "bye", Member: *memberName})
+			o.Send(event{Ev: "bye", Member: *memberName})
 			os.Exit(0)
 		}
 	}

@@ -17,9 +17,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,9 +26,9 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/krabka/krabka-coord/bench/internal/childproc"
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/core/kafka"
@@ -246,11 +244,8 @@ type bench struct {
 
 // proc is one candidate process.
 type proc struct {
+	*childproc.Proc[event]
 	member string
-	cmd    *exec.Cmd
-	stdin  *bufio.Writer
-	stdinF interface{ Close() error }
-	events chan event
 }
 
 func (b *bench) start(role, member string) (*proc, error) {
@@ -260,57 +255,20 @@ func (b *bench) start(role, member string) (*proc, error) {
 	}
 	cmd := exec.Command(b.bin, args...)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	c, err := childproc.Start[event](cmd, childproc.Options{Events: 64, BufStart: 1 << 20, BufMax: 256 << 20,
+		Err: func(w childproc.WaitError) error {
+			switch w.Reason {
+			case childproc.Exited:
+				return fmt.Errorf("%s exited waiting for %s", member, w.Want)
+			case childproc.TimedOut:
+				return fmt.Errorf("%s: no %s within %v", member, w.Want, w.Within)
+			}
+			return fmt.Errorf("%s: %s", member, w.Msg)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	outp, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &proc{member: member, cmd: cmd, stdin: bufio.NewWriter(in), stdinF: in, events: make(chan event, 64)}
-	go func() {
-		sc := bufio.NewScanner(outp)
-		sc.Buffer(make([]byte, 1<<20), 256<<20)
-		for sc.Scan() {
-			var e event
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				p.events <- e
-			}
-		}
-		close(p.events)
-	}()
-	return p, nil
-}
-
-func (p *proc) send(cmd string) {
-	p.stdin.WriteString(cmd + "\n")
-	p.stdin.Flush()
-}
-
-// wait returns p's next event of kind ev (err events fail).
-func (p *proc) wait(ev string, d time.Duration) (event, error) {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	for {
-		select {
-		case e, ok := <-p.events:
-			if !ok {
-				return event{}, fmt.Errorf("%s exited waiting for %s", p.member, ev)
-			}
-			if e.Ev == "err" {
-				return e, fmt.Errorf("%s: %s", p.member, e.Err)
-			}
-			if e.Ev == ev {
-				return e, nil
-			}
-		case <-tm.C:
-			return event{}, fmt.Errorf("%s: no %s within %v", p.member, ev, d)
-		}
-	}
+	return &proc{Proc: c, member: member}, nil
 }
 
 // firstAcq waits for the first acq event of any of ps.
@@ -326,7 +284,7 @@ func firstAcq(ps []*proc, d time.Duration) (*proc, event, error) {
 		go func() {
 			for {
 				select {
-				case e, ok := <-p.events:
+				case e, ok := <-p.Events:
 					if !ok {
 						return
 					}
@@ -355,27 +313,27 @@ func firstAcq(ps []*proc, d time.Duration) (*proc, event, error) {
 func finish(ps []*proc) map[string][]req {
 	traces := map[string][]req{}
 	for _, p := range ps {
-		if p.cmd.ProcessState != nil {
+		if p.Cmd.ProcessState != nil {
 			continue
 		}
-		p.send("trace")
+		p.Send("trace")
 	}
 	for _, p := range ps {
-		if p.cmd.ProcessState != nil {
+		if p.Cmd.ProcessState != nil {
 			continue
 		}
-		if e, err := p.wait("trace", 10*time.Second); err == nil {
+		if e, err := p.Wait("trace", 10*time.Second); err == nil {
 			traces[p.member] = e.Reqs
 		}
-		p.send("exit")
+		p.Send("exit")
 	}
 	for _, p := range ps {
 		done := make(chan struct{})
-		go func() { p.cmd.Wait(); close(done) }()
+		go func() { p.Cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(15 * time.Second):
-			p.cmd.Process.Kill()
+			p.Cmd.Process.Kill()
 			<-done
 		}
 	}
@@ -399,7 +357,7 @@ func (b *bench) candidates(i int) (string, []*proc, error) {
 		ps = append(ps, p)
 	}
 	for _, p := range ps {
-		if _, err := p.wait("ready", 30*time.Second); err != nil {
+		if _, err := p.Wait("ready", 30*time.Second); err != nil {
 			return "", nil, err
 		}
 	}
@@ -436,8 +394,8 @@ func (b *bench) handoffTrial(i int) (trialResult, error) {
 		return trialResult{}, err
 	}
 	defer finish(ps)
-	holder.send("resign")
-	rs, err := holder.wait("resigned", 30*time.Second)
+	holder.Send("resign")
+	rs, err := holder.Wait("resigned", 30*time.Second)
 	if err != nil {
 		return trialResult{}, err
 	}
@@ -462,7 +420,7 @@ func (b *bench) handoffTrial(i int) (trialResult, error) {
 	drain:
 		for {
 			select {
-			case e := <-p.events:
+			case e := <-p.Events:
 				if e.Ev == "acq" {
 					tr.doubles++
 				}
@@ -487,8 +445,7 @@ func (b *bench) crashTrial(i int) (trialResult, error) {
 		return trialResult{}, err
 	}
 	defer finish(ps)
-	holder.cmd.Process.Signal(syscall.SIGKILL)
-	holder.cmd.Wait()
+	holder.Kill()
 	killed := time.Now().UnixNano()
 	succ, acq2, err := firstAcq(others(ps, holder), 30*time.Second)
 	if err != nil {
@@ -521,8 +478,8 @@ func (b *bench) writes(n int, topic string) ([]float64, [][]step, error) {
 		return nil, nil, err
 	}
 	defer finish(ps)
-	holder.send(fmt.Sprintf("produce %d %s", n, topic))
-	e, err := holder.wait("produced", 10*time.Minute)
+	holder.Send(fmt.Sprintf("produce %d %s", n, topic))
+	e, err := holder.Wait("produced", 10*time.Minute)
 	if err != nil {
 		return nil, nil, err
 	}
