@@ -31,11 +31,7 @@ func TestStopMarginConfig(t *testing.T) {
 	if c.StopMargin() != 12*time.Second || c.RiskMargin() != 12*time.Second {
 		t.Fatalf("stop margin 12 s over the derived 10 s risk margin: stop %v risk %v", c.StopMargin(), c.RiskMargin())
 	}
-	for _, bad := range []string{"-1", "soon"} {
-		if err := c.Set("krabka.lease.stop.margin.ms", bad); !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.lease.stop.margin.ms") {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
+	setRefused(t, &c, "krabka.lease.stop.margin.ms", "-1", "soon")
 	for name, kv := range map[string][]string{
 		"reaches the renewal":      {"krabka.lease.stop.margin.ms", "20000"},
 		"above the explicit risk ": {"krabka.lease.stop.margin.ms", "4000", "krabka.lease.risk.margin.ms", "3000"},

@@ -81,17 +81,7 @@ func TestElectorStateFollowsTheLoop(t *testing.T) {
 // A loop that ends by itself (ElectRecampaign(false) after an expired term):
 // Err and the last event carry that term's error.
 func TestElectorStoppedEventCarriesWhyTheLoopEnded(t *testing.T) {
-	e := newEnv(t)
-	c, tr := e.client()
-	t.Cleanup(func() { tr.SetFault(memtransport.Healthy) }) // before the client closes
-	a := runElector(t, "a", c, bg(), ma, coord.ElectStopMargin(0), coord.ElectRecampaign(false))
-	waitFor(t, "a's term", func() bool { return a.count(coord.TermStarted) == 1 })
-	tr.SetFault(memtransport.BlackHole)
-	e.advanceUntil(250*time.Millisecond, 40*time.Second, func() bool { return len(a.run) > 0 })
-	if err := <-a.run; !errors.Is(err, coord.ErrLeaseExpired) {
-		t.Fatalf("Run: %v", err)
-	}
-	<-a.read
+	a := expiredWithoutRecampaign(t)
 	evs := a.events()
 	last := evs[len(evs)-1]
 	if last.Kind != coord.TermElectorStopped || !errors.Is(last.Err, coord.ErrLeaseExpired) {

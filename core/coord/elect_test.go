@@ -38,11 +38,7 @@ func TestRiskMarginConfig(t *testing.T) {
 	if err := c.Set("krabka.lease.risk.margin.ms", "1500"); err != nil || c.RiskMargin() != 1500*time.Millisecond {
 		t.Fatalf("set 1500: %v %v", err, c.RiskMargin())
 	}
-	for _, bad := range []string{"-1", "soon", "1.5"} {
-		if err := c.Set("krabka.lease.risk.margin.ms", bad); !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.lease.risk.margin.ms") {
-			t.Errorf("%q: %v", bad, err)
-		}
-	}
+	setRefused(t, &c, "krabka.lease.risk.margin.ms", "-1", "soon", "1.5")
 	// A margin that reaches back to the renewal instant would put every
 	// renewal at risk: refused, naming the key and the bound.
 	_, err := coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "krabka.lease.ms": "6000",
@@ -53,6 +49,16 @@ func TestRiskMarginConfig(t *testing.T) {
 	if _, err := coord.ConfigFromMap(map[string]string{"bootstrap.servers": "h:1", "krabka.lease.ms": "6000",
 		"krabka.renew.interval.ms": "2000", "krabka.lease.risk.margin.ms": "3999"}); err != nil {
 		t.Fatalf("margin just below lease - renew: %v", err)
+	}
+}
+
+// setRefused checks that c refuses every bad value of key, naming the key.
+func setRefused(t *testing.T, c *coord.Config, key string, bad ...string) {
+	t.Helper()
+	for _, v := range bad {
+		if err := c.Set(key, v); !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: %v", v, err)
+		}
 	}
 }
 
@@ -431,9 +437,12 @@ func TestElectorLostAtRiskBeforeDeadlineThenCampaignsAgain(t *testing.T) {
 	checkPairing(t, "a", a.events(), false)
 }
 
-// With ElectStopMargin(0) the term lasts until the leadership ends EXPIRED,
-// after AT_RISK; with ElectRecampaign(false) Run then returns that error.
-func TestElectorStopMarginZeroEndsExpiredAndNoRecampaign(t *testing.T) {
+// expiredWithoutRecampaign runs "a"'s elector with ElectStopMargin(0) and
+// ElectRecampaign(false), cuts its links (a black hole) once it holds, and
+// advances the clock until Run returns, which must be with ErrLeaseExpired.
+// Every event is read when it returns.
+func expiredWithoutRecampaign(t *testing.T) *recorder {
+	t.Helper()
 	e := newEnv(t)
 	c, tr := e.client()
 	t.Cleanup(func() { tr.SetFault(memtransport.Healthy) }) // before the client closes
@@ -445,6 +454,13 @@ func TestElectorStopMarginZeroEndsExpiredAndNoRecampaign(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	<-a.read
+	return a
+}
+
+// With ElectStopMargin(0) the term lasts until the leadership ends EXPIRED,
+// after AT_RISK; with ElectRecampaign(false) Run then returns that error.
+func TestElectorStopMarginZeroEndsExpiredAndNoRecampaign(t *testing.T) {
+	a := expiredWithoutRecampaign(t)
 	kinds := []string{}
 	for _, ev := range a.events() {
 		if ev.Kind != coord.TermNewLeader {
