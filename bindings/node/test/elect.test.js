@@ -488,23 +488,40 @@ test('[tv2] break out of for await closes the elector and resigns the term', { t
   checkLog(log);
 });
 
-test('[tv2] at risk before the term stops EXPIRED or LOST_AT_RISK under a cut link', { timeout: 180_000 }, async () => {
+// cutLinkTest runs body({ proxy, role, observer, log, el, it, t }) once "a"
+// won a fresh role (unique(what)) through a kproxy on $KRABKA_BOOTSTRAP_X1:
+// a's client (client.id elect-WHAT, with props) reaches the cluster only
+// through the proxy, the observer directly. Whatever body does, the link is
+// healed and everything closed after it; then the log is checked.
+async function cutLinkTest(what, props, electOptions, body) {
   const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
   const x1 = process.env.KRABKA_BOOTSTRAP_X1;
   const target = process.env.KRABKA_BOOTSTRAP_X1_TARGET;
   assert.ok(x1 && target, 'KRABKA_BOOTSTRAP_X1 and KRABKA_BOOTSTRAP_X1_TARGET are not set: the cut-link test needs the extra listener of `make test` (cluster.sh start --extra-listeners 1:PORT, then cluster.sh env)');
   const proxy = await startProxy(x1, target);
-  const role = unique('cut');
-  // request.timeout.ms bounds the close after the heal.
-  const c = new Client({ 'bootstrap.servers': x1, 'client.id': 'elect-cut', ...SHORT, 'request.timeout.ms': 5000 });
-  const observer = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-cut-observer', ...SHORT });
+  const role = unique(what);
+  const c = new Client({ 'bootstrap.servers': x1, 'client.id': `elect-${what}`, ...SHORT, ...props });
+  const observer = new Client({ 'bootstrap.servers': bootstrap, 'client.id': `elect-${what}-observer`, ...SHORT });
   const log = [];
-  const el = c.elect(role, 'a', { recampaign: false });
+  const el = c.elect(role, 'a', electOptions);
   record(el, log, 'a');
   try {
     const it = el[Symbol.asyncIterator]();
     const { value: t } = await within(it.next(), 'a to win through the proxy');
     log.push({ ev: 'YIELD', name: 'a', el, n: t.number });
+    await body({ proxy, role, observer, log, el, it, t });
+  } finally {
+    await proxy.send('heal').catch(() => {});
+    await el.close().catch(() => {});
+    await Promise.all([c.close(), observer.close()]);
+    await proxy.quit();
+  }
+  checkLog(log);
+}
+
+test('[tv2] at risk before the term stops EXPIRED or LOST_AT_RISK under a cut link', { timeout: 180_000 }, async () => {
+  // request.timeout.ms bounds the close after the heal.
+  await cutLinkTest('cut', { 'request.timeout.ms': 5000 }, { recampaign: false }, async ({ proxy, role, observer, log, el, it, t }) => {
     const s = await observer.describe(role, { timeoutMs: 30_000 });
     assert.equal(s.holder, 'a');
     let healthAtRisk = null;
@@ -541,31 +558,12 @@ test('[tv2] at risk before the term stops EXPIRED or LOST_AT_RISK under a cut li
     assert.deepEqual(await within(it.next(), 'the iteration to end'), { done: true, value: undefined });
     assert.equal(el.state(), 'STOPPED');
     assert.ok(el.error instanceof KrabkaError && el.error.code === ErrorCode.LEASE_EXPIRED, `the loop ended with ${el.error}`);
-  } finally {
-    await proxy.send('heal').catch(() => {});
-    await el.close().catch(() => {});
-    await Promise.all([c.close(), observer.close()]);
-    await proxy.quit();
-  }
-  checkLog(log);
+  });
 });
 
 test('[tv2] ride outage: a cut link past the lease suspends the term; healed, it resumes under the same token', { timeout: 180_000 }, async () => {
-  const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
-  const x1 = process.env.KRABKA_BOOTSTRAP_X1;
-  const target = process.env.KRABKA_BOOTSTRAP_X1_TARGET;
-  assert.ok(x1 && target, 'KRABKA_BOOTSTRAP_X1 and KRABKA_BOOTSTRAP_X1_TARGET are not set: the cut-link test needs the extra listener of `make test`');
-  const proxy = await startProxy(x1, target);
-  const role = unique('ride');
-  const c = new Client({ 'bootstrap.servers': x1, 'client.id': 'elect-ride', ...SHORT, 'request.timeout.ms': 2000, 'krabka.elector.ride.outage': 'true' });
-  const observer = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-ride-observer', ...SHORT });
-  const log = [];
-  const el = c.elect(role, 'a');
-  record(el, log, 'a');
-  try {
-    const it = el[Symbol.asyncIterator]();
-    const { value: t } = await within(it.next(), 'a to win through the proxy');
-    log.push({ ev: 'YIELD', name: 'a', el, n: t.number });
+  const props = { 'request.timeout.ms': 2000, 'krabka.elector.ride.outage': 'true' };
+  await cutLinkTest('ride', props, undefined, async ({ proxy, role, observer, log, el, t }) => {
     const suspended = within(new Promise((r) => t.once('suspended', r)), 'SUSPENDED');
     await proxy.send('cut');
     const deadline = await suspended;
@@ -586,13 +584,7 @@ test('[tv2] ride outage: a cut link past the lease suspends the term; healed, it
     assert.equal(s.token.toString(), t.token.toString(), 'resumed under the token it won');
     assert.equal(s.current, true);
     log.push({ ev: 'BODY_END', name: 'a', el, n: t.number });
-  } finally {
-    await proxy.send('heal').catch(() => {});
-    await el.close().catch(() => {});
-    await Promise.all([c.close(), observer.close()]);
-    await proxy.quit();
-  }
-  checkLog(log);
+  });
 });
 
 // ---- bad input and use after close ---------------------------------------------
