@@ -58,6 +58,34 @@ func suspendedThenResumed(t *testing.T, k *candidate, outage time.Duration, heal
 	return sus, rec, healed, rec.wall
 }
 
+// rideCut is the start of the tests that cut links: a, riding out outages
+// behind the links pa, holds role; b, behind pb, is a standby in its roster.
+type rideCut struct {
+	role    core.Role
+	topic   string
+	read    func() []core.RawRecord
+	log     *termLog
+	obs     *coord.Client
+	pa, pb  *links
+	a, b    *candidate
+	started termRec // a's TermStarted
+}
+
+func startRideCut(t *testing.T, c *kafkatest.Cluster, prefix string) *rideCut {
+	t.Helper()
+	s := &rideCut{role: core.MustRole(uniq(prefix))}
+	s.topic, s.read = dataTopic(t, c.Bootstrap)
+	s.log = &termLog{}
+	s.obs = newClient(t, c.Bootstrap)
+	s.pa, s.pb = newLinks(t), newLinks(t)
+	s.a = startCandidate(t, s.log, "a1", "a", c.Bootstrap, s.pa, nil, s.role, rideOpts...)
+	waitUntil(t, 30*time.Second, "a's term", s.a.holding)
+	s.b = startCandidate(t, s.log, "b1", "b", c.Bootstrap, s.pb, nil, s.role)
+	waitUntil(t, 30*time.Second, "b registered", func() bool { return len(roster(t, s.obs, s.role)) == 2 })
+	s.started, _ = s.a.last(coord.TermStarted)
+	return s
+}
+
 // Every link of the holder and of the standby cut (silent) for three
 // leases past the holder's deadline: the term is SUSPENDED, never stopped;
 // the holder's links healed first, it renews under the same token
@@ -65,16 +93,9 @@ func suspendedThenResumed(t *testing.T, k *candidate, outage time.Duration, heal
 // live lease and stays a standby.
 func TestElectorRidesOutCutLinksUnderTheSameToken(t *testing.T) {
 	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
-		role := core.MustRole(uniq("it-ride-"))
-		topic, read := dataTopic(t, c.Bootstrap)
-		log := &termLog{}
-		obs := newClient(t, c.Bootstrap)
-		pa, pb := newLinks(t), newLinks(t)
-		a := startCandidate(t, log, "a1", "a", c.Bootstrap, pa, nil, role, rideOpts...)
-		waitUntil(t, 30*time.Second, "a's term", a.holding)
-		b := startCandidate(t, log, "b1", "b", c.Bootstrap, pb, nil, role)
-		waitUntil(t, 30*time.Second, "b registered", func() bool { return len(roster(t, obs, role)) == 2 })
-		started, _ := a.last(coord.TermStarted)
+		s := startRideCut(t, c, "it-ride-")
+		a, b, pa, pb, started := s.a, s.b, s.pa, s.pb, s.started
+		topic, read := s.topic, s.read
 		l := started.ev.Leadership
 		if _, err := l.Produce(ctxFor(t, 20*time.Second), coord.Message{Topic: topic, Partition: 0, Key: []byte("a before the outage"), Value: []byte("a before the outage")}); err != nil {
 			t.Fatal(err)
@@ -99,7 +120,7 @@ func TestElectorRidesOutCutLinksUnderTheSameToken(t *testing.T) {
 		if b.count(coord.TermStarted) != 0 || a.count(coord.TermStopped) != 0 {
 			t.Fatalf("after healing b: b started %d terms, a stopped %d", b.count(coord.TermStarted), a.count(coord.TermStopped))
 		}
-		st, _ := rosterOf(t, obs, role)
+		st, _ := rosterOf(t, s.obs, s.role)
 		if st.Holder != core.MustMemberID("a") || st.Token != started.ev.Token || !st.Current {
 			t.Fatalf("describe after the outage: holder %s token %s current %v", st.Holder, st.Token, st.Current)
 		}
@@ -111,7 +132,7 @@ func TestElectorRidesOutCutLinksUnderTheSameToken(t *testing.T) {
 			c.Name, healed.Sub(cut).Milliseconds(), healed.Sub(sus.ev.Deadline).Milliseconds(),
 			sus.ev.Deadline.Sub(sus.wall).Milliseconds(), resumed.Sub(healed).Milliseconds(),
 			started.ev.Token, rec.ev.Token, loadAverage())
-		checkTermLog(t, log.all())
+		checkTermLog(t, s.log.all())
 	})
 }
 
@@ -122,16 +143,9 @@ func TestElectorRidesOutCutLinksUnderTheSameToken(t *testing.T) {
 // and nothing the suspended term tried to write.
 func TestElectorSuspendedTermEndsFencedAfterAStandbyMinted(t *testing.T) {
 	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
-		role := core.MustRole(uniq("it-ride-fenced-"))
-		topic, read := dataTopic(t, c.Bootstrap)
-		log := &termLog{}
-		obs := newClient(t, c.Bootstrap)
-		pa, pb := newLinks(t), newLinks(t)
-		a := startCandidate(t, log, "a1", "a", c.Bootstrap, pa, nil, role, rideOpts...)
-		waitUntil(t, 30*time.Second, "a's term", a.holding)
-		b := startCandidate(t, log, "b1", "b", c.Bootstrap, pb, nil, role)
-		waitUntil(t, 30*time.Second, "b registered", func() bool { return len(roster(t, obs, role)) == 2 })
-		startedA, _ := a.last(coord.TermStarted)
+		s := startRideCut(t, c, "it-ride-fenced-")
+		a, b, pa, startedA := s.a, s.b, s.pa, s.started
+		topic, read := s.topic, s.read
 		la := startedA.ev.Leadership
 
 		cut := time.Now()
@@ -188,7 +202,7 @@ func TestElectorSuspendedTermEndsFencedAfterAStandbyMinted(t *testing.T) {
 			"a's write while suspended: %v; committed: %q",
 			c.Name, startedB.wall.Sub(cut).Milliseconds(), startedB.ev.Token, startedA.ev.Token, healed.Sub(cut).Milliseconds(),
 			stop.ev.Reason, stop.wall.Sub(healed).Milliseconds(), werr, recs)
-		checkTermLog(t, log.all())
+		checkTermLog(t, s.log.all())
 	})
 }
 
