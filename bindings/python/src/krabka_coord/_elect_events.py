@@ -12,7 +12,7 @@ import datetime
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, List, Optional, TypeVar
+from typing import Any, AsyncIterator, Callable, Iterator, List, Optional, Protocol, TypeVar
 
 from . import _abi, _calls
 from ._args import Timeout, timeout_ms
@@ -20,8 +20,22 @@ from ._errors import KrabkaError, error_for, raise_for
 from ._native import glib
 from ._values import FencingToken, text
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ._elect import Elector
+
+
+class _ElectorLike(Protocol):
+    """What a Term and an event stream use of their Elector (_elect.py),
+    which imports them: a Protocol keeps the package's imports free of
+    cycles."""
+
+    role: str
+    member: str
+    _cond: threading.Condition
+    _closed: bool
+
+    def _wait(self, pick: Callable[[], Any], timeout: Optional[float]) -> Any: ...
+
+    async def _wait_async(self, pick: Callable[[], Any]) -> Any: ...
+
 
 __all__ = ["TermEvent", "TermEventKind", "StopReason", "ElectorState", "Health"]
 
@@ -161,7 +175,7 @@ class _Stream:
     elector appends to, ending when `finished()` is true and every event
     was taken."""
 
-    def __init__(self, elector: "Elector", log: Callable[[], List[TermEvent]], start: int,
+    def __init__(self, elector: _ElectorLike, log: Callable[[], List[TermEvent]], start: int,
                  finished: Callable[[], bool]) -> None:
         self._el = elector
         self._log = log

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Union
+from typing import Any, List, Optional, Union
 import datetime
 
 from . import _abi
 from ._args import Headers, Timeout, timeout_ms
-from ._elect_events import _NOT_YET, TermEvent, _ms_to_datetime, _Stream
+from ._elect_events import _NOT_YET, TermEvent, _ElectorLike, _ms_to_datetime, _Stream
 from ._errors import ErrorCode, KrabkaError
 from ._leadership import Leadership
 from ._native import lib
 from ._values import FencingToken, LeadershipState, ProduceResult
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._elect import Elector
 
 __all__ = ["Term"]
 
@@ -45,7 +42,7 @@ class Term:
     wait_stopped() / stopped() wait for the end.
     """
 
-    def __init__(self, elector: "Elector", started: TermEvent, leadership: Optional[Leadership]) -> None:
+    def __init__(self, elector: _ElectorLike, started: TermEvent, leadership: Optional[Leadership]) -> None:
         self._el = elector
         self._started = started
         self._leadership = leadership
