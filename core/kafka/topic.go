@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -72,9 +73,26 @@ func (t *Transport) createTopic(ctx context.Context) error {
 func (t *Transport) checkTopicOnce() {
 	t.topicCheck.Do(func() {
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
-			defer cancel()
-			problems, err := t.TopicProblems(ctx)
+			// A few attempts: right after the topic was created, or on a
+			// busy broker, the first DescribeConfigs may fail or time out.
+			var (
+				problems []string
+				err      error
+			)
+			for attempt, wait := 0, 200*time.Millisecond; attempt < 4; attempt, wait = attempt+1, 2*wait {
+				if attempt > 0 {
+					time.Sleep(wait)
+					if t.checkOpen() != nil {
+						return
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
+				problems, err = t.TopicProblems(ctx)
+				cancel()
+				if err == nil || t.checkOpen() != nil {
+					break
+				}
+			}
 			if err != nil {
 				t.log().Debug("krabka: could not read the coordination topic's settings", "topic", t.cfg.Topic, "error", err)
 				return

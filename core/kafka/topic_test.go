@@ -73,7 +73,8 @@ func TestCoordinationTopicCreatedWhenMissingNeverChanged(t *testing.T) {
 	}
 	var logged syncBuffer
 	cfg2 := testConfig(t, c.Bootstrap, "krabka.topic", existing)
-	cfg2.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	// Debug too: when the warning does not come, the log says why.
+	cfg2.Logger = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	tr2, err := kafka.New(cfg2)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,8 @@ func TestCoordinationTopicCreatedWhenMissingNeverChanged(t *testing.T) {
 	if err != nil || len(problems) != 3 {
 		t.Fatalf("problems of a default delete topic: %q %v", problems, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// The check runs in the background and tries up to four times.
+	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(logged.String(), "segment.ms=604800000") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
