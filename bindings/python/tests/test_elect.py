@@ -647,7 +647,9 @@ def test_async_with_and_async_for(bootstrap: str, kafka_tools: KafkaTools) -> No
             nonlocal ticks
             while not stop_ticking.is_set():
                 ticks += 1
-                await asyncio.sleep(0.01)
+                # 1 ms: an in-process handoff can take under 10 ms, and the
+                # ticks below must show the loop ran meanwhile.
+                await asyncio.sleep(0.001)
 
         tick_task = asyncio.ensure_future(ticker())
         async with kc.Client(conf(bootstrap)) as ca, kc.Client(conf(bootstrap)) as cb:
