@@ -12,9 +12,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cs="$here/cluster.sh"
 [[ $# -gt 0 ]] || { echo "usage: with-clusters.sh CMD [ARGS...]" >&2; exit 2; }
 
-# tv2 has one extra listener advertised at 127.0.0.1:29700, where a test's
-# cut-link proxy listens (tests/kafka/cmd/kproxy; KRABKA_BOOTSTRAP_X1).
-sets=("--txn-version 2 --extra-listeners 1:29700" "--txn-version 1" "--sasl --tls")
+# tv2 has one extra listener advertised at 127.0.0.1:29700 (shifted by
+# KRABKA_KAFKA_PORT_OFFSET, like every other port), where a test's cut-link
+# proxy listens (tests/kafka/cmd/kproxy; KRABKA_BOOTSTRAP_X1).
+x1_port=$(( 29700 + ${KRABKA_KAFKA_PORT_OFFSET:-0} ))
+sets=("--txn-version 2 --extra-listeners 1:$x1_port" "--txn-version 1" "--sasl --tls")
 [[ "${KRABKA_WITH_3N:-}" == 1 ]] && sets+=("--nodes 3")
 
 stopped=0
