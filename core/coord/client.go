@@ -167,12 +167,20 @@ func (c *Client) readState(ctx context.Context, role wireRole, p int32) (core.St
 	return st, nil
 }
 
-// sleep sleeps d on the client's clock; it fails when ctx ends.
+// sleep sleeps d on the client's clock; it fails when ctx ends, and with
+// ErrClosed as soon as the client is closed (whatever its clock: a manual
+// clock that nobody advances must not hold a closed client's waits).
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		d = time.Millisecond
 	}
-	return c.clock.Sleep(ctx, d)
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	err := c.clock.Sleep(cctx, d)
+	if err != nil && c.root.Err() != nil && (ctx == nil || ctx.Err() == nil) {
+		return WrapError(ErrClosed, nil, "the client was closed")
+	}
+	return err
 }
 
 // Acquire takes role for member, waiting as long as the succession rules

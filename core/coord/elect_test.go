@@ -499,6 +499,34 @@ func TestElectorRecampaignsAfterFence(t *testing.T) {
 	checkPairing(t, "b", b.events(), false)
 }
 
+// A term fenced by a blind successor (a mint without a lease) stops FENCED
+// and the elector waits out its backoff on the manual clock; closing the
+// client then ends Run with ErrClosed at once, though nobody advances the
+// clock (before the fix the backoff held the loop until the clock moved).
+func TestElectorClientCloseEndsBackoffOnAStoppedClock(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	a := runElector(t, "a", ca, bg(), ma, coord.ElectBackoff(time.Minute, time.Minute))
+	waitFor(t, "a's term", func() bool { return a.count(coord.TermStarted) == 1 })
+	l := a.last(coord.TermStarted).Leadership
+	if _, err := e.cluster.Transport(e.config().Topic).Mint(bg(), ca.TransactionalID(role), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Produce(bg(), coord.Message{Topic: "commands", Partition: 0, Value: []byte("x")}); !errors.Is(err, coord.ErrFenced) {
+		t.Fatalf("produce after the blind mint: %v", err)
+	}
+	waitFor(t, "a's term stopped", func() bool { return a.count(coord.TermStopped) == 1 })
+	ca.Close()
+	select {
+	case err := <-a.run:
+		if !errors.Is(err, coord.ErrClosed) {
+			t.Fatalf("Run after the client closed: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after Client.Close while the elector backed off on a stopped manual clock")
+	}
+}
+
 // Eligibility: a standby withdrawn leaves the roster, restored it comes
 // back at the tail; a holder withdrawn resigns and the standby takes over.
 func TestElectorEligibility(t *testing.T) {

@@ -298,6 +298,11 @@ func (c *Client) waitChange(ctx context.Context, changed <-chan struct{}, d time
 		return ctx.Err()
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.root.Done():
+		// Close ends every wait of the client at once, whatever its clock
+		// (a manual clock that nobody advances would otherwise hold an
+		// elector's backoff forever).
+		return WrapError(ErrClosed, nil, "the client was closed")
 	}
 }
 
