@@ -6,6 +6,9 @@
 #                      unset: use `make test`)
 #   make capi-test-offline   everything above except the live test
 #   make capi-mainstack  main-thread calls on the thread's own stack and on another read no file
+#   make capi-testing  the test aids (include/krabka_coord_testing.h) with no broker: bad input
+#                      and a controller's failover on the in-process cluster (tests/c/testing.c),
+#                      and examples/c/controller_test.c; also under valgrind
 #   make capi-blind    the blind holder on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      the broker refuses a deposed holder that still believes it
 #                      leads (produce, batch, renew, resign), read back with kread
@@ -40,7 +43,7 @@ GO ?= go
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
+	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
 build: lib
 examples: capi-examples
 install: capi-install
@@ -116,7 +119,23 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
 
-capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme capi-mainstack
+capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme capi-mainstack capi-testing
+
+$(CAPI_BUILD)/testing: tests/c/testing.c tests/c/check.h include/krabka_coord.h include/krabka_coord_testing.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+$(CAPI_BUILD)/controller_test: examples/c/controller_test.c include/krabka_coord.h include/krabka_coord_testing.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+# The test aids with no broker (no KRABKA_BOOTSTRAP needed): tests/c/testing.c
+# and the example's test, then both under valgrind.
+capi-testing: lib $(CAPI_BUILD)/testing $(CAPI_BUILD)/controller_test
+	$(CAPI_BUILD)/testing
+	$(CAPI_BUILD)/controller_test
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/testing
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/controller_test
 
 # Calls on the main thread, on its own stack and on one of the host's own
 # (makecontext, as Node's koffi does), read no file (capi/kc_stack.c).

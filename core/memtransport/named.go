@@ -120,6 +120,9 @@ func (c *Cluster) Close() error {
 	return nil
 }
 
+// PartitionCount returns the partition count of every topic of the cluster.
+func (c *Cluster) PartitionCount() int32 { return c.partitions }
+
 // Clock returns the cluster's clock (nil for a cluster of NewCluster).
 func (c *Cluster) Clock() core.Clock { return c.clock }
 
