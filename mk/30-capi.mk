@@ -62,7 +62,7 @@ $(CAPI_BUILD)/conformance_c: tests/c/conformance.c include/krabka_coord.h | lib
 	@mkdir -p $(CAPI_BUILD)
 	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
 
-$(CAPI_BUILD)/cxx_header: tests/c/cxx_header.cpp include/krabka_coord.h | lib
+$(CAPI_BUILD)/cxx_header: tests/c/cxx_header.cpp include/krabka_coord.h include/krabka_coord_testing.h | lib
 	@mkdir -p $(CAPI_BUILD)
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -pedantic -Ibuild/include $< -o $@ $(CAPI_LDFLAGS)
 
