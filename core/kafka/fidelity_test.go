@@ -319,8 +319,11 @@ var fidelityScenarios = []scenario{
 		st, derr := b.Describe(ctxFor(t, 20*time.Second), role)
 		out := []string{"a acquire: ok", fmt.Sprintf("b try_acquire: won %v, %s", lb != nil, errKind(err)), "describe: " + errKind(derr)}
 		if derr == nil {
-			out = append(out, fmt.Sprintf("describe: holder %s, token is a's %v, current %v, lease live %v, roster %d",
-				st.Holder, st.Token == la.Token(), st.Current, st.Lease != nil && st.Lease.LiveAt(w.now()), len(st.Roster)))
+			// Whether the lease is still live when describe answers is
+			// timing on the broker (a 2 s lease on a loaded machine): not
+			// compared.
+			out = append(out, fmt.Sprintf("describe: holder %s, token is a's %v, current %v, has a lease %v, roster %d",
+				st.Holder, st.Token == la.Token(), st.Current, st.Lease != nil, len(st.Roster)))
 		}
 		return out
 	}},
