@@ -3,6 +3,7 @@
 #   build/libkrabka_coord.so.2.0.0  (SONAME libkrabka_coord.so.2, only krabka_* exported)
 #   build/libkrabka_coord.so.2, build/libkrabka_coord.so  (symlinks)
 #   build/include/krabka_coord.h    (the hand-written contract)
+#   build/include/krabka_coord_testing.h  (its test aids: the in-process cluster)
 #   build/krabka_coord.pc           (pkg-config, pointing at build/)
 #   build/internal/krabka_coord_cgo.h  (cgo's generated header: internal, never installed)
 #   build/bin/krabka-coord          (the operator's command line, cmd/krabka-coord)
@@ -20,7 +21,7 @@
 #   lib/libkrabka_coord.so.2.0.0 (+ .so.2, .so)  stripped (-s -w), -trimpath, SONAME .so.2
 #   lib/libkrabka_coord.a                        -buildmode=c-archive, same exports
 #   lib/pkgconfig/krabka_coord.pc                relocatable (${pcfiledir}), static flags too
-#   include/krabka_coord.h
+#   include/krabka_coord.h, include/krabka_coord_testing.h
 # Cross targets use `zig cc` (PyPI's ziglang, installed on demand by
 # packaging/toolchain.sh) against glibc 2.28 stubs, so the result loads on any
 # glibc >= 2.28 (see docs/PLATFORMS.md). The build is reproducible: the same
@@ -127,6 +128,7 @@ release() { # TARGET [--out DIR]
     ln -sfn "$REAL" "$out/lib/$SONAME"
     ln -sfn "$REAL" "$out/lib/libkrabka_coord.so"
     install -m 0644 include/krabka_coord.h "$out/include/krabka_coord.h"
+    install -m 0644 include/krabka_coord_testing.h "$out/include/krabka_coord_testing.h"
     # Relocatable: the prefix is wherever the tarball was unpacked.
     # `pkg-config --static` links libkrabka_coord.a: the Go runtime and its
     # resolver need these from libc (separate libraries before glibc 2.34).
@@ -192,6 +194,7 @@ fi
 ln -sfn "$REAL" "$OUT/$SONAME"
 ln -sfn "$REAL" "$OUT/libkrabka_coord.so"
 cp -f include/krabka_coord.h "$OUT/include/krabka_coord.h"
+cp -f include/krabka_coord_testing.h "$OUT/include/krabka_coord_testing.h"
 
 # The command line (pure Go, no cgo): rebuilt when a Go input changed.
 CLI=$OUT/bin/krabka-coord
@@ -223,6 +226,7 @@ if [[ ${PREFIX:-} != "" && ${INSTALL:-0} == 1 ]]; then
     ln -sfn "$REAL" "$DEST$LIBDIR/$SONAME"
     ln -sfn "$REAL" "$DEST$LIBDIR/libkrabka_coord.so"
     install -m 0644 include/krabka_coord.h "$DEST$INCDIR/krabka_coord.h"
+    install -m 0644 include/krabka_coord_testing.h "$DEST$INCDIR/krabka_coord_testing.h"
     install -d "$DEST$PREFIX/bin"
     install -m 0755 "$CLI" "$DEST$PREFIX/bin/krabka-coord"
     write_pc "$PREFIX" "$LIBDIR" "$INCDIR" "$DEST$PCDIR/krabka_coord.pc"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "krabka_coord.h"
+#include "krabka_coord_testing.h"
 
 typedef const char kc_cchar_t;
 typedef const uint8_t kc_cuint8_t;
@@ -22,6 +23,7 @@ typedef const krabka_event_t kc_cevent_t;
 typedef const krabka_watch_event_t kc_cwatch_event_t;
 typedef const krabka_err_desc_t kc_cerr_desc_t;
 typedef const krabka_acquire_options_t kc_cacquire_options_t;
+typedef const krabka_testing_cluster_t kc_ctesting_cluster_t;
 
 /* kc_fd.c */
 int kc_eventfd(void);

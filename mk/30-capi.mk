@@ -6,6 +6,11 @@
 #                      unset: use `make test`)
 #   make capi-test-offline   everything above except the live test
 #   make capi-mainstack  main-thread calls on the thread's own stack and on another read no file
+#   make capi-testing  the test aids (include/krabka_coord_testing.h) with no broker: bad input
+#                      and a controller's failover on the in-process cluster (tests/c/testing.c),
+#                      and examples/c/controller_test.c; also under valgrind
+#   make capi-fidelity the same scenarios through the C API on the in-process cluster and on
+#                      $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1, sequences compared (tests/c/fidelity.c)
 #   make capi-blind    the blind holder on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      the broker refuses a deposed holder that still believes it
 #                      leads (produce, batch, renew, resign), read back with kread
@@ -40,7 +45,7 @@ GO ?= go
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
+	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-fidelity capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
 build: lib
 examples: capi-examples
 install: capi-install
@@ -57,7 +62,7 @@ $(CAPI_BUILD)/conformance_c: tests/c/conformance.c include/krabka_coord.h | lib
 	@mkdir -p $(CAPI_BUILD)
 	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
 
-$(CAPI_BUILD)/cxx_header: tests/c/cxx_header.cpp include/krabka_coord.h | lib
+$(CAPI_BUILD)/cxx_header: tests/c/cxx_header.cpp include/krabka_coord.h include/krabka_coord_testing.h | lib
 	@mkdir -p $(CAPI_BUILD)
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -pedantic -Ibuild/include $< -o $@ $(CAPI_LDFLAGS)
 
@@ -116,14 +121,44 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
 
-capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme capi-mainstack
+capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme capi-mainstack capi-testing
+
+$(CAPI_BUILD)/testing: tests/c/testing.c tests/c/check.h include/krabka_coord.h include/krabka_coord_testing.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+$(CAPI_BUILD)/controller_test: examples/c/controller_test.c include/krabka_coord.h include/krabka_coord_testing.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+# The test aids with no broker (no KRABKA_BOOTSTRAP needed): tests/c/testing.c
+# and the example's test, then both under valgrind.
+capi-testing: lib $(CAPI_BUILD)/testing $(CAPI_BUILD)/controller_test
+	$(CAPI_BUILD)/testing
+	$(CAPI_BUILD)/controller_test
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/testing
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/controller_test
 
 # Calls on the main thread, on its own stack and on one of the host's own
 # (makecontext, as Node's koffi does), read no file (capi/kc_stack.c).
 capi-mainstack: lib $(CAPI_BUILD)/mainstack
 	$(CAPI_BUILD)/mainstack
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-fidelity
+
+CAPI_FIDELITY_TOPIC ?= krabka-capi-fidelity
+$(CAPI_BUILD)/fidelity: tests/c/fidelity.c tests/c/check.h include/krabka_coord.h include/krabka_coord_testing.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+# Fidelity of the in-process cluster through the C API (tests/c/fidelity.c):
+# the same scenarios on it and on both brokers, sequences compared.
+capi-fidelity: lib $(CAPI_BUILD)/fidelity
+	$(call need_env,capi-fidelity,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-fidelity,KRABKA_BOOTSTRAP_TV1)
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_FIDELITY_TOPIC) 1
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_FIDELITY_TOPIC) 1
+	KRABKA_C_TOPIC=$(CAPI_FIDELITY_TOPIC) $(CAPI_BUILD)/fidelity
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).

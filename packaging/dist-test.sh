@@ -87,6 +87,13 @@ c_dynamic() {
     grep -q "libkrabka_coord.so.${VERSION%%.*} => $prefix/lib/libkrabka_coord.so.${VERSION%%.*}" <<<"$deps" ||
         { echo "$deps"; echo "not linked against the prefix's library"; return 1; }
     "$WORK/smoke-dynamic"
+    # The test aids ship in the same tarball: the C example's test, written
+    # with include/krabka_coord_testing.h, builds against the prefix and runs
+    # (no broker: the in-process cluster).
+    # shellcheck disable=SC2046
+    "$CC" -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Werror examples/c/controller_test.c -o "$WORK/controller-test" \
+        $(pkg-config --cflags --libs krabka_coord) -Wl,-rpath,"$prefix/lib"
+    "$WORK/controller-test"
 }
 c_static() {
     local prefix=$WORK/prefix-$T

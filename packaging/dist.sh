@@ -89,7 +89,9 @@ relocatable:
   PKG_CONFIG_PATH=\$PWD/lib/pkgconfig cc app.c \$(pkg-config --cflags --libs krabka_coord)
   cc app.c -Iinclude lib/libkrabka_coord.a -lpthread -ldl -lresolv     # static
 
-include/krabka_coord.h is the C contract. docs/PROTOCOL.md is the protocol
+include/krabka_coord.h is the C contract; include/krabka_coord_testing.h
+its test aids (an in-process cluster with a manual clock and faults, for
+unit tests without a broker). docs/PROTOCOL.md is the protocol
 it speaks on Kafka (the header's section references point there), and
 docs/ABI.md the rule by which the ABI changes. See docs/PLATFORMS.md in the
 repository for the supported systems.

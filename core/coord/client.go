@@ -65,6 +65,11 @@ func NewClient(cfg Config, t Transport, clock core.Clock) (*Client, error) {
 	}, nil
 }
 
+// Transport returns the transport the client was built on (test aids use
+// it to reach an in-process cluster's controls: core/memtransport.Control).
+// Never blocks.
+func (c *Client) Transport() Transport { return c.t }
+
 // Config returns a copy of the client's configuration.
 func (c *Client) Config() Config { return c.cfg }
 

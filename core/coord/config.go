@@ -232,7 +232,7 @@ func validTopicName(s string) bool {
 }
 
 var configTable = []configEntry{
-	{ConfigKey{"bootstrap.servers", "list", "", "Comma-separated host:port list of brokers to bootstrap from (required)."},
+	{ConfigKey{"bootstrap.servers", "list", "", "Comma-separated host:port list of brokers to bootstrap from (required), or mem://NAME alone: the in-process cluster NAME (docs/TESTING.md)."},
 		func(c *Config, v string) error {
 			var out []string
 			for _, s := range strings.Split(v, ",") {
@@ -240,6 +240,16 @@ var configTable = []configEntry{
 				if s == "" {
 					continue
 				}
+				out = append(out, s)
+			}
+			if _, mem, err := parseMemBootstrap(v, out); mem {
+				if err != nil {
+					return err
+				}
+				c.BootstrapServers = out
+				return nil
+			}
+			for _, s := range out {
 				i := strings.LastIndexByte(s, ':')
 				if i <= 0 || i == len(s)-1 {
 					return invalid("bootstrap.servers", v, "entry "+strconv.Quote(s)+" is not host:port")
@@ -247,7 +257,6 @@ var configTable = []configEntry{
 				if p, err := strconv.Atoi(s[i+1:]); err != nil || p <= 0 || p > 65535 {
 					return invalid("bootstrap.servers", v, "entry "+strconv.Quote(s)+" has a bad port")
 				}
-				out = append(out, s)
 			}
 			if len(out) == 0 {
 				return invalid("bootstrap.servers", v, "no broker given")
@@ -591,6 +600,9 @@ func ConfigFromMap(m map[string]string) (Config, error) {
 func (c Config) Validate() error {
 	if len(c.BootstrapServers) == 0 {
 		return invalid("bootstrap.servers", "", "required")
+	}
+	if _, _, err := parseMemBootstrap(strings.Join(c.BootstrapServers, ","), c.BootstrapServers); err != nil {
+		return err
 	}
 	for _, e := range configTable {
 		if e.Name == "sasl.password" || e.Name == "ssl.key.password" || e.Name == "bootstrap.servers" {

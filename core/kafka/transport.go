@@ -50,6 +50,7 @@ import (
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/core/memtransport"
 )
 
 // MaxEndTxnVersion is the highest EndTxn request version this package sends
@@ -71,7 +72,22 @@ func Versions() *kversion.Versions {
 
 // NewClient returns a coord.Client on the Kafka transport and the system
 // clock. It validates cfg and does not connect (the first call does).
+//
+// bootstrap.servers=mem://NAME instead builds the client on the in-process
+// cluster NAME of core/memtransport (docs/TESTING.md), with that cluster's
+// clock; options do not apply to it. Errors then also match
+// coord.ErrInvalidConfig for a name no live cluster of the process has.
 func NewClient(cfg coord.Config, options ...Option) (*coord.Client, error) {
+	if name, ok := cfg.MemCluster(); ok {
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		mt, clock, err := memtransport.Open(name, cfg.Topic)
+		if err != nil {
+			return nil, err
+		}
+		return coord.NewClient(cfg, mt, clock)
+	}
 	t, err := New(cfg, options...)
 	if err != nil {
 		return nil, err
@@ -146,6 +162,9 @@ func WithDialer(dial func(ctx context.Context, network, host string) (net.Conn, 
 func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if name, ok := cfg.MemCluster(); ok {
+		return nil, coord.WrapError(coord.ErrUnsupported, nil, "bootstrap.servers=%s%s is an in-process cluster: this call needs a real Kafka cluster (only kafka.NewClient serves mem://, docs/TESTING.md)", coord.MemScheme, name)
 	}
 	var o options
 	for _, f := range opt {

@@ -75,6 +75,13 @@ type Cluster struct {
 	appends        int
 	mints          int
 	changed        chan struct{} // closed and replaced whenever records appear
+
+	// Named clusters (NewNamed, named.go).
+	name        string
+	clock       core.Clock        // the cluster's clock (nil: the tests pass their own)
+	manual      *core.ManualClock // clock when it is manual (nil: real time)
+	unavailable bool              // SetAvailable(false): every call is refused
+	destroyed   bool              // Close: every call is refused
 }
 
 // NewCluster returns a cluster whose coordination topic will have the given
@@ -304,6 +311,11 @@ type Transport struct {
 	mu     sync.Mutex
 	fault  Fault
 	closed bool
+
+	// The controls of a client of a named cluster (named.go).
+	killed  bool
+	resumed chan struct{}  // non-nil while paused; closed by Resume
+	clock   *PausableClock // the client's view of the cluster's clock (nil: unnamed cluster)
 }
 
 var _ coord.Transport = (*Transport)(nil)
@@ -312,11 +324,37 @@ var _ coord.Transport = (*Transport)(nil)
 func (t *Transport) SetFault(f Fault) { t.mu.Lock(); t.fault = f; t.mu.Unlock() }
 
 func (t *Transport) check(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		resumed := t.resumed
+		t.mu.Unlock()
+		if resumed == nil {
+			break
+		}
+		// Paused (SIGSTOP): the call holds until Resume or its context ends.
+		select {
+		case <-resumed:
+		case <-ctx.Done():
+			return coord.WrapError(coord.ErrTimeout, ctx.Err(), "memtransport: the client is paused")
+		}
+	}
 	t.mu.Lock()
-	f, closed := t.fault, t.closed
+	f, closed, killed := t.fault, t.closed, t.killed
 	t.mu.Unlock()
 	if closed {
 		return coord.WrapError(coord.ErrClosed, nil, "memtransport closed")
+	}
+	if killed {
+		return coord.WrapError(coord.ErrTransport, nil, "memtransport: the client was killed (krabka testing kill): nothing it sends reaches the cluster")
+	}
+	t.c.mu.Lock()
+	unavailable, destroyed, name := t.c.unavailable, t.c.destroyed, t.c.name
+	t.c.mu.Unlock()
+	if destroyed {
+		return coord.WrapError(coord.ErrTransport, nil, "memtransport: the in-process cluster %q was destroyed", name)
+	}
+	if unavailable {
+		return coord.WrapError(coord.ErrTransport, nil, "memtransport: the in-process cluster %q is unavailable (made so by the test)", name)
 	}
 	switch f {
 	case Refuse:
@@ -436,6 +474,12 @@ func (t *Transport) Mint(ctx context.Context, txnID string, _ time.Duration) (co
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return &producer{t: t, txnID: txnID, token: c.mintLocked(txnID)}, nil
+}
+
+// mintLocked is InitProducerId for txnID: the epoch bumps (a new producer
+// id after 32767), fencing every earlier producer of the id.
+func (c *Cluster) mintLocked(txnID string) core.FencingToken {
 	s, ok := c.txns[txnID]
 	switch {
 	case !ok:
@@ -449,7 +493,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, _ time.Duration) (co
 		s.token.ProducerEpoch++
 	}
 	c.mints++
-	return &producer{t: t, txnID: txnID, token: s.token}, nil
+	return s.token
 }
 
 // CurrentToken implements coord.Transport.
