@@ -74,7 +74,7 @@ type Cluster struct {
 	nextOpenPID    int64
 	appends        int
 	mints          int
-	changed        chan struct{} // closed and replaced whenever records appear
+	changed        chan struct{}                             // closed and replaced whenever records appear
 	groupOffsets   map[string]map[coord.TopicPartition]int64 // consumer group offsets (pipeline.go)
 }
 
