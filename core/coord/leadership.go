@@ -100,6 +100,8 @@ type Leadership struct {
 
 	grp group // concurrent Produce calls waiting for their transaction (group.go)
 
+	pipe pipeState // the inputs read and the offsets committed (pipeline.go)
+
 	risk riskState // the at-risk watcher and the subscriptions of Events (risk.go)
 
 	ride rideState // riding out an outage of the cluster (outage.go); under mu
@@ -565,9 +567,15 @@ func CheckMessages(msgs []Message) error {
 // produceGrouped queues one call for the committer (group.go) and waits for
 // its transaction.
 func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]ProduceResult, error) {
+	return l.queueCall(ctx, &produceCall{msgs: msgs, bytes: messageBytes(msgs)})
+}
+
+// queueCall queues call (its messages and offsets set) and waits for its
+// transaction.
+func (l *Leadership) queueCall(ctx context.Context, call *produceCall) ([]ProduceResult, error) {
 	cctx, cancel := l.c.callCtx(ctx)
 	defer cancel()
-	call := &produceCall{ctx: cctx, token: l.prod.Token(), msgs: msgs, bytes: messageBytes(msgs), done: make(chan struct{})}
+	call.ctx, call.token, call.done = cctx, l.prod.Token(), make(chan struct{})
 	l.enqueue(call)
 	select {
 	case <-call.done:

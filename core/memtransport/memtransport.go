@@ -74,7 +74,8 @@ type Cluster struct {
 	nextOpenPID    int64
 	appends        int
 	mints          int
-	changed        chan struct{} // closed and replaced whenever records appear
+	changed        chan struct{}                             // closed and replaced whenever records appear
+	groupOffsets   map[string]map[coord.TopicPartition]int64 // consumer group offsets (pipeline.go)
 }
 
 // NewCluster returns a cluster whose coordination topic will have the given
@@ -492,6 +493,12 @@ func (p *producer) Transact(ctx context.Context, msgs []coord.Message) ([]coord.
 	if cur := c.txns[p.txnID].token; cur != p.token {
 		return nil, coord.WrapError(coord.ErrFenced, nil, "PRODUCER_FENCED: %s superseded by %s", p.token, cur)
 	}
+	return p.appendLocked(msgs)
+}
+
+// appendLocked appends msgs (under c.mu, the token checked).
+func (p *producer) appendLocked(msgs []coord.Message) ([]coord.ProduceResult, error) {
+	c := p.t.c
 	out := make([]coord.ProduceResult, 0, len(msgs))
 	for _, m := range msgs {
 		l := c.log(m.Topic, c.partitions)
