@@ -1626,8 +1626,10 @@ krabka_err_t krabka_input_position(const krabka_input_t *input,
 krabka_err_t krabka_input_committed(const krabka_input_t *input,
                                     krabka_offset_t *out, size_t cap,
                                     size_t *count);
-/** Stops reading and frees the input. A poll in flight returns CLOSED.
- *  Never blocks on the cluster. */
+/** Stops reading and frees the input (a poll in flight on another thread
+ *  ends with an error; the offsets of what it read can still be committed
+ *  by krabka_leadership_produce_offsets while the leadership lasts). The
+ *  leadership's end closes its inputs too. Never blocks on the cluster. */
 krabka_err_t krabka_input_destroy(krabka_input_t *input);
 
 /** krabka_leadership_produce carrying consumed offsets: the count messages
