@@ -12,6 +12,8 @@
 #   make capi-async    every *_async form on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      one event each (type, tag, error, data), a queue destroyed with
 #                      calls pending, message sizes; produced records read back with kread
+#   make capi-pipeline  a pipeline step (consume, poll, produce_offsets, bad input, the
+#                      deposed leader's offsets refused) on $KRABKA_BOOTSTRAP and _TV1
 #   make capi-elect    the elector (krabka_elector_*, KRABKA_EVENT_TERM) and lease events
 #   make capi-elect-faults  20 forced failovers of electors (kills, pauses, resigns) and AT_RISK under a cut link
 #                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
@@ -40,7 +42,7 @@ GO ?= go
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
+	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-pipeline capi-bench capi-examples capi-install capi-mainstack
 build: lib
 examples: capi-examples
 install: capi-install
@@ -123,7 +125,7 @@ capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-mis
 capi-mainstack: lib $(CAPI_BUILD)/mainstack
 	$(CAPI_BUILD)/mainstack
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-pipeline
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).
@@ -142,6 +144,17 @@ capi-blind: lib $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
 	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/blind
 
+$(CAPI_BUILD)/ktopic: tests/kafka/cmd/ktopic/main.go go.mod go.sum
+	@mkdir -p $(CAPI_BUILD)
+	$(GO) build -o $@ ./tests/kafka/cmd/ktopic
+# A pipeline step (tests/c/pipeline.c) on both clusters: consume, poll and
+# produce_offsets with bad input, a committed step, the blind deposed
+# leader's offsets refused, the successor's async step; the command topic
+# read back with kread.
+capi-pipeline: lib $(CAPI_BUILD)/pipeline $(CAPI_BUILD)/kread $(CAPI_BUILD)/ktopic
+	$(call need_env,capi-pipeline,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-pipeline,KRABKA_BOOTSTRAP_TV1)
+	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/pipeline
 # The async forms (tests/c/async.c) on both clusters; the produced records
 # (3 partitions) are read back with kread.
 capi-async: lib $(CAPI_BUILD)/async $(CAPI_BUILD)/kread
