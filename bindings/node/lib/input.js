@@ -53,7 +53,9 @@ function offsetStructs(offsets, what) {
   });
 }
 
-const bytesAt = (ptr, len) => (ptr === null ? null : len === 0 ? Buffer.alloc(0) : Buffer.from(koffi.view(ptr, len)));
+// A copy (Buffer.from of a Uint8Array copies; of the ArrayBuffer itself it
+// would alias the library's memory, freed with the records).
+const bytesAt = (ptr, len) => (ptr === null ? null : len === 0 ? Buffer.alloc(0) : Buffer.from(new Uint8Array(koffi.view(ptr, len))));
 
 /** Copies the records of a krabka_records_t into JavaScript objects. */
 function readRecords(h) {

@@ -301,14 +301,27 @@ def kproxy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_pipeline_exactly_once_under_20_failovers_tv2(bootstrap: str, kafka_tools: KafkaTools, kproxy: Path) -> None:
+def test_pipeline_exactly_once_under_20_failovers_tv2_and_tv1(bootstrap: str, bootstrap_tv1: str,
+                                                              kafka_tools: KafkaTools, kproxy: Path) -> None:
+    """Both clusters at once (two threads), each with its own workers."""
     x1 = os.environ.get("KRABKA_BOOTSTRAP_X1")
     target = os.environ.get("KRABKA_BOOTSTRAP_X1_TARGET")
     if not x1 or not target:
         pytest.fail("KRABKA_BOOTSTRAP_X1 / KRABKA_BOOTSTRAP_X1_TARGET are not set: this test needs the tv2 cluster's "
                     "extra listener (make test sets them).", pytrace=False)
-    run_pipeline("tv2", bootstrap, x1, target, kafka_tools, kproxy)
+    errors: List[BaseException] = []
 
+    def run(*args: Any) -> None:
+        try:
+            run_pipeline(*args)
+        except BaseException as e:  # reported below, in the test's thread
+            errors.append(e)
 
-def test_pipeline_exactly_once_under_20_failovers_tv1(bootstrap_tv1: str, kafka_tools: KafkaTools) -> None:
-    run_pipeline("tv1", bootstrap_tv1, None, None, kafka_tools, None)
+    threads = [threading.Thread(target=run, args=("tv2", bootstrap, x1, target, kafka_tools, kproxy)),
+               threading.Thread(target=run, args=("tv1", bootstrap_tv1, None, None, kafka_tools, None))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
