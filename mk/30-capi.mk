@@ -23,7 +23,7 @@
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set), recorded in a
 #                      results file under bench/results
-#   make examples      build/examples/device_host, build/examples/controller
+#   make examples      build/examples/device_host, build/examples/controller, build/examples/pipeline
 #   make install PREFIX=/usr/local [DESTDIR=...]   library, header, pkg-config file
 CC ?= cc
 CXX ?= c++
@@ -218,7 +218,11 @@ build/examples/controller: examples/c/controller.c include/krabka_coord.h | lib
 	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
 		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
 
-capi-examples: build/examples/device_host build/examples/controller
+build/examples/pipeline: examples/c/pipeline.c include/krabka_coord.h | lib
+	@mkdir -p build/examples
+	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
+		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
+capi-examples: build/examples/device_host build/examples/controller build/examples/pipeline
 
 capi-install: lib
 	@test -n "$(PREFIX)" || { echo "install: set PREFIX, e.g. make install PREFIX=/usr/local" >&2; exit 1; }
