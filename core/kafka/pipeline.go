@@ -252,9 +252,10 @@ func retryTxnStep(ctx context.Context, fn func() error) error {
 	}
 }
 
-// addOffsets runs AddOffsetsToTxn and TxnOffsetCommit for oc under tok.
-// Errors are classified (a fence: ErrFenced through p.fail).
-func (p *txnProducer) addOffsets(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
+// addOffsetsToTxn adds the offsets partition of oc's group to the open
+// transaction under tok (AddOffsetsToTxn). Errors are classified (a fence:
+// ErrFenced through p.fail).
+func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
 	err := retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
 		req.TransactionalID = p.txnID
@@ -271,7 +272,15 @@ func (p *txnProducer) addOffsets(ctx context.Context, tok tokenIDs, oc *offsetCo
 		return p.offsetsFail(err, "AddOffsetsToTxn (group "+strconv.Quote(oc.group)+")", oc.group)
 	}
 	p.offsetsAdded = true
-	err = retryTxnStep(ctx, func() error {
+	return nil
+}
+
+// txnOffsetCommit sends oc's offsets to the group coordinator under tok
+// (TxnOffsetCommit), after addOffsetsToTxn. It touches no state of p (it
+// may run beside the produce of the same transaction) and returns the
+// answer unclassified (classify it with offsetsFail).
+func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
+	return retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.TransactionalID = p.txnID
 		req.Group = oc.group
@@ -311,10 +320,6 @@ func (p *txnProducer) addOffsets(ctx context.Context, tok tokenIDs, oc *offsetCo
 		}
 		return nil
 	})
-	if err != nil {
-		return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
-	}
-	return nil
 }
 
 // offsetsFail classifies a failed offsets step; a missing ACL on the group

@@ -20,7 +20,8 @@ import (
 // carried (Leadership.ProduceOffsets) beside the same writes without
 // (Produce), with 1, 64 and 256 writers on one leadership (issue 38), on
 // each cluster of KRABKA_PIPELINE_BENCH_CLUSTERS (default "1n-tv2,1n-tv1"),
-// KRABKA_PIPELINE_BENCH_SECONDS (default 5) per measure. Writer i owns input
+// KRABKA_PIPELINE_BENCH_SECONDS (default 5) per measure
+// (KRABKA_PIPELINE_BENCH_WRITERS: other writer counts). Writer i owns input
 // partition i of a topic of as many partitions (filled before, read into
 // memory before the clock starts) and commits, with each command, the
 // offset after the request it answers. Writes one results file per cluster
@@ -35,12 +36,12 @@ func TestPipelineBench(t *testing.T) {
 		f.Settings = map[string]string{"seconds": strconv.Itoa(int(dur / time.Second)),
 			"setup": "one leadership (lease 60 s), one-partition command topic, 200-byte value, one command per call; offsets: writer i commits input partition i, one offset per call"}
 		fmt.Printf("pipeline bench: %s at %s, %v per measure, load %v\n", f.Kafka.Label(), c.Bootstrap, dur, f.LoadBefore)
-		for _, w := range []int{1, 64, 256} {
+		for _, w := range writerCounts("KRABKA_PIPELINE_BENCH_WRITERS", []int{1, 64, 256}) {
 			// Enough requests per partition for the writer's calls of one
 			// measure (a writer that runs out stops early: "exhausted").
-			per := 60000 / w
-			if per < 4000 && w == 1 {
-				per = 4000
+			per := 300000 / w
+			if w == 1 {
+				per = 5000
 			}
 			in := requestTopic(t, c.Bootstrap, int32(w), per*w)
 			plain := benchPipeline(t, c, w, dur, "")

@@ -260,11 +260,49 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		}
 		recs[i] = r
 	}
+	ids := tokenIDs{tok.ProducerID, tok.ProducerEpoch}
+	var offsetsDone chan error // the TxnOffsetCommit running beside the produce
+	if oc != nil {
+		// The offsets join the transaction first (AddOffsetsToTxn, to the
+		// transaction coordinator, before the produce's AddPartitionsToTxn
+		// so that the two never meet there as CONCURRENT_TRANSACTIONS);
+		// then TxnOffsetCommit goes to the group coordinator while the
+		// records go to their partition leaders. Either failing fails the
+		// transaction, which is then aborted as a whole.
+		if err := p.addOffsetsToTxn(ctx, ids, oc); err != nil {
+			return nil, p.failed(err)
+		}
+		offsetsDone = make(chan error, 1)
+		go func() { offsetsDone <- p.txnOffsetCommit(ctx, ids, oc) }()
+	}
+	offsetsErr := func() error { // waits for the TxnOffsetCommit; nil without offsets
+		if offsetsDone == nil {
+			return nil
+		}
+		err := <-offsetsDone
+		offsetsDone = nil
+		if err != nil {
+			return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
+		}
+		return nil
+	}
 	if len(recs) > 0 {
 		results := p.cl.ProduceSync(ctx, recs...)
 		if err := results.FirstErr(); err != nil {
-			return nil, p.failed(p.fail(err, "produce"))
+			perr := p.fail(err, "produce")
+			if oerr := offsetsErr(); oerr != nil && !errors.Is(perr, coord.ErrFenced) {
+				perr = oerr
+			}
+			return nil, p.failed(perr)
 		}
+	}
+	if err := offsetsErr(); err != nil {
+		return nil, p.failed(err)
+	}
+	if oc != nil && len(recs) > 0 {
+		// kgo produced in this transaction: its EndTransaction (or abort)
+		// ends it, offsets included.
+		p.offsetsAdded = false
 	}
 	// The token must be the one every record was written with. A producer
 	// that re-initialised itself after the check above (it cannot without a
@@ -275,18 +313,6 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 			got := strconv.FormatInt(r.ProducerID, 10) + ":" + strconv.Itoa(int(r.ProducerEpoch))
 			return nil, p.failed(coord.WrapError(coord.ErrTransport, nil,
 				"transaction of %q: records written as %s, not %s (an epoch recovery during the transaction); aborted, retry", p.txnID, got, tok))
-		}
-	}
-	if oc != nil {
-		// The offsets join the transaction under the token the records
-		// were checked against.
-		if err := p.addOffsets(ctx, tokenIDs{tok.ProducerID, tok.ProducerEpoch}, oc); err != nil {
-			return nil, p.failed(err)
-		}
-		if len(recs) > 0 {
-			// kgo produced in this transaction: its EndTransaction (or
-			// abort) ends it, offsets included.
-			p.offsetsAdded = false
 		}
 	}
 	if caller.Err() != nil {
