@@ -20,12 +20,12 @@ import (
 //
 // On the wire, a transaction carrying offsets is the classic
 // consume-transform-produce transaction of Kafka's transactional producers:
-// BeginTransaction, the records produced (AddPartitionsToTxn, Produce),
-// AddOffsetsToTxn (transactional id, producer id and epoch, group) to the
-// transaction coordinator, TxnOffsetCommit (group, transactional id,
-// producer id and epoch, generation -1, no member id: no group membership;
-// the group coordinator checks the producer epoch) to the group
-// coordinator, then EndTxn. TxnOffsetCommit is capped at version 4 (see
+// BeginTransaction, AddOffsetsToTxn (transactional id, producer id and
+// epoch, group) to the transaction coordinator, TxnOffsetCommit (group,
+// transactional id, producer id and epoch, generation -1, no member id: no
+// group membership; the group coordinator checks the producer epoch) to the
+// group coordinator, the records produced (AddPartitionsToTxn, Produce),
+// then EndTxn. TxnOffsetCommit is capped at version 4 (see
 // Versions): version 5 is the transaction version 2 form (KIP-890 part 2)
 // in which the offsets partition joins the transaction implicitly, and this
 // package runs every transaction as a version-1 transaction on clusters of
@@ -276,9 +276,8 @@ func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *off
 }
 
 // txnOffsetCommit sends oc's offsets to the group coordinator under tok
-// (TxnOffsetCommit), after addOffsetsToTxn. It touches no state of p (it
-// may run beside the produce of the same transaction) and returns the
-// answer unclassified (classify it with offsetsFail).
+// (TxnOffsetCommit), after addOffsetsToTxn, and returns the answer
+// unclassified (classify it with offsetsFail).
 func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
 	return retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
