@@ -20,12 +20,12 @@ import (
 //
 // On the wire, a transaction carrying offsets is the classic
 // consume-transform-produce transaction of Kafka's transactional producers:
-// BeginTransaction, the records produced (AddPartitionsToTxn, Produce),
-// AddOffsetsToTxn (transactional id, producer id and epoch, group) to the
-// transaction coordinator, TxnOffsetCommit (group, transactional id,
-// producer id and epoch, generation -1, no member id: no group membership;
-// the group coordinator checks the producer epoch) to the group
-// coordinator, then EndTxn. TxnOffsetCommit is capped at version 4 (see
+// BeginTransaction, AddOffsetsToTxn (transactional id, producer id and
+// epoch, group) to the transaction coordinator, TxnOffsetCommit (group,
+// transactional id, producer id and epoch, generation -1, no member id: no
+// group membership; the group coordinator checks the producer epoch) to the
+// group coordinator, the records produced (AddPartitionsToTxn, Produce),
+// then EndTxn. TxnOffsetCommit is capped at version 4 (see
 // Versions): version 5 is the transaction version 2 form (KIP-890 part 2)
 // in which the offsets partition joins the transaction implicitly, and this
 // package runs every transaction as a version-1 transaction on clusters of
@@ -252,9 +252,10 @@ func retryTxnStep(ctx context.Context, fn func() error) error {
 	}
 }
 
-// addOffsets runs AddOffsetsToTxn and TxnOffsetCommit for oc under tok.
-// Errors are classified (a fence: ErrFenced through p.fail).
-func (p *txnProducer) addOffsets(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
+// addOffsetsToTxn adds the offsets partition of oc's group to the open
+// transaction under tok (AddOffsetsToTxn). Errors are classified (a fence:
+// ErrFenced through p.fail).
+func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
 	err := retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
 		req.TransactionalID = p.txnID
@@ -271,7 +272,14 @@ func (p *txnProducer) addOffsets(ctx context.Context, tok tokenIDs, oc *offsetCo
 		return p.offsetsFail(err, "AddOffsetsToTxn (group "+strconv.Quote(oc.group)+")", oc.group)
 	}
 	p.offsetsAdded = true
-	err = retryTxnStep(ctx, func() error {
+	return nil
+}
+
+// txnOffsetCommit sends oc's offsets to the group coordinator under tok
+// (TxnOffsetCommit), after addOffsetsToTxn, and returns the answer
+// unclassified (classify it with offsetsFail).
+func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
+	return retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.TransactionalID = p.txnID
 		req.Group = oc.group
@@ -311,10 +319,6 @@ func (p *txnProducer) addOffsets(ctx context.Context, tok tokenIDs, oc *offsetCo
 		}
 		return nil
 	})
-	if err != nil {
-		return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
-	}
-	return nil
 }
 
 // offsetsFail classifies a failed offsets step; a missing ACL on the group
