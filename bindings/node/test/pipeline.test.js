@@ -151,6 +151,53 @@ test('a pipeline step: poll, iterate, offsets, the next leader, bad input', asyn
   }
 });
 
+test('examples/node/pipeline.js: every request once, and a standby takes over on SIGTERM', { timeout: 180_000 }, async () => {
+  const bootstrap = env('KRABKA_BOOTSTRAP');
+  const example = path.join(repo, 'examples', 'node', 'pipeline.js');
+  const role = unique('example');
+  const req = `${role}-req`;
+  const cmd = `${role}-cmd`;
+  createTopic(bootstrap, req, 2);
+  createTopic(bootstrap, cmd, 2);
+  const N = 30;
+  const start = (member) => {
+    const p = spawn(process.execPath, [example, bootstrap, role, member, req, cmd], { stdio: ['ignore', 'ignore', 'inherit'] });
+    p.done = new Promise((r) => p.on('exit', (code, sig) => r(code === null ? sig : code)));
+    return p;
+  };
+  const waitCommands = async (n) => {
+    const end = Date.now() + WAIT;
+    let values = [];
+    while (Date.now() < end) {
+      values = readTopic(bootstrap, cmd).map((r) => r.value);
+      if (values.length >= n) break;
+      await sleep(500);
+    }
+    return values;
+  };
+  const client = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'node-pipe-example' });
+  const feeder = await client.acquire(`${role}-feeder`, 'feeder', { timeoutMs: 60_000 });
+  const feed = (lo, hi) => feeder.produceBatch(Array.from({ length: hi - lo }, (_, i) => ({ topic: req, value: `req-${lo + i}`, partition: (lo + i) % 2 })));
+  const procs = [];
+  try {
+    await feed(0, N);
+    procs.push(start('node-1'));
+    assert.equal((await waitCommands(N)).length, N);
+    procs.push(start('node-2'));
+    await sleep(2000); // registered as a standby
+    procs[0].kill('SIGTERM');
+    assert.equal(await procs[0].done, 0);
+    await feed(N, 2 * N);
+    const values = await waitCommands(2 * N);
+    assert.deepEqual(values.sort(), Array.from({ length: 2 * N }, (_, n) => `done req-${n}`).sort());
+  } finally {
+    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGTERM');
+    await Promise.all(procs.map((p) => p.done));
+    await feeder.close();
+    await client.close();
+  }
+});
+
 // ---- the failover campaign ---------------------------------------------------
 
 const N_REQ = 10000;

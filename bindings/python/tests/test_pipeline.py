@@ -133,3 +133,58 @@ def test_closed_input_and_leadership() -> None:
         inp.position()
     with pytest.raises(kc.ClosedError):
         inp.poll()
+
+
+def test_example_pipeline_turns_requests_into_commands_and_resigns_on_sigterm(bootstrap: str,
+                                                                              kafka_tools: KafkaTools) -> None:
+    """examples/python/pipeline.py as a child process: every request's
+    command once; a second instance started meanwhile (a standby) takes over
+    at once when the first gets SIGTERM, and starts after the committed
+    requests (the command topic still has each command once)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    example = here.parents[2] / "examples" / "python" / "pipeline.py"
+    role = unique("py-pipe-example")
+    req, cmd = role + "-req", role + "-cmd"
+    kafka_tools.create_topic(bootstrap, req, 2)
+    kafka_tools.create_topic(bootstrap, cmd, 2)
+    env = {**os.environ, "PYTHONPATH": str(here.parent / "src")}
+
+    def start(member: str) -> "subprocess.Popen[str]":
+        return subprocess.Popen([sys.executable, str(example), bootstrap, role, member, req, cmd],
+                                stdout=subprocess.DEVNULL, text=True, env=env)
+
+    def wait_commands(n: int) -> List[str]:
+        end = time.monotonic() + 60
+        values: List[str] = []
+        while time.monotonic() < end:
+            values = [r["value"] for r in kafka_tools.read(bootstrap, cmd)]
+            if len(values) >= n:
+                break
+            time.sleep(0.5)
+        return values
+
+    with kc.Client(conf(bootstrap)) as client, client.acquire(role + "-feeder", "feeder", timeout=60) as f:
+        f.produce_many([(req, b"req-%d" % n, None, n % 2) for n in range(N)])
+        first = start("node-1")
+        second = None
+        try:
+            assert len(wait_commands(N)) == N
+            second = start("node-2")
+            time.sleep(2)  # registered as a standby (the roster is the elector's business)
+            first.send_signal(signal.SIGTERM)
+            assert first.wait(timeout=60) == 0
+            f.produce_many([(req, b"req-%d" % n, None, n % 2) for n in range(N, 2 * N)])
+            values = wait_commands(2 * N)
+        finally:
+            for p in (first, second):
+                if p is not None and p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                    p.wait(timeout=60)
+    assert sorted(values) == sorted("done req-%d" % n for n in range(2 * N)), values
