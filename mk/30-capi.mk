@@ -150,11 +150,12 @@ $(CAPI_BUILD)/ktopic: tests/kafka/cmd/ktopic/main.go go.mod go.sum
 # A pipeline step (tests/c/pipeline.c) on both clusters: consume, poll and
 # produce_offsets with bad input, a committed step, the blind deposed
 # leader's offsets refused, the successor's async step; the command topic
-# read back with kread.
-capi-pipeline: lib $(CAPI_BUILD)/pipeline $(CAPI_BUILD)/kread $(CAPI_BUILD)/ktopic
+# read back with kread; then examples/c/pipeline as a child process.
+capi-pipeline: lib $(CAPI_BUILD)/pipeline $(CAPI_BUILD)/kread $(CAPI_BUILD)/ktopic build/examples/pipeline
 	$(call need_env,capi-pipeline,KRABKA_BOOTSTRAP)
 	$(call need_env,capi-pipeline,KRABKA_BOOTSTRAP_TV1)
-	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/pipeline
+	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread \
+		KRABKA_PIPELINE_EXAMPLE=$(CURDIR)/build/examples/pipeline $(CAPI_BUILD)/pipeline
 # The async forms (tests/c/async.c) on both clusters; the produced records
 # (3 partitions) are read back with kread.
 capi-async: lib $(CAPI_BUILD)/async $(CAPI_BUILD)/kread

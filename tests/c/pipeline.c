@@ -32,9 +32,15 @@
  *      records start exactly there, and it writes the remaining commands.
  *   6. kread reads CMD back read_committed: cmd-0 .. cmd-99 exactly once
  *      each, in request order per partition; none of A's refused commands.
+ * Then (tv2) examples/c/pipeline ($KRABKA_PIPELINE_EXAMPLE) runs as a child
+ * process on fresh topics: every request's command once ("done req-<n>"),
+ * and it exits 0 after SIGTERM.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +54,7 @@
 
 enum { NREQ = 100, FIRST = 60, PARTS = 2 };
 
-static const char *ktopic, *kread;
+static const char *ktopic, *kread, *example;
 static struct timespec t0;
 
 /* A progress line with the seconds since the cluster's run started. */
@@ -299,6 +305,84 @@ static void read_back(const char *tv, const char *bootstrap, const char *cmd) {
            tv, NREQ, lines, missing, dup, order);
 }
 
+/* The committed records of topic whose value starts with prefix, counted
+ * per request number into seen[] (NULL: just counted). */
+static int count_values(const char *bootstrap, const char *topic, const char *prefix, int *seen) {
+    char line[4096], c[1024], value[64];
+    int partition, n = 0;
+    snprintf(c, sizeof c, "'%s' '%s' '%s'", kread, bootstrap, topic);
+    FILE *f = popen(c, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        int num = -1;
+        if (parse_line(line, &partition, value, sizeof value) && strncmp(value, prefix, strlen(prefix)) == 0 &&
+            sscanf(value + strlen(prefix), "%d", &num) == 1 && num >= 0 && num < NREQ) {
+            n++;
+            if (seen)
+                seen[num]++;
+        }
+    }
+    pclose(f);
+    return n;
+}
+
+static void run_example(const char *bootstrap) {
+    char role[128], req[160], cmd[160], feeder_role[160];
+    snprintf(role, sizeof role, "capi-pipe-example-%ld-%ld", (long)getpid(), (long)time(NULL));
+    snprintf(req, sizeof req, "%s-req", role);
+    snprintf(cmd, sizeof cmd, "%s-cmd", role);
+    snprintf(feeder_role, sizeof feeder_role, "%s-feeder", role);
+    create_topic(bootstrap, req);
+    create_topic(bootstrap, cmd);
+    krabka_client_t *fc = new_client(bootstrap, "krabka-coord", "pipe-example-feeder");
+    krabka_leadership_t *feeder = NULL;
+    OK(krabka_client_acquire(fc, feeder_role, KRABKA_NTS, "feeder", KRABKA_NTS, 60000, &feeder, ES));
+    krabka_message_t msgs[NREQ];
+    char vals[NREQ][16];
+    for (int i = 0; i < NREQ; i++) {
+        krabka_message_t m = KRABKA_MESSAGE_INIT;
+        snprintf(vals[i], sizeof vals[i], "req-%d", i);
+        m.topic = req;
+        m.partition = i % PARTS;
+        m.value = (const uint8_t *)vals[i];
+        m.value_len = strlen(vals[i]);
+        msgs[i] = m;
+    }
+    OK(krabka_leadership_produce(feeder, msgs, NREQ, 60000, NULL, ES));
+    OK(krabka_leadership_destroy(feeder));
+    OK(krabka_client_destroy(fc));
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execl(example, example, bootstrap, role, "node-1", req, cmd, (char *)NULL);
+        _exit(127);
+    }
+    CHECK(pid > 0, "fork");
+    int n = 0;
+    for (int i = 0; i < 120 && n < NREQ; i++) {
+        n = count_values(bootstrap, cmd, "done req-", NULL);
+        if (n < NREQ) {
+            struct timespec half = {0, 500000000};
+            nanosleep(&half, NULL);
+        }
+    }
+    CHECK(n == NREQ, "the example wrote %d commands of %d within 60 s", n, NREQ);
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the example exited with status %d after SIGTERM", status);
+    int seen[NREQ] = {0}, once = 0;
+    n = count_values(bootstrap, cmd, "done req-", seen);
+    for (int i = 0; i < NREQ; i++)
+        once += seen[i] == 1;
+    CHECK(n == NREQ && once == NREQ, "examples/c/pipeline: %d commands, %d requests exactly once", n, once);
+    printf("pipeline: examples/c/pipeline: %d requests, %d commands, %d exactly once; exit after SIGTERM %d\n", NREQ,
+           n, once, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 static void run_cluster(const char *tv, const char *bootstrap) {
     char role[128], req[160], cmd[160], t1[160], t2[160], feeder_role[160], group[512];
     snprintf(role, sizeof role, "capi-pipe-%s-%ld-%ld", tv, (long)getpid(), (long)time(NULL));
@@ -498,13 +582,15 @@ int main(void) {
     const char *tv2 = getenv("KRABKA_BOOTSTRAP"), *tv1 = getenv("KRABKA_BOOTSTRAP_TV1");
     ktopic = getenv("KRABKA_KTOPIC");
     kread = getenv("KRABKA_KREAD");
-    if (!tv2 || !tv1 || !ktopic || !kread) {
-        printf("pipeline: FAIL: set KRABKA_BOOTSTRAP, KRABKA_BOOTSTRAP_TV1, KRABKA_KTOPIC and KRABKA_KREAD (make "
-               "capi-pipeline)\n");
+    example = getenv("KRABKA_PIPELINE_EXAMPLE");
+    if (!tv2 || !tv1 || !ktopic || !kread || !example) {
+        printf("pipeline: FAIL: set KRABKA_BOOTSTRAP, KRABKA_BOOTSTRAP_TV1, KRABKA_KTOPIC, KRABKA_KREAD and "
+               "KRABKA_PIPELINE_EXAMPLE (make capi-pipeline)\n");
         return 1;
     }
     run_cluster("tv2", tv2);
     run_cluster("tv1", tv1);
+    run_example(tv2);
     printf("pipeline: %d checks, %d passed, %d failed\n", checks, checks - failures, failures);
     return failures ? 1 : 0;
 }
