@@ -19,7 +19,7 @@
 #                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      failovers by destroy and by a destroyed client, re-campaign, the
 #                      release rule, eligibility and the roster's tail, AT_RISK, misuse
-#   make capi-valgrind-live  the live, events, blind, async and elect tests under valgrind
+#   make capi-valgrind-live  the live, events, blind, async, elect and pipeline tests under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set), recorded in a
 #                      results file under bench/results
@@ -104,7 +104,8 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread \
+	$(CAPI_BUILD)/pipeline $(CAPI_BUILD)/ktopic build/examples/pipeline
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP)
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP_TV1)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
@@ -117,6 +118,8 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
+	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread \
+		KRABKA_PIPELINE_EXAMPLE=$(CURDIR)/build/examples/pipeline $(CAPI_VALGRIND) $(CAPI_BUILD)/pipeline
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme capi-mainstack
 
