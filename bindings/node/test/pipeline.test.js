@@ -381,8 +381,8 @@ async function campaign(tv, bootstrap, x1, target) {
       }
       done[kind]++;
     }
-    // Everything fed: read back once every command is there (or a minute
-    // after the last change).
+    // Everything fed: wait until the command topic holds N_REQ commands (or
+    // a minute after the last change); read again once the workers are gone.
     recs = readTopic(bootstrap, cmd);
     let changed = Date.now();
     let last = recs.length;
@@ -397,6 +397,7 @@ async function campaign(tv, bootstrap, x1, target) {
     await fc.close();
     if (proxy) await proxy.quit();
   }
+  recs = readTopic(bootstrap, cmd); // every worker gone: the final log
   const f = checkCommands(recs);
   const faults = Object.entries(done)
     .map(([k, v]) => `${k} ${v}`)

@@ -184,8 +184,9 @@ def feed(lead: kc.Leadership, req: str, lo: int, hi: int) -> None:
 
 
 def read_back(tools: KafkaTools, bootstrap: str, cmd: str) -> Tuple[List[Dict[str, Any]], int]:
-    """The command topic, read_committed, once every command is there (or
-    WAIT seconds after the last change)."""
+    """The command topic, read_committed, once it holds N_REQ commands (or
+    WAIT seconds after the last change); the test reads it again once the
+    workers are gone."""
     recs = tools.read(bootstrap, cmd)
     last, changed = len(recs), time.monotonic()
     while len(recs) < N_REQ and time.monotonic() - changed < WAIT:
@@ -269,13 +270,14 @@ def run_pipeline(tv: str, bootstrap: str, x1: Optional[str], target: Optional[st
                 proxy.command("heal")
             done[kind] += 1
         # Everything fed: wait until the holder wrote it all.
-        recs, n = read_back(tools, bootstrap, cmd)
+        read_back(tools, bootstrap, cmd)
     finally:
         pipe.close()
         feeder.close()
         feeder_client.close()
         if proxy:
             proxy.close()
+    recs = tools.read(bootstrap, cmd)  # every worker gone: the final log
     while not pipe.events.empty():
         pipe.pump(0)
     figures = check_commands(recs)
