@@ -195,17 +195,24 @@ func kc_go_leadership_consume(leadership *C.krabka_leadership_t, topics **C.kc_c
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	ctx, cancel, err := callContext(timeout_ms, l.requestTimeout)
+	return finish(withTimeout(timeout_ms, l.requestTimeout, func(ctx context.Context) error {
+		in, err := l.l.Consume(ctx, ts...)
+		if err == nil {
+			*out = (*C.krabka_input_t)(newHandle(kindInput, &inputObj{in: in, requestTimeout: l.requestTimeout}))
+		}
+		return err
+	}), errstr, errstr_size)
+}
+
+// withTimeout runs call with the context of a blocking export's timeout_ms
+// (KRABKA_TIMEOUT_DEFAULT: def); a negative timeout_ms is its error.
+func withTimeout(timeoutMs C.int64_t, def time.Duration, call func(context.Context) error) error {
+	ctx, cancel, err := callContext(timeoutMs, def)
 	if err != nil {
-		return fail(err, errstr, errstr_size)
+		return err
 	}
 	defer cancel()
-	in, err := l.l.Consume(ctx, ts...)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = (*C.krabka_input_t)(newHandle(kindInput, &inputObj{in: in, requestTimeout: l.requestTimeout}))
-	return C.KRABKA_OK
+	return call(ctx)
 }
 
 //export kc_go_leadership_consume_async
@@ -227,13 +234,21 @@ func kc_go_leadership_consume_async(leadership *C.krabka_leadership_t, topics **
 //export kc_go_event_take_input
 func kc_go_event_take_input(ev *C.krabka_event_t, out **C.krabka_input_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_input", "input", C.KRABKA_EVENT_CONSUME)
+	return takeHandle(ev, (*unsafe.Pointer)(unsafe.Pointer(out)), errstr, errstr_size, "krabka_event_take_input", "input", C.KRABKA_EVENT_CONSUME,
+		func(e *eventObj) **inputObj { return &e.input }, kindInput)
+}
+
+// takeHandle is a krabka_event_take_* of what an event of type typ holds in
+// *slot(e): a new handle of kind in *out (NULL when the call failed or it
+// was taken already).
+func takeHandle[T any](ev *C.krabka_event_t, out *unsafe.Pointer, errstr *C.char, errstr_size C.size_t, fn, what string, typ C.krabka_event_type_t, slot func(*eventObj) **T, kind handleKind) C.krabka_err_t {
+	e, err := eventData(unsafe.Pointer(ev), out, fn, what, typ)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
 	*out = nil
-	if in := take(e, &e.input); in != nil {
-		*out = (*C.krabka_input_t)(newHandle(kindInput, in))
+	if v := take(e, slot(e)); v != nil {
+		*out = newHandle(kind, v)
 	}
 	return C.KRABKA_OK
 }
@@ -261,17 +276,13 @@ func kc_go_input_poll(input *C.krabka_input_t, max C.size_t, timeout_ms C.int64_
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	ctx, cancel, err := callContext(timeout_ms, in.requestTimeout)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	defer cancel()
-	recs, err := in.in.Poll(ctx, int(max))
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = (*C.krabka_records_t)(newHandle(kindRecords, &recordsObj{recs: recs}))
-	return C.KRABKA_OK
+	return finish(withTimeout(timeout_ms, in.requestTimeout, func(ctx context.Context) error {
+		recs, err := in.in.Poll(ctx, int(max))
+		if err == nil {
+			*out = (*C.krabka_records_t)(newHandle(kindRecords, &recordsObj{recs: recs}))
+		}
+		return err
+	}), errstr, errstr_size)
 }
 
 //export kc_go_input_poll_async
@@ -298,15 +309,8 @@ func kc_go_input_poll_async(input *C.krabka_input_t, max C.size_t, timeout_ms C.
 //export kc_go_event_take_records
 func kc_go_event_take_records(ev *C.krabka_event_t, out **C.krabka_records_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_records", "records", C.KRABKA_EVENT_POLL)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = nil
-	if r := take(e, &e.records); r != nil {
-		*out = (*C.krabka_records_t)(newHandle(kindRecords, r))
-	}
-	return C.KRABKA_OK
+	return takeHandle(ev, (*unsafe.Pointer)(unsafe.Pointer(out)), errstr, errstr_size, "krabka_event_take_records", "records", C.KRABKA_EVENT_POLL,
+		func(e *eventObj) **recordsObj { return &e.records }, kindRecords)
 }
 
 //export kc_go_records_count
@@ -465,17 +469,13 @@ func kc_go_leadership_produce_offsets(leadership *C.krabka_leadership_t, offsets
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	ctx, cancel, err := callContext(timeout_ms, l.requestTimeout)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	defer cancel()
-	res, err := l.l.ProduceOffsets(ctx, offs, msgs...)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	putResults(results, count, res)
-	return C.KRABKA_OK
+	return finish(withTimeout(timeout_ms, l.requestTimeout, func(ctx context.Context) error {
+		res, err := l.l.ProduceOffsets(ctx, offs, msgs...)
+		if err == nil {
+			putResults(results, count, res)
+		}
+		return err
+	}), errstr, errstr_size)
 }
 
 //export kc_go_leadership_produce_offsets_async

@@ -91,6 +91,29 @@ static void create_topic(const char *bootstrap, const char *t) {
         exit(1);
 }
 
+/* The requests "req-0" .. "req-<NREQ-1>" (request n to partition n % PARTS),
+ * written by a feeder role in one guarded write, which then resigns. */
+static void feed(const char *bootstrap, const char *coord_topic, const char *feeder_role, const char *req) {
+    krabka_client_t *fc = new_client(bootstrap, coord_topic, "pipe-feeder");
+    krabka_leadership_t *feeder = NULL;
+    OK(krabka_client_acquire(fc, feeder_role, KRABKA_NTS, "feeder", KRABKA_NTS, 60000, &feeder, ES));
+    krabka_message_t msgs[NREQ];
+    char vals[NREQ][16];
+    for (int i = 0; i < NREQ; i++) {
+        krabka_message_t m = KRABKA_MESSAGE_INIT;
+        snprintf(vals[i], sizeof vals[i], "req-%d", i);
+        m.topic = req;
+        m.partition = i % PARTS;
+        m.value = (const uint8_t *)vals[i];
+        m.value_len = strlen(vals[i]);
+        msgs[i] = m;
+    }
+    OK(krabka_leadership_produce(feeder, msgs, NREQ, 60000, NULL, ES));
+    OK(krabka_leadership_resign(feeder, 30000, ES));
+    OK(krabka_leadership_destroy(feeder));
+    OK(krabka_client_destroy(fc));
+}
+
 static krabka_offset_t offset_of(const char *topic, int32_t partition, int64_t offset) {
     krabka_offset_t o;
     memset(&o, 0, sizeof o);
@@ -335,23 +358,7 @@ static void run_example(const char *bootstrap) {
     snprintf(feeder_role, sizeof feeder_role, "%s-feeder", role);
     create_topic(bootstrap, req);
     create_topic(bootstrap, cmd);
-    krabka_client_t *fc = new_client(bootstrap, "krabka-coord", "pipe-example-feeder");
-    krabka_leadership_t *feeder = NULL;
-    OK(krabka_client_acquire(fc, feeder_role, KRABKA_NTS, "feeder", KRABKA_NTS, 60000, &feeder, ES));
-    krabka_message_t msgs[NREQ];
-    char vals[NREQ][16];
-    for (int i = 0; i < NREQ; i++) {
-        krabka_message_t m = KRABKA_MESSAGE_INIT;
-        snprintf(vals[i], sizeof vals[i], "req-%d", i);
-        m.topic = req;
-        m.partition = i % PARTS;
-        m.value = (const uint8_t *)vals[i];
-        m.value_len = strlen(vals[i]);
-        msgs[i] = m;
-    }
-    OK(krabka_leadership_produce(feeder, msgs, NREQ, 60000, NULL, ES));
-    OK(krabka_leadership_destroy(feeder));
-    OK(krabka_client_destroy(fc));
+    feed(bootstrap, "krabka-coord", feeder_role, req);
 
     pid_t pid = fork();
     if (pid == 0) {
@@ -397,26 +404,7 @@ static void run_cluster(const char *tv, const char *bootstrap) {
     step(tv, "topics created");
 
     /* 1. The requests. */
-    krabka_client_t *fc = new_client(bootstrap, t1, "pipe-feeder");
-    krabka_leadership_t *feeder = NULL;
-    OK(krabka_client_acquire(fc, feeder_role, KRABKA_NTS, "feeder", KRABKA_NTS, 60000, &feeder, ES));
-    {
-        krabka_message_t msgs[NREQ];
-        char vals[NREQ][16];
-        for (int i = 0; i < NREQ; i++) {
-            krabka_message_t m = KRABKA_MESSAGE_INIT;
-            snprintf(vals[i], sizeof vals[i], "req-%d", i);
-            m.topic = req;
-            m.partition = i % PARTS;
-            m.value = (const uint8_t *)vals[i];
-            m.value_len = strlen(vals[i]);
-            msgs[i] = m;
-        }
-        OK(krabka_leadership_produce(feeder, msgs, NREQ, 60000, NULL, ES));
-    }
-    OK(krabka_leadership_resign(feeder, 30000, ES));
-    OK(krabka_leadership_destroy(feeder));
-    OK(krabka_client_destroy(fc));
+    feed(bootstrap, t1, feeder_role, req);
     step(tv, "requests written");
 
     /* 2. A and bad input. */

@@ -32,6 +32,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
+const { startProxy } = require('./helpers/kproxy');
 const { Client, Input, KrabkaError, ErrorCode } = require('..');
 
 const repo = path.resolve(__dirname, '..', '..', '..');
@@ -51,7 +52,7 @@ function tool(name) {
   if (!tools) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'krabka-node-pipe-'));
     tools = {};
-    for (const t of ['ktopic', 'kread', 'kproxy']) {
+    for (const t of ['ktopic', 'kread']) {
       tools[t] = path.join(dir, t);
       execFileSync(process.env.GO || 'go', ['build', '-o', tools[t], `./tests/kafka/cmd/${t}`], { cwd: repo, stdio: 'inherit' });
     }
@@ -283,29 +284,6 @@ class Pipeline {
       clearTimeout(t);
     }
   }
-}
-
-async function startProxy(listen, target) {
-  const child = spawn(tool('kproxy'), ['-listen', listen, '-target', target], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = readline.createInterface({ input: child.stdout });
-  const waiting = [];
-  lines.on('line', (l) => {
-    const w = waiting.shift();
-    if (w) w(l);
-  });
-  const exited = new Promise((r) => child.on('exit', r));
-  const next = () => new Promise((r) => waiting.push(r));
-  assert.match(await next(), /^ready /);
-  return {
-    async send(c) {
-      child.stdin.write(`${c}\n`);
-      assert.equal(await next(), `ok ${c}`);
-    },
-    async quit() {
-      child.stdin.end();
-      await exited;
-    },
-  };
 }
 
 function checkCommands(recs) {

@@ -36,12 +36,11 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 import krabka_coord as kc
-from conftest import KafkaTools, unique
+from conftest import KafkaTools, Proxy, unique
 
 pytestmark = pytest.mark.kafka
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
 N_REQ = 10000
 PARTS = 4
 FAULTS = 20
@@ -88,25 +87,6 @@ class Worker:
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
-
-
-class Proxy:
-    """A running kproxy (cut, heal)."""
-
-    def __init__(self, binary: Path, listen: str, target: str) -> None:
-        self.p = subprocess.Popen([str(binary), "-listen", listen, "-target", target], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("ready "), "kproxy did not start: %r" % line
-
-    def command(self, cmd: str) -> None:
-        self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
-        self.p.stdin.flush()  # type: ignore[union-attr]
-        assert self.p.stdout.readline().strip() == "ok " + cmd  # type: ignore[union-attr]
-
-    def close(self) -> None:
-        self.p.stdin.close()  # type: ignore[union-attr]
-        self.p.wait(timeout=WAIT)
 
 
 class Pipeline:
@@ -293,14 +273,6 @@ def run_pipeline(tv: str, bootstrap: str, x1: Optional[str], target: Optional[st
         assert done["cut"] >= 1, done
     assert figures == {"read": N_REQ, "missing": 0, "duplicated": 0, "out_of_order": 0, "wrong_partition": 0,
                        "unknown": 0}, figures
-
-
-@pytest.fixture(scope="module")
-def kproxy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("kproxy") / "kproxy"
-    subprocess.run(["go", "build", "-o", str(out), "./tests/kafka/cmd/kproxy"], cwd=str(REPO), check=True,
-                   timeout=600, env={**os.environ, "GOFLAGS": "-buildvcs=false"})
-    return out
 
 
 def test_pipeline_exactly_once_under_20_failovers_tv2_and_tv1(bootstrap: str, bootstrap_tv1: str,

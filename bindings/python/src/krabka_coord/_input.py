@@ -16,7 +16,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import _abi, _calls, _dispose
 from ._args import INT32_MAX, INT64_MAX, Timeout, check_int, timeout_ms
-from ._errors import ClosedError, ErrorCode, KrabkaError, KrabkaTimeoutError, raise_for
+from ._errors import ClosedError, ErrorCode, KrabkaTimeoutError, raise_for
 from ._native import Handle, glib, lib
 
 __all__ = ["Input", "InputRecord", "Offset", "offsets_array", "topics_array"]
@@ -136,15 +136,11 @@ def read_records(ptr: int) -> List[InputRecord]:
 
 
 def _read_poll(ev: int) -> List[InputRecord]:
-    out = ctypes.c_void_p()
-    buf = _calls.errbuf()
-    raise_for(glib.krabka_event_take_records(ev, ctypes.byref(out), buf, len(buf)), buf)
-    if not out.value:
-        raise KrabkaError(ErrorCode.INTERNAL, "a poll that succeeded carried no records")
+    recs = _calls.take(ev, glib.krabka_event_take_records, "krabka_input_poll_async")
     try:
-        return read_records(out.value)
+        return read_records(recs)
     finally:
-        lib.krabka_records_destroy(out.value)
+        lib.krabka_records_destroy(recs)
 
 
 class Input:

@@ -262,12 +262,7 @@ class Leadership:
         return lambda q, tag, buf: glib.krabka_leadership_consume_async(ptr, arr, len(arr), ms, q, tag, buf, len(buf))
 
     def _read_input(self, ev: int) -> Input:
-        out = ctypes.c_void_p()
-        buf = _calls.errbuf()
-        raise_for(glib.krabka_event_take_input(ev, ctypes.byref(out), buf, len(buf)), buf)
-        if not out.value:
-            raise KrabkaError(ErrorCode.INTERNAL, "a consume that succeeded carried no input")
-        return Input(out.value, self)
+        return Input(_calls.take(ev, glib.krabka_event_take_input, "krabka_leadership_consume_async"), self)
 
     def _set_metadata_start(self, data: Optional[Bytes], timeout: Timeout) -> _calls.Start:
         b = metadata_bytes(data, "data")
