@@ -234,16 +234,19 @@ func txnRetry(err error) bool {
 }
 
 // retryTxnStep repeats one raw transactional request while its answer is
-// txnRetry, with franz-go's backoff for concurrent transactions, until ctx
-// ends.
+// txnRetry, until ctx ends. The backoff is franz-go's for concurrent
+// transactions (txnBackoff, the state usually lasts until the previous
+// transaction's markers are written, about a millisecond), raised to 100 ms
+// once the state has lasted a second.
 func retryTxnStep(ctx context.Context, fn func() error) error {
-	for i := 0; ; i++ {
+	start := time.Now()
+	for {
 		err := fn()
 		if err == nil || !txnRetry(err) {
 			return err
 		}
 		d := txnBackoff
-		if i > 20 {
+		if time.Since(start) > time.Second {
 			d = 100 * time.Millisecond
 		}
 		if sleepCtx(ctx, d) != nil {

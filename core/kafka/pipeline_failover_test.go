@@ -51,6 +51,22 @@ type pipeChild struct {
 	Out    string
 }
 
+// childConfig decodes the JSON spec of a child process into v and builds
+// the configuration from its key/value list (kv).
+func childConfig[T any](spec string, v *T, kv func(*T) []string) (coord.Config, error) {
+	cfg := coord.DefaultConfig()
+	if err := json.Unmarshal([]byte(spec), v); err != nil {
+		return cfg, err
+	}
+	list := kv(v)
+	for i := 0; i+1 < len(list); i += 2 {
+		if err := cfg.Set(list[i], list[i+1]); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
 func init() {
 	spec := os.Getenv(pipeChildEnv)
 	if spec == "" {
@@ -67,16 +83,10 @@ func init() {
 // "resign" resigns, "cut" cuts every connection (a black hole).
 func runPipeChild(spec string) int {
 	var c pipeChild
-	if err := json.Unmarshal([]byte(spec), &c); err != nil {
+	cfg, err := childConfig(spec, &c, func(x *pipeChild) []string { return x.Config })
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "pipe child:", err)
 		return 2
-	}
-	cfg := coord.DefaultConfig()
-	for i := 0; i+1 < len(c.Config); i += 2 {
-		if err := cfg.Set(c.Config[i], c.Config[i+1]); err != nil {
-			fmt.Fprintln(os.Stderr, "pipe child:", err)
-			return 2
-		}
 	}
 	px := newProxy()
 	cl, err := kafka.NewClient(cfg, kafka.WithDialer(px.Dial))
