@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/krabka/krabka-coord/core"
 )
@@ -357,29 +356,7 @@ func (in *Input) Close() error {
 // (an offsets-only transaction). Errors and blocking as Produce; a
 // transport that cannot commit offsets is ErrUnsupported.
 func (l *Leadership) ProduceOffsets(ctx context.Context, offsets []Offset, msgs ...Message) ([]ProduceResult, error) {
-	if len(offsets) == 0 {
-		return l.Produce(ctx, msgs...)
-	}
-	if err := CheckMessages(msgs); err != nil {
-		return nil, err
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if err := l.Err(); err != nil {
-		return nil, err
-	}
-	if _, ok := l.prod.(OffsetProducer); !ok {
-		return nil, WrapError(ErrUnsupported, nil, "the transport cannot commit offsets in a transaction")
-	}
-	offs, err := l.checkOffsets(ctx, offsets)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	res, err := l.produceGroupedOffsets(ctx, msgs, offs)
-	l.c.stats.role(l.role).write(time.Since(start), err)
-	return res, err
+	return l.write(ctx, offsets, msgs)
 }
 
 // checkOffsets validates offsets against what this leadership read and
@@ -446,11 +423,6 @@ func (l *Leadership) checkOffsets(ctx context.Context, offsets []Offset) ([]Offs
 		}
 	}
 	return nil, WrapError(b.kind, nil, "%s", b.msg)
-}
-
-// produceGroupedOffsets is produceGrouped for a call carrying offsets.
-func (l *Leadership) produceGroupedOffsets(ctx context.Context, msgs []Message, offs []Offset) ([]ProduceResult, error) {
-	return l.queueCall(ctx, &produceCall{msgs: msgs, offsets: offs, bytes: messageBytes(msgs)})
 }
 
 // mergeOffsets merges the offsets of a group transaction's calls per

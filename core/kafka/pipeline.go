@@ -52,6 +52,10 @@ func (t *Transport) InputPartitions(ctx context.Context, topic string) (int32, e
 	ctx, cancel := t.bound(ctx)
 	defer cancel()
 	what := "metadata of input topic " + strconv.Quote(topic)
+	// A topic the metadata does not know is asked for again for a second
+	// (a topic just created may not have reached every broker), not until
+	// ctx ends: a missing topic is an answer, not a transient failure.
+	unknownUntil := time.Now().Add(time.Second)
 	n, err := withRetry(ctx, func() (int32, error) {
 		tds, err := t.adm.ListTopics(ctx, topic)
 		if err != nil {
@@ -59,7 +63,10 @@ func (t *Transport) InputPartitions(ctx context.Context, topic string) (int32, e
 		}
 		td, ok := tds[topic]
 		if !ok {
-			return 0, kerr.UnknownTopicOrPartition
+			td.Err = kerr.UnknownTopicOrPartition
+		}
+		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) && time.Now().After(unknownUntil) {
+			return 0, errUnknownTopic
 		}
 		if td.Err != nil {
 			return 0, td.Err
@@ -67,13 +74,17 @@ func (t *Transport) InputPartitions(ctx context.Context, topic string) (int32, e
 		return int32(len(td.Partitions)), nil
 	})
 	switch {
-	case errors.Is(err, kerr.UnknownTopicOrPartition):
+	case errors.Is(err, errUnknownTopic), errors.Is(err, kerr.UnknownTopicOrPartition):
 		return 0, coord.WrapError(coord.ErrUnknownTopicOrPartition, err, "input topic %q does not exist", topic)
 	case err != nil:
 		return 0, t.classify(err, what, topicACL(topic, "DESCRIBE"))
 	}
 	return n, nil
 }
+
+// errUnknownTopic: the metadata kept answering that the topic does not
+// exist (not retriable, unlike kerr.UnknownTopicOrPartition).
+var errUnknownTopic = errors.New("UNKNOWN_TOPIC_OR_PARTITION: the topic does not exist")
 
 // StartOffsets implements coord.InputSource: OffsetFetch with
 // require_stable (it waits while a transaction holding offsets of the group
@@ -234,16 +245,19 @@ func txnRetry(err error) bool {
 }
 
 // retryTxnStep repeats one raw transactional request while its answer is
-// txnRetry, with franz-go's backoff for concurrent transactions, until ctx
-// ends.
+// txnRetry, until ctx ends. The backoff is franz-go's for concurrent
+// transactions (txnBackoff, the state usually lasts until the previous
+// transaction's markers are written, about a millisecond), raised to 100 ms
+// once the state has lasted a second.
 func retryTxnStep(ctx context.Context, fn func() error) error {
-	for i := 0; ; i++ {
+	start := time.Now()
+	for {
 		err := fn()
 		if err == nil || !txnRetry(err) {
 			return err
 		}
 		d := txnBackoff
-		if i > 20 {
+		if time.Since(start) > time.Second {
 			d = 100 * time.Millisecond
 		}
 		if sleepCtx(ctx, d) != nil {

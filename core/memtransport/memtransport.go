@@ -478,22 +478,7 @@ func (p *producer) Close() error { p.mu.Lock(); p.closed = true; p.mu.Unlock(); 
 
 // Transact writes msgs atomically if the token is still the coordinator's.
 func (p *producer) Transact(ctx context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
-	if err := p.t.check(ctx); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return nil, coord.WrapError(coord.ErrTransport, nil, "producer closed")
-	}
-	c := p.t.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cur := c.txns[p.txnID].token; cur != p.token {
-		return nil, coord.WrapError(coord.ErrFenced, nil, "PRODUCER_FENCED: %s superseded by %s", p.token, cur)
-	}
-	return p.appendLocked(msgs)
+	return p.TransactOffsets(ctx, "", nil, msgs) // pipeline.go
 }
 
 // appendLocked appends msgs (under c.mu, the token checked).

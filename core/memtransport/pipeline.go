@@ -163,9 +163,9 @@ func (s *inputStream) Close() error {
 	return nil
 }
 
-// TransactOffsets implements coord.OffsetProducer: msgs and offsets commit
-// together if the token is still the coordinator's and every topic of
-// offsets exists.
+// TransactOffsets implements coord.OffsetProducer (and Transact, without
+// offsets): msgs and offsets commit together if the token is still the
+// coordinator's and every topic of offsets exists.
 func (p *producer) TransactOffsets(ctx context.Context, group string, offsets []coord.Offset, msgs []coord.Message) ([]coord.ProduceResult, error) {
 	if err := p.t.check(ctx); err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (p *producer) TransactOffsets(ctx context.Context, group string, offsets []
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur := c.txns[p.txnID].token; cur != p.token {
-		return nil, coord.WrapError(coord.ErrFenced, nil, "TxnOffsetCommit: PRODUCER_FENCED: %s superseded by %s", p.token, cur)
+		return nil, coord.WrapError(coord.ErrFenced, nil, "PRODUCER_FENCED: %s superseded by %s", p.token, cur)
 	}
 	for _, o := range offsets {
 		if l, ok := c.logs[o.Topic]; !ok || int(o.Partition) >= len(l) {
@@ -188,8 +188,8 @@ func (p *producer) TransactOffsets(ctx context.Context, group string, offsets []
 		}
 	}
 	res, err := p.appendLocked(msgs)
-	if err != nil {
-		return nil, err
+	if err != nil || len(offsets) == 0 {
+		return res, err
 	}
 	if c.groupOffsets == nil {
 		c.groupOffsets = map[string]map[coord.TopicPartition]int64{}
