@@ -71,6 +71,8 @@ var headerEnums = map[string]map[int]string{
 		13: "KRABKA_EVENT_TERM",
 		14: "KRABKA_EVENT_LEASE",
 		15: "KRABKA_EVENT_CONFIRM",
+		16: "KRABKA_EVENT_CONSUME",
+		17: "KRABKA_EVENT_POLL",
 	},
 	"krabka_log_level_t": {
 		3: "KRABKA_LOG_ERROR",

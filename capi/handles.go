@@ -16,7 +16,7 @@ import (
 //
 // Every object handed to C (a configuration, a client, a leadership, a
 // describe result, a queue, a watch, a queue event, a watch event, a
-// verifier) is a *handle registered with go-pointer, which mints a
+// verifier, an input, records) is a *handle registered with go-pointer, which mints a
 // 1-byte C allocation as the handle's address and maps it to the Go value. No
 // Go pointer ever crosses the boundary. Every export looks the address up,
 // checks the kind, and answers KRABKA_ERR_INVALID_HANDLE for NULL, an unknown
@@ -50,6 +50,8 @@ const (
 	kindElector
 	kindAcquireOptions
 	kindTestingCluster
+	kindInput
+	kindRecords
 )
 
 func (k handleKind) String() string {
@@ -78,6 +80,10 @@ func (k handleKind) String() string {
 		return "krabka_acquire_options_t"
 	case kindTestingCluster:
 		return "krabka_testing_cluster_t"
+	case kindInput:
+		return "krabka_input_t"
+	case kindRecords:
+		return "krabka_records_t"
 	}
 	return "handle"
 }

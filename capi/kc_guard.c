@@ -288,6 +288,21 @@ extern krabka_err_t kc_go_event_deadline(const krabka_event_t *ev, int64_t *dead
 extern krabka_err_t kc_go_event_stop_reason(const krabka_event_t *ev, krabka_stop_reason_t *out, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_events_async(krabka_leadership_t *leadership, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_event_lease_kind(const krabka_event_t *ev, krabka_lease_event_kind_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_client_pipeline_group(krabka_client_t *client, const char *role, size_t role_len, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_consume(krabka_leadership_t *leadership, const char **topics, size_t topic_count, int64_t timeout_ms, krabka_input_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_consume_async(krabka_leadership_t *leadership, const char **topics, size_t topic_count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_take_input(krabka_event_t *ev, krabka_input_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_input_poll(krabka_input_t *input, size_t max, int64_t timeout_ms, krabka_records_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_input_poll_async(krabka_input_t *input, size_t max, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_take_records(krabka_event_t *ev, krabka_records_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_records_count(const krabka_records_t *records, size_t *count);
+extern krabka_err_t kc_go_records_get(const krabka_records_t *records, size_t index, krabka_input_record_t *out);
+extern krabka_err_t kc_go_records_destroy(krabka_records_t *records);
+extern krabka_err_t kc_go_input_position(const krabka_input_t *input, krabka_offset_t *out, size_t cap, size_t *count);
+extern krabka_err_t kc_go_input_committed(const krabka_input_t *input, krabka_offset_t *out, size_t cap, size_t *count);
+extern krabka_err_t kc_go_input_destroy(krabka_input_t *input);
+extern krabka_err_t kc_go_leadership_produce_offsets(krabka_leadership_t *leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_leadership_produce_offsets_async(krabka_leadership_t *leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
 
 const char *krabka_version(void) {
     if (kc_forked()) { return KRABKA_VERSION_STRING; }
@@ -844,4 +859,64 @@ krabka_err_t krabka_leadership_events_async(krabka_leadership_t *leadership, kra
 krabka_err_t krabka_event_lease_kind(const krabka_event_t *ev, krabka_lease_event_kind_t *out, char *errstr, size_t errstr_size) {
     if (kc_forked()) return kc_forked_err("krabka_event_lease_kind", errstr, errstr_size);
     return kc_go_event_lease_kind(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_client_pipeline_group(krabka_client_t *client, const char *role, size_t role_len, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_client_pipeline_group", errstr, errstr_size);
+    return kc_go_client_pipeline_group(client, role, role_len, buf, buf_size, len, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_consume(krabka_leadership_t *leadership, const char **topics, size_t topic_count, int64_t timeout_ms, krabka_input_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_consume", errstr, errstr_size);
+    return kc_go_leadership_consume(leadership, topics, topic_count, timeout_ms, out, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_consume_async(krabka_leadership_t *leadership, const char **topics, size_t topic_count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_consume_async", errstr, errstr_size);
+    return kc_go_leadership_consume_async(leadership, topics, topic_count, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_event_take_input(krabka_event_t *ev, krabka_input_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_take_input", errstr, errstr_size);
+    return kc_go_event_take_input(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_input_poll(krabka_input_t *input, size_t max, int64_t timeout_ms, krabka_records_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_input_poll", errstr, errstr_size);
+    return kc_go_input_poll(input, max, timeout_ms, out, errstr, errstr_size);
+}
+krabka_err_t krabka_input_poll_async(krabka_input_t *input, size_t max, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_input_poll_async", errstr, errstr_size);
+    return kc_go_input_poll_async(input, max, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_event_take_records(krabka_event_t *ev, krabka_records_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_take_records", errstr, errstr_size);
+    return kc_go_event_take_records(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_records_count(const krabka_records_t *records, size_t *count) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_records_count(records, count);
+}
+krabka_err_t krabka_records_get(const krabka_records_t *records, size_t index, krabka_input_record_t *out) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_records_get(records, index, out);
+}
+krabka_err_t krabka_records_destroy(krabka_records_t *records) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_records_destroy(records);
+}
+krabka_err_t krabka_input_position(const krabka_input_t *input, krabka_offset_t *out, size_t cap, size_t *count) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_input_position(input, out, cap, count);
+}
+krabka_err_t krabka_input_committed(const krabka_input_t *input, krabka_offset_t *out, size_t cap, size_t *count) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_input_committed(input, out, cap, count);
+}
+krabka_err_t krabka_input_destroy(krabka_input_t *input) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_input_destroy(input);
+}
+krabka_err_t krabka_leadership_produce_offsets(krabka_leadership_t *leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_produce_offsets", errstr, errstr_size);
+    return kc_go_leadership_produce_offsets(leadership, offsets, offset_count, messages, count, timeout_ms, results, errstr, errstr_size);
+}
+krabka_err_t krabka_leadership_produce_offsets_async(krabka_leadership_t *leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_produce_offsets_async", errstr, errstr_size);
+    return kc_go_leadership_produce_offsets_async(leadership, offsets, offset_count, messages, count, timeout_ms, queue, tag, errstr, errstr_size);
 }

@@ -24,6 +24,10 @@ typedef const krabka_watch_event_t kc_cwatch_event_t;
 typedef const krabka_err_desc_t kc_cerr_desc_t;
 typedef const krabka_acquire_options_t kc_cacquire_options_t;
 typedef const krabka_testing_cluster_t kc_ctesting_cluster_t;
+typedef const krabka_input_t kc_cinput_t;
+typedef const krabka_records_t kc_crecords_t;
+typedef const krabka_offset_t kc_coffset_t;
+typedef const char *kc_ccstr_t;
 
 /* kc_fd.c */
 int kc_eventfd(void);

@@ -218,17 +218,24 @@ func kc_go_leadership_produce(leadership *C.krabka_leadership_t, messages *C.kc_
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	if results != nil && count > 0 {
-		dst := unsafe.Slice(results, int(count))
-		for i := range dst {
-			if i < len(res) {
-				dst[i] = C.krabka_produce_result_t{partition: C.int32_t(res[i].Partition), offset: C.int64_t(res[i].Offset)}
-			} else {
-				dst[i] = C.krabka_produce_result_t{partition: -1, offset: -1}
-			}
+	putResults(results, count, res)
+	return C.KRABKA_OK
+}
+
+// putResults copies where each of count messages landed into results (if
+// not NULL); entries without a result get partition and offset -1.
+func putResults(results *C.krabka_produce_result_t, count C.size_t, res []coord.ProduceResult) {
+	if results == nil || count == 0 {
+		return
+	}
+	dst := unsafe.Slice(results, int(count))
+	for i := range dst {
+		if i < len(res) {
+			dst[i] = C.krabka_produce_result_t{partition: C.int32_t(res[i].Partition), offset: C.int64_t(res[i].Offset)}
+		} else {
+			dst[i] = C.krabka_produce_result_t{partition: -1, offset: -1}
 		}
 	}
-	return C.KRABKA_OK
 }
 
 //export kc_go_leadership_resign

@@ -17,8 +17,8 @@ import (
 // Queue events (krabka_event_t): every event krabka_queue_poll hands out is
 // a handle of its own (handles.go), so a destroyed or foreign pointer
 // answers KRABKA_ERR_INVALID_HANDLE. An event owns what it carries (a
-// leadership, a watch, a describe result, a watch event) until a take
-// accessor passes it to the caller as a new handle; destroying the event,
+// leadership, a watch, a describe result, a watch event, an input, records)
+// until a take accessor passes it to the caller as a new handle; destroying the event,
 // or the queue it still waits in, disposes of what was not taken.
 
 // eventTypeName names an event type as the header does (headerEnums, which
@@ -63,6 +63,8 @@ type eventObj struct {
 	watch      *watchObj      // WATCH_OPEN: until taken
 	status     *coord.Status  // DESCRIBE: until taken
 	watchEvent *watchEventObj // WATCH: until taken
+	input      *inputObj      // CONSUME: until taken (input.go)
+	records    *recordsObj    // POLL: until taken (input.go)
 	cLine      *C.char        // LOG: the line as C text, made on first use
 	disposed   bool           // destroyed: nothing may be taken any more
 	release    func()         // TERM STOPPED: lets the elector campaign again (run once, on dispose)
@@ -84,8 +86,8 @@ func (e *eventObj) fail(err error) {
 // without resigning (its lease runs out), a watch ends.
 func (e *eventObj) dispose() {
 	e.mu.Lock()
-	l, w, line := e.leadership, e.watch, e.cLine
-	e.leadership, e.watch, e.status, e.watchEvent, e.cLine = nil, nil, nil, nil, nil
+	l, w, line, in, recs := e.leadership, e.watch, e.cLine, e.input, e.records
+	e.leadership, e.watch, e.status, e.watchEvent, e.cLine, e.input, e.records = nil, nil, nil, nil, nil, nil, nil
 	rel := e.release
 	e.release = nil
 	e.disposed = true
@@ -101,6 +103,12 @@ func (e *eventObj) dispose() {
 	}
 	if line != nil {
 		C.free(unsafe.Pointer(line))
+	}
+	if in != nil {
+		in.in.Close()
+	}
+	if recs != nil {
+		recs.free()
 	}
 }
 

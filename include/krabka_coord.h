@@ -704,8 +704,12 @@ typedef enum krabka_event_type {
                                         stop_reason, take_leadership */
     KRABKA_EVENT_LEASE = 14,       /**< krabka_leadership_events_async:
                                         lease_kind, deadline, state */
-    KRABKA_EVENT_CONFIRM = 15      /**< krabka_leadership_confirm_async:
+    KRABKA_EVENT_CONFIRM = 15,     /**< krabka_leadership_confirm_async:
                                         confirmed */
+    KRABKA_EVENT_CONSUME = 16,     /**< krabka_leadership_consume_async:
+                                        take_input */
+    KRABKA_EVENT_POLL = 17         /**< krabka_input_poll_async:
+                                        take_records */
 } krabka_event_type_t;
 
 /** Log levels (syslog numbers, as librdkafka). */
@@ -1484,6 +1488,175 @@ krabka_err_t krabka_leadership_events_async(krabka_leadership_t *leadership,
 krabka_err_t krabka_event_lease_kind(const krabka_event_t *ev,
                                      krabka_lease_event_kind_t *out,
                                      char *errstr, size_t errstr_size);
+
+/* ------------------------------------------------------------------------ */
+/* Pipelines: consumed offsets committed with the guarded write              */
+/* ------------------------------------------------------------------------ */
+
+/* A leader that turns input records (requests, desired state) into commands
+ * reads its input under the term and commits what it consumed in the same
+ * transaction as the commands it dispatched (AddOffsetsToTxn +
+ * TxnOffsetCommit under the role's producer epoch, which is the token). A
+ * deposed leader's offsets are refused by the broker with its writes
+ * (KRABKA_ERR_FENCED); a successor's input starts exactly after the last
+ * request whose commands were committed. The offsets are committed for the
+ * role's pipeline group (krabka_client_pipeline_group), without group
+ * membership. See docs/PIPELINES.md for the guarantee and what it does not
+ * cover (side effects outside Kafka). */
+
+/** Input partitions read under a leadership (opaque; destroy with
+ *  krabka_input_destroy). */
+typedef struct krabka_input krabka_input_t;
+/** The records one poll returned (opaque; read with krabka_records_count
+ *  and krabka_records_get, destroy with krabka_records_destroy). */
+typedef struct krabka_records krabka_records_t;
+
+/** A position in an input partition: offset is the next offset to read
+ *  (the last consumed + 1), as Kafka commits it. topic: topic_len bytes of
+ *  UTF-8 (1 to KRABKA_NAME_MAX), NUL-terminated when the library writes
+ *  it; when the caller fills it, the library reads topic_len bytes. */
+typedef struct krabka_offset {
+    uint32_t topic_len;
+    char topic[KRABKA_NAME_BUF];
+    int32_t partition;
+    int64_t offset;
+} krabka_offset_t;
+
+/** One input record, as krabka_records_get copies it out. The pointers
+ *  point into the records object (library-owned) and stay valid until
+ *  krabka_records_destroy. topic is NUL-terminated; key and value NULL:
+ *  a null key or value (an empty one is a non-NULL pointer with length 0);
+ *  headers: header_count record headers (keys NUL-terminated). */
+typedef struct krabka_input_record {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *value;
+    size_t value_len;
+    const krabka_header_t *headers;
+    size_t header_count;
+} krabka_input_record_t;
+
+/** The consumer group id whose offsets the pipelines of role are committed
+ *  under (derived from the role and the client's coordination topic),
+ *  copied with a NUL into buf; *len its byte length (len may be NULL).
+ *  KRABKA_NAME_BUF does not always suffice: a smaller buffer than needed is
+ *  KRABKA_ERR_BUFFER_TOO_SMALL with *len set. Never blocks. */
+krabka_err_t krabka_client_pipeline_group(krabka_client_t *client,
+                                          const char *role, size_t role_len,
+                                          char *buf, size_t buf_size,
+                                          size_t *len, char *errstr,
+                                          size_t errstr_size);
+
+/** Starts reading topics (topic_count NUL-terminated UTF-8 names, each 1 to
+ *  KRABKA_NAME_MAX bytes; every partition of each) read_committed, from
+ *  the offsets committed for the role's pipeline group (a partition
+ *  without one starts at its earliest offset). *out: a new input (destroy
+ *  with krabka_input_destroy before or after the leadership). A NULL
+ *  array or name, an empty, over-long or invalid UTF-8 name:
+ *  KRABKA_ERR_INVALID_ARG, errstr naming topics[i]; a topic that does not
+ *  exist: KRABKA_ERR_UNKNOWN_TOPIC_OR_PARTITION naming it. Works on the
+ *  leadership of an elector's term too (krabka_event_take_leadership).
+ *  Blocks up to timeout_ms (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms)
+ *  while it fetches the committed offsets. */
+krabka_err_t krabka_leadership_consume(krabka_leadership_t *leadership,
+                                       const char **topics,
+                                       size_t topic_count, int64_t timeout_ms,
+                                       krabka_input_t **out, char *errstr,
+                                       size_t errstr_size);
+/** krabka_leadership_consume: posts KRABKA_EVENT_CONSUME (take_input). The
+ *  topic names are copied before it returns. */
+krabka_err_t krabka_leadership_consume_async(krabka_leadership_t *leadership,
+                                             const char **topics,
+                                             size_t topic_count,
+                                             int64_t timeout_ms,
+                                             krabka_queue_t *queue,
+                                             uint64_t tag, char *errstr,
+                                             size_t errstr_size);
+/** CONSUME: the new input, which passes to the caller (destroy with
+ *  krabka_input_destroy); NULL when the call failed or it was taken
+ *  already. */
+krabka_err_t krabka_event_take_input(krabka_event_t *ev, krabka_input_t **out,
+                                     char *errstr, size_t errstr_size);
+
+/** Reads up to max (1 to 1000000) records: blocks until at least one
+ *  committed record arrives, timeout_ms passes (KRABKA_ERR_TIMEOUT; no
+ *  records; KRABKA_TIMEOUT_DEFAULT: request.timeout.ms) or the leadership
+ *  ends (its error: FENCED, LEASE_EXPIRED, NOT_LEADER, CLOSED). Records of
+ *  one partition come in offset order; the input's position advances past
+ *  them. *out: the records (destroy with krabka_records_destroy). One poll
+ *  at a time per input. */
+krabka_err_t krabka_input_poll(krabka_input_t *input, size_t max,
+                               int64_t timeout_ms, krabka_records_t **out,
+                               char *errstr, size_t errstr_size);
+/** krabka_input_poll: posts KRABKA_EVENT_POLL (take_records). */
+krabka_err_t krabka_input_poll_async(krabka_input_t *input, size_t max,
+                                     int64_t timeout_ms,
+                                     krabka_queue_t *queue, uint64_t tag,
+                                     char *errstr, size_t errstr_size);
+/** POLL: the records, which pass to the caller (destroy with
+ *  krabka_records_destroy); NULL when the call failed or they were taken
+ *  already. */
+krabka_err_t krabka_event_take_records(krabka_event_t *ev,
+                                       krabka_records_t **out, char *errstr,
+                                       size_t errstr_size);
+/** The number of records. Never blocks. */
+krabka_err_t krabka_records_count(const krabka_records_t *records,
+                                  size_t *count);
+/** Record index (0 to count - 1; beyond: KRABKA_ERR_INVALID_ARG) copied
+ *  into *out; its pointers stay valid until krabka_records_destroy. Never
+ *  blocks. */
+krabka_err_t krabka_records_get(const krabka_records_t *records, size_t index,
+                                krabka_input_record_t *out);
+/** Frees the records (and the memory krabka_records_get pointed into). */
+krabka_err_t krabka_records_destroy(krabka_records_t *records);
+
+/** Where the input reads next, one entry per partition read:
+ *  out[0 .. min(cap, *count)) (out may be NULL when cap is 0); *count is
+ *  the number of partitions. Pass these (or the entries of the partitions a
+ *  guarded write handled) to krabka_leadership_produce_offsets. Never
+ *  blocks. */
+krabka_err_t krabka_input_position(const krabka_input_t *input,
+                                   krabka_offset_t *out, size_t cap,
+                                   size_t *count);
+/** The offsets committed for the role's pipeline group when the input
+ *  started, per partition read (as krabka_input_position). Never blocks. */
+krabka_err_t krabka_input_committed(const krabka_input_t *input,
+                                    krabka_offset_t *out, size_t cap,
+                                    size_t *count);
+/** Stops reading and frees the input (a poll in flight on another thread
+ *  ends with an error; the offsets of what it read can still be committed
+ *  by krabka_leadership_produce_offsets while the leadership lasts). The
+ *  leadership's end closes its inputs too. Never blocks on the cluster. */
+krabka_err_t krabka_input_destroy(krabka_input_t *input);
+
+/** krabka_leadership_produce carrying consumed offsets: the count messages
+ *  and the offset_count offsets (each the next offset to read of a
+ *  partition this leadership's input read) commit in one transaction, or
+ *  neither does. Concurrent calls share the transaction (group commit);
+ *  their offsets merge per partition, the highest wins. The broker refuses
+ *  the offsets of a deposed leader with its writes (KRABKA_ERR_FENCED).
+ *  Before anything is written: a NULL offsets array with a count, a
+ *  topic_len of 0 or over KRABKA_NAME_MAX, a topic that is not UTF-8, a
+ *  negative partition or offset (KRABKA_ERR_INVALID_ARG, errstr naming
+ *  offsets[i]), an offset for a partition no input of this leadership
+ *  read or one that goes backwards (INVALID_ARG naming it). count may be 0
+ *  (offsets alone); offset_count may be 0 (a plain guarded write).
+ *  results as for krabka_leadership_produce. Blocks up to timeout_ms. */
+krabka_err_t krabka_leadership_produce_offsets(
+    krabka_leadership_t *leadership, const krabka_offset_t *offsets,
+    size_t offset_count, const krabka_message_t *messages, size_t count,
+    int64_t timeout_ms, krabka_produce_result_t *results, char *errstr,
+    size_t errstr_size);
+/** krabka_leadership_produce_offsets: posts KRABKA_EVENT_PRODUCE
+ *  (results). Offsets and messages are copied before it returns. */
+krabka_err_t krabka_leadership_produce_offsets_async(
+    krabka_leadership_t *leadership, const krabka_offset_t *offsets,
+    size_t offset_count, const krabka_message_t *messages, size_t count,
+    int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr,
+    size_t errstr_size);
 
 #ifdef __cplusplus
 }

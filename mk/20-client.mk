@@ -48,3 +48,16 @@ client-bench:
 
 handoff-bench:
 	bench/handoff/run.sh
+
+# make pipeline-bench  guarded writes per second with consumed offsets carried
+#                      (Leadership.ProduceOffsets) beside plain guarded writes, 1, 64
+#                      and 256 writers on one leadership, on the clusters of
+#                      PIPELINE_BENCH_CLUSTERS (issue 38; docs/PIPELINES.md). One results
+#                      file per cluster (pipeline-*.json); then `make perf-doc`.
+PIPELINE_BENCH_CLUSTERS ?= 1n-tv2,1n-tv1
+
+.PHONY: pipeline-bench
+
+pipeline-bench:
+	KRABKA_PIPELINE_BENCH_CLUSTERS=$(PIPELINE_BENCH_CLUSTERS) \
+	$(GO) test -tags bench -count=1 -timeout 30m -run '^TestPipelineBench$$' -v ./core/kafka/

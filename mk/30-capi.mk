@@ -17,16 +17,18 @@
 #   make capi-async    every *_async form on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      one event each (type, tag, error, data), a queue destroyed with
 #                      calls pending, message sizes; produced records read back with kread
+#   make capi-pipeline  a pipeline step (consume, poll, produce_offsets, bad input, the
+#                      deposed leader's offsets refused) on $KRABKA_BOOTSTRAP and _TV1
 #   make capi-elect    the elector (krabka_elector_*, KRABKA_EVENT_TERM) and lease events
 #   make capi-elect-faults  20 forced failovers of electors (kills, pauses, resigns) and AT_RISK under a cut link
 #                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      failovers by destroy and by a destroyed client, re-campaign, the
 #                      release rule, eligibility and the roster's tail, AT_RISK, misuse
-#   make capi-valgrind-live  the live, events, blind, async and elect tests under valgrind
+#   make capi-valgrind-live  the live, events, blind, async, elect and pipeline tests under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set), recorded in a
 #                      results file under bench/results
-#   make examples      build/examples/device_host, build/examples/controller
+#   make examples      build/examples/device_host, build/examples/controller, build/examples/pipeline
 #   make install PREFIX=/usr/local [DESTDIR=...]   library, header, pkg-config file
 CC ?= cc
 CXX ?= c++
@@ -45,7 +47,7 @@ GO ?= go
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-fidelity capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
+	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-fidelity capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-pipeline capi-bench capi-examples capi-install capi-mainstack
 build: lib
 examples: capi-examples
 install: capi-install
@@ -107,7 +109,8 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread \
+	$(CAPI_BUILD)/pipeline $(CAPI_BUILD)/ktopic build/examples/pipeline
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP)
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP_TV1)
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_LIVE_TOPIC) 3
@@ -120,6 +123,8 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
+	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread \
+		KRABKA_PIPELINE_EXAMPLE=$(CURDIR)/build/examples/pipeline $(CAPI_VALGRIND) $(CAPI_BUILD)/pipeline
 
 capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-misuse capi-valgrind capi-readme capi-mainstack capi-testing
 
@@ -144,7 +149,7 @@ capi-testing: lib $(CAPI_BUILD)/testing $(CAPI_BUILD)/controller_test
 capi-mainstack: lib $(CAPI_BUILD)/mainstack
 	$(CAPI_BUILD)/mainstack
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-fidelity
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-fidelity capi-pipeline
 
 CAPI_FIDELITY_TOPIC ?= krabka-capi-fidelity
 $(CAPI_BUILD)/fidelity: tests/c/fidelity.c tests/c/check.h include/krabka_coord.h include/krabka_coord_testing.h | lib
@@ -177,6 +182,18 @@ capi-blind: lib $(CAPI_BUILD)/blind $(CAPI_BUILD)/kread
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_BLIND_TOPIC) 1
 	KRABKA_C_TOPIC=$(CAPI_BLIND_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_BUILD)/blind
 
+$(CAPI_BUILD)/ktopic: tests/kafka/cmd/ktopic/main.go go.mod go.sum
+	@mkdir -p $(CAPI_BUILD)
+	$(GO) build -o $@ ./tests/kafka/cmd/ktopic
+# A pipeline step (tests/c/pipeline.c) on both clusters: consume, poll and
+# produce_offsets with bad input, a committed step, the blind deposed
+# leader's offsets refused, the successor's async step; the command topic
+# read back with kread; then examples/c/pipeline as a child process.
+capi-pipeline: lib $(CAPI_BUILD)/pipeline $(CAPI_BUILD)/kread $(CAPI_BUILD)/ktopic build/examples/pipeline
+	$(call need_env,capi-pipeline,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-pipeline,KRABKA_BOOTSTRAP_TV1)
+	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread \
+		KRABKA_PIPELINE_EXAMPLE=$(CURDIR)/build/examples/pipeline $(CAPI_BUILD)/pipeline
 # The async forms (tests/c/async.c) on both clusters; the produced records
 # (3 partitions) are read back with kread.
 capi-async: lib $(CAPI_BUILD)/async $(CAPI_BUILD)/kread
@@ -240,7 +257,11 @@ build/examples/controller: examples/c/controller.c include/krabka_coord.h | lib
 	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
 		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
 
-capi-examples: build/examples/device_host build/examples/controller
+build/examples/pipeline: examples/c/pipeline.c include/krabka_coord.h | lib
+	@mkdir -p build/examples
+	$(CC) -std=c99 -Wall -Wextra -Werror -pedantic -O2 -Ibuild/include \
+		$< -o $@ -Lbuild -lkrabka_coord -Wl,-rpath,'$$ORIGIN/..'
+capi-examples: build/examples/device_host build/examples/controller build/examples/pipeline
 
 capi-install: lib
 	@test -n "$(PREFIX)" || { echo "install: set PREFIX, e.g. make install PREFIX=/usr/local" >&2; exit 1; }

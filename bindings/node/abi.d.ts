@@ -125,8 +125,10 @@ export type EventTypeName =
   | 'SET_METADATA'
   | 'TERM'
   | 'LEASE'
-  | 'CONFIRM';
-export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15;
+  | 'CONFIRM'
+  | 'CONSUME'
+  | 'POLL';
+export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17;
 export interface EventTypeMap {
   readonly NONE: 0;
   readonly ACQUIRE: 1;
@@ -144,6 +146,8 @@ export interface EventTypeMap {
   readonly TERM: 13;
   readonly LEASE: 14;
   readonly CONFIRM: 15;
+  readonly CONSUME: 16;
+  readonly POLL: 17;
 }
 
 // krabka_log_level_t

@@ -81,6 +81,63 @@ export interface ProduceOptions extends CallOptions {
   key?: Buffer | Uint8Array | string | null;
   /** Target partition; -1 or absent lets Kafka's key hashing choose. */
   partition?: number;
+  /** Consumed input positions (Input.position()) committed in the same
+   *  transaction (docs/PIPELINES.md). */
+  offsets?: ReadonlyArray<OffsetInput> | null;
+}
+
+export interface BatchOptions extends CallOptions {
+  /** Consumed input positions (Input.position()) committed in the same
+   *  transaction; with offsets, messages may be empty. */
+  offsets?: ReadonlyArray<OffsetInput> | null;
+}
+
+/** A position in an input partition: offset is the next offset to read
+ *  (the last consumed + 1), as Kafka commits it. */
+export interface Offset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: bigint;
+}
+
+/** An offset a guarded write carries (offset a bigint or an integer). */
+export interface OffsetInput {
+  topic: string;
+  partition: number;
+  offset: bigint | number;
+}
+
+/** One committed input record (key/value null: a null key or value). */
+export interface InputRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: bigint;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers: ReadonlyArray<readonly [string, Buffer]>;
+}
+
+export interface PollOptions extends CallOptions {
+  /** At most this many records (1 to 1000000; default 500). */
+  max?: number;
+}
+
+/** Input partitions read read_committed under a leadership
+ *  (Leadership.consume). Polls of one Input must not overlap. */
+export class Input {
+  private constructor();
+  /** Resolves once at least one record arrived, or to [] when timeoutMs
+   *  passed; rejects with the leadership's end once it ended. */
+  poll(options?: PollOptions | null): Promise<InputRecord[]>;
+  /** The next offset to read per partition. Never blocks. */
+  position(): Offset[];
+  /** The offsets committed for the role's pipeline group per partition. */
+  committed(): Offset[];
+  /** Stops reading. Idempotent. */
+  close(): void;
+  [Symbol.asyncIterator](): AsyncIterator<InputRecord>;
+  [Symbol.dispose](): void;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface Message {
@@ -457,7 +514,10 @@ export class Leadership {
   setMetadata(data: Buffer | Uint8Array | null, options?: CallOptions): Promise<void>;
   /** The guarded write; rejects with FencedError once superseded. */
   produce(topic: string, value: Buffer | Uint8Array | string | null, options?: ProduceOptions): Promise<ProduceResult>;
-  produceBatch(messages: Message[], options?: CallOptions): Promise<ProduceResult[]>;
+  produceBatch(messages: Message[], options?: BatchOptions | null): Promise<ProduceResult[]>;
+  /** Starts reading topics read_committed from the role's committed
+   *  offsets (docs/PIPELINES.md). */
+  consume(topics: string[], options?: CallOptions | null): Promise<Input>;
   resign(options?: ResignOptions): Promise<void>;
   /** Releases it without resigning. Idempotent. */
   close(): Promise<void>;

@@ -47,14 +47,15 @@ type group struct {
 
 // produceCall is one Produce call waiting for its transaction.
 type produceCall struct {
-	ctx   context.Context
-	token core.FencingToken // the leadership's token when the call was made: what its messages were built for
-	msgs  []Message
-	bytes int
-	taken bool // in a transaction: the caller can no longer withdraw it (under group.mu)
-	res   []ProduceResult
-	err   error
-	done  chan struct{}
+	ctx     context.Context
+	token   core.FencingToken // the leadership's token when the call was made: what its messages were built for
+	msgs    []Message
+	offsets []Offset // consumed offsets committed with msgs (ProduceOffsets; pipeline.go)
+	bytes   int
+	taken   bool // in a transaction: the caller can no longer withdraw it (under group.mu)
+	res     []ProduceResult
+	err     error
+	done    chan struct{}
 }
 
 func messageBytes(msgs []Message) int {
@@ -266,7 +267,9 @@ func (l *Leadership) commitOne() bool {
 			batch = l.refuseStale(batch, cur)
 		}
 	}
+	var offs []Offset
 	if err == nil && len(batch) > 0 {
+		offs = l.mergeOffsets(batch)
 		var msgs []Message
 		if len(batch) == 1 {
 			msgs = batch[0].msgs
@@ -280,7 +283,19 @@ func (l *Leadership) commitOne() bool {
 				msgs = append(msgs, c.msgs...)
 			}
 		}
-		res, err = l.prod.Transact(tctx, msgs)
+		switch op, _ := l.prod.(OffsetProducer); {
+		case len(offs) > 0 && op != nil:
+			res, err = op.TransactOffsets(tctx, pipelineGroup(l.role.txnID()), offs, msgs)
+		case len(offs) > 0:
+			err = WrapError(ErrUnsupported, nil, "the transport cannot commit offsets in a transaction")
+		case len(msgs) == 0:
+			// Offsets-only calls whose offsets are all committed already.
+		default:
+			res, err = l.prod.Transact(tctx, msgs)
+		}
+		if err == nil && len(offs) > 0 {
+			l.committedOffsets(offs)
+		}
 		if err == nil && len(res) != len(msgs) {
 			err = WrapError(ErrTransport, nil, "guarded write returned %d results for %d messages", len(res), len(msgs))
 		}

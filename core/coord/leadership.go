@@ -100,6 +100,8 @@ type Leadership struct {
 
 	grp group // concurrent Produce calls waiting for their transaction (group.go)
 
+	pipe pipeState // the inputs read and the offsets committed (pipeline.go)
+
 	risk riskState // the at-risk watcher and the subscriptions of Events (risk.go)
 
 	ride rideState // riding out an outage of the cluster (outage.go); under mu
@@ -519,7 +521,13 @@ func (l *Leadership) renew(ctx context.Context, newMeta []byte, setMeta bool) er
 // of it; one whose ctx ends during its transaction gets ErrTimeout while
 // the transaction decides (as for any write whose answer did not arrive).
 func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceResult, error) {
-	if len(msgs) == 0 {
+	return l.write(ctx, nil, msgs)
+}
+
+// write is Produce and ProduceOffsets (pipeline.go): the checks, then the
+// call queued for its group transaction.
+func (l *Leadership) write(ctx context.Context, offsets []Offset, msgs []Message) ([]ProduceResult, error) {
+	if len(msgs) == 0 && len(offsets) == 0 {
 		return nil, nil
 	}
 	if err := CheckMessages(msgs); err != nil {
@@ -531,8 +539,19 @@ func (l *Leadership) Produce(ctx context.Context, msgs ...Message) ([]ProduceRes
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
+	call := &produceCall{msgs: msgs, bytes: messageBytes(msgs)}
+	if len(offsets) > 0 {
+		if _, ok := l.prod.(OffsetProducer); !ok {
+			return nil, WrapError(ErrUnsupported, nil, "the transport cannot commit offsets in a transaction")
+		}
+		offs, err := l.checkOffsets(ctx, offsets)
+		if err != nil {
+			return nil, err
+		}
+		call.offsets = offs
+	}
 	start := time.Now()
-	res, err := l.produceGrouped(ctx, msgs)
+	res, err := l.queueCall(ctx, call)
 	l.c.stats.role(l.role).write(time.Since(start), err)
 	return res, err
 }
@@ -562,12 +581,12 @@ func CheckMessages(msgs []Message) error {
 	return nil
 }
 
-// produceGrouped queues one call for the committer (group.go) and waits for
-// its transaction.
-func (l *Leadership) produceGrouped(ctx context.Context, msgs []Message) ([]ProduceResult, error) {
+// queueCall queues call (its messages and offsets set) and waits for its
+// transaction.
+func (l *Leadership) queueCall(ctx context.Context, call *produceCall) ([]ProduceResult, error) {
 	cctx, cancel := l.c.callCtx(ctx)
 	defer cancel()
-	call := &produceCall{ctx: cctx, token: l.prod.Token(), msgs: msgs, bytes: messageBytes(msgs), done: make(chan struct{})}
+	call.ctx, call.token, call.done = cctx, l.prod.Token(), make(chan struct{})
 	l.enqueue(call)
 	select {
 	case <-call.done:

@@ -34,15 +34,7 @@ func TestClientBench(t *testing.T) {
 	n := envInt("KRABKA_CLIENT_BENCH_N", 200)
 	failovers := envInt("KRABKA_CLIENT_BENCH_FAILOVERS", 40)
 	dur := time.Duration(envInt("KRABKA_CLIENT_BENCH_SECONDS", 5)) * time.Second
-	writers := []int{1, 8, 64, 256}
-	if v := os.Getenv("KRABKA_CLIENT_BENCH_WRITERS"); v != "" {
-		writers = nil
-		for _, f := range strings.Split(v, ",") {
-			if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
-				writers = append(writers, n)
-			}
-		}
-	}
+	writers := writerCounts("KRABKA_CLIENT_BENCH_WRITERS", []int{1, 8, 64, 256})
 	if os.Getenv("KRABKA_CLIENT_BENCH_ONLY_GROUP") == "1" {
 		n, failovers = 0, 0
 	}
@@ -63,6 +55,22 @@ func TestClientBench(t *testing.T) {
 		}
 		writeResults(t, f)
 	}
+}
+
+// writerCounts parses a list of writer counts ("1,64,256") from the
+// variable name (def when unset).
+func writerCounts(name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func envInt(name string, def int) int {

@@ -78,16 +78,10 @@ func init() {
 
 func runCrossChild(spec string) int {
 	var c crossChild
-	if err := json.Unmarshal([]byte(spec), &c); err != nil {
+	cfg, err := childConfig(spec, &c, func(x *crossChild) []string { return x.Config })
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 2
-	}
-	cfg := coord.DefaultConfig()
-	for i := 0; i+1 < len(c.Config); i += 2 {
-		if err := cfg.Set(c.Config[i], c.Config[i+1]); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			return 2
-		}
 	}
 	var armed atomic.Bool
 	cl, err := kafka.NewClient(cfg, kafka.WithRequestTrace(func(r kafka.RequestTrace) {

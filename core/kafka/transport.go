@@ -63,10 +63,12 @@ const MaxEndTxnVersion = 4
 const defaultTxnMaxTimeout = 15 * time.Minute
 
 // Versions returns the request versions every client of this package is
-// capped at: kgo's stable set with EndTxn capped at MaxEndTxnVersion.
+// capped at: kgo's stable set with EndTxn capped at MaxEndTxnVersion and
+// TxnOffsetCommit at MaxTxnOffsetCommitVersion (pipeline.go).
 func Versions() *kversion.Versions {
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(kmsg.EndTxn.Int16(), MaxEndTxnVersion)
+	v.SetMaxKeyVersion(kmsg.TxnOffsetCommit.Int16(), MaxTxnOffsetCommitVersion)
 	return v
 }
 

@@ -74,7 +74,8 @@ type Cluster struct {
 	nextOpenPID    int64
 	appends        int
 	mints          int
-	changed        chan struct{} // closed and replaced whenever records appear
+	changed        chan struct{}                             // closed and replaced whenever records appear
+	groupOffsets   map[string]map[coord.TopicPartition]int64 // consumer group offsets (pipeline.go)
 
 	// Named clusters (NewNamed, named.go).
 	name        string
@@ -521,21 +522,12 @@ func (p *producer) Close() error { p.mu.Lock(); p.closed = true; p.mu.Unlock(); 
 
 // Transact writes msgs atomically if the token is still the coordinator's.
 func (p *producer) Transact(ctx context.Context, msgs []coord.Message) ([]coord.ProduceResult, error) {
-	if err := p.t.check(ctx); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return nil, coord.WrapError(coord.ErrTransport, nil, "producer closed")
-	}
+	return p.TransactOffsets(ctx, "", nil, msgs) // pipeline.go
+}
+
+// appendLocked appends msgs (under c.mu, the token checked).
+func (p *producer) appendLocked(msgs []coord.Message) ([]coord.ProduceResult, error) {
 	c := p.t.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cur := c.txns[p.txnID].token; cur != p.token {
-		return nil, coord.WrapError(coord.ErrFenced, nil, "PRODUCER_FENCED: %s superseded by %s", p.token, cur)
-	}
 	out := make([]coord.ProduceResult, 0, len(msgs))
 	for _, m := range msgs {
 		l := c.log(m.Topic, c.partitions)

@@ -93,6 +93,8 @@ func jsParamType(h *header, p cDecl, next *cDecl) (string, error) {
 	}
 	if t.ptr == 2 {
 		switch {
+		case isByte(t.base) && t.isConst && next != nil && h.resolve(next.typ) == (cType{base: "size_t"}):
+			return "const char **", nil // an array of names with its count: a JS array of strings
 		case isByte(t.base) && t.isConst:
 			return "_Out_ const char **", nil
 		case k == kindOpaque:
@@ -181,7 +183,8 @@ const jsHeader = `'use strict';
 //   next parameter is its size_t capacity, or the name is a plural: results);
 //   a scalar or enum T * -> '_Out_ T *' ('_Out_ int *' for enums), except
 //   size_t *x_size -> '_Inout_ size_t *'; const char ** -> '_Out_ const char **'
-//   (library-owned); char ** and other ** -> '_Out_ void **' (char **: free
+//   (library-owned), or 'const char **' (an input array of strings) when a
+//   size_t count follows it; char ** and other ** -> '_Out_ void **' (char **: free
 //   with krabka_free).
 `
 

@@ -22,6 +22,7 @@ import (
 var Docs = []struct{ Path, ToResults string }{
 	{"docs/PERFORMANCE.md", "../bench/results/"},
 	{"README.md", "bench/results/"},
+	{"docs/PIPELINES.md", "../bench/results/"},
 }
 
 // ResultsDir is the committed results folder, relative to the root.

@@ -150,6 +150,7 @@ func TestGenerateAndCheck(t *testing.T) {
 	readme := "# R\n\n## Performance\n\n<!-- perfdoc:begin readme -->\n<!-- perfdoc:end readme -->\n\n## Next\n\nOutside: 5 ms is not checked here.\n"
 	_ = os.WriteFile(filepath.Join(root, "docs/PERFORMANCE.md"), []byte(perf), 0o644)
 	_ = os.WriteFile(filepath.Join(root, "README.md"), []byte(readme), 0o644)
+	_ = os.WriteFile(filepath.Join(root, "docs/PIPELINES.md"), []byte("# Pipelines\n\nProse with no figure.\n"), 0o644)
 
 	problems, err := Check(root)
 	if err != nil {

@@ -20,6 +20,7 @@ var tables = map[string]func(*gen) (string, error){
 	"goals":       goalsTable,
 	"procs":       procsTable,
 	"crossrole":   crossroleTable,
+	"pipeline":    pipelineTable,
 }
 
 // The clusters of the side-by-side tables, in column order.
@@ -444,4 +445,38 @@ func goalsTable(g *gen) (string, error) {
 			verdict, num(worst), name, g.link(f, "node-mainthread"))
 	}
 	return b.String(), nil
+}
+
+// pipelineTable: guarded writes per second with consumed offsets carried
+// beside plain ones (issue 38, make pipeline-bench), per cluster and writer
+// count, from the latest pipeline results file of each cluster.
+func pipelineTable(g *gen) (string, error) {
+	var b strings.Builder
+	b.WriteString("| cluster | writers | plain: commands/s; p50 / p99 | with offsets: commands/s; p50 / p99 | with offsets / plain | results file |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|\n")
+	var used []*File
+	for _, c := range clusters {
+		f := g.latest("pipeline", c.Label, "")
+		if f == nil {
+			continue
+		}
+		used = append(used, f)
+		for _, m := range f.Measures {
+			if !strings.HasPrefix(m.Name, "offsets-") {
+				continue
+			}
+			w := strings.TrimPrefix(m.Name, "offsets-")
+			plain := f.Measure("plain-" + w)
+			if plain == nil {
+				continue
+			}
+			o := m
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %s |\n", c.Head, w, group(plain), group(&o),
+				o.PerSecond/plain.PerSecond, g.link(f, c.Label))
+		}
+	}
+	if len(used) == 0 {
+		return "", fmt.Errorf("no pipeline results file")
+	}
+	return b.String() + "\nRuns:\n\n" + g.runs(used...), nil
 }

@@ -515,6 +515,69 @@ static void async_arguments(krabka_client_t *client, krabka_queue_t *q) {
     EXPECT(ev == NULL);
 }
 
+/* The pipeline calls (input, records, offsets) without a leadership: every
+ * handle checked (NULL, another kind, made up), NULL outs refused, nothing
+ * posted. Their argument checks on a live leadership are tests/c/pipeline.c's. */
+static void pipeline_handles(krabka_client_t *client, krabka_queue_t *q) {
+    const char *topics[] = {"requests"};
+    krabka_input_t *in = (krabka_input_t *)0x1;
+    krabka_records_t *recs = (krabka_records_t *)0x1;
+    krabka_offset_t off[2];
+    krabka_input_record_t rec;
+    size_t n = 7;
+    krabka_message_t m = KRABKA_MESSAGE_INIT;
+    m.topic = "t";
+    memset(off, 0, sizeof off);
+
+    EXPECT_ERR(krabka_leadership_consume(NULL, topics, 1, 10, &in, ES), H);
+    EXPECT(in == NULL);
+    EXPECT(strstr(errstr, "krabka_leadership_t") != NULL && strstr(errstr, "NULL") != NULL);
+    EXPECT_ERR(krabka_leadership_consume((krabka_leadership_t *)client, topics, 1, 10, &in, ES), H);
+    EXPECT(strstr(errstr, "krabka_client_t") != NULL);
+    EXPECT_ERR(krabka_leadership_consume((krabka_leadership_t *)client, topics, 1, 10, NULL, ES), E);
+    EXPECT(strstr(errstr, "out") != NULL);
+    EXPECT_ERR(krabka_leadership_consume_async(NULL, topics, 1, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_leadership_consume_async((krabka_leadership_t *)q, topics, 1, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_input_poll(NULL, 10, 10, &recs, ES), H);
+    EXPECT(recs == NULL);
+    EXPECT(strstr(errstr, "krabka_input_t") != NULL);
+    EXPECT_ERR(krabka_input_poll((krabka_input_t *)client, 10, 10, &recs, ES), H);
+    EXPECT_ERR(krabka_input_poll((krabka_input_t *)client, 10, 10, NULL, ES), E);
+    EXPECT_ERR(krabka_input_poll_async(NULL, 10, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_input_poll_async((krabka_input_t *)q, 10, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_input_position(NULL, off, 2, &n), H);
+    EXPECT_ERR(krabka_input_committed((krabka_input_t *)client, off, 2, &n), H);
+    EXPECT_ERR(krabka_input_destroy(NULL), H);
+    EXPECT_ERR(krabka_input_destroy((krabka_input_t *)client), H);
+    EXPECT_ERR(krabka_records_count(NULL, &n), H);
+    EXPECT_ERR(krabka_records_count((krabka_records_t *)client, &n), H);
+    EXPECT_ERR(krabka_records_get(NULL, 0, &rec), H);
+    EXPECT_ERR(krabka_records_get((krabka_records_t *)q, 0, &rec), H);
+    EXPECT_ERR(krabka_records_destroy(NULL), H);
+    EXPECT_ERR(krabka_records_destroy((krabka_records_t *)client), H);
+    EXPECT(n == 7);
+    EXPECT_ERR(krabka_leadership_produce_offsets(NULL, off, 1, &m, 1, 10, NULL, ES), H);
+    EXPECT_ERR(krabka_leadership_produce_offsets((krabka_leadership_t *)client, off, 1, &m, 1, 10, NULL, ES), H);
+    EXPECT_ERR(krabka_leadership_produce_offsets_async(NULL, off, 1, &m, 1, 10, q, 1, ES), H);
+    EXPECT_ERR(krabka_event_take_input(NULL, &in, ES), H);
+    EXPECT_ERR(krabka_event_take_records(NULL, &recs, ES), H);
+    {
+        char buf[KRABKA_NAME_BUF * 2];
+        size_t len = 0;
+        EXPECT_ERR(krabka_client_pipeline_group(NULL, "r", KRABKA_NTS, buf, sizeof buf, &len, ES), H);
+        EXPECT_ERR(krabka_client_pipeline_group(client, "", 0, buf, sizeof buf, &len, ES), KRABKA_ERR_EMPTY_ROLE);
+        EXPECT_ERR(krabka_client_pipeline_group(client, "r", KRABKA_NTS, buf, sizeof buf, &len, ES), KRABKA_OK);
+        EXPECT(len > 0 && strlen(buf) == len);
+        EXPECT_ERR(krabka_client_pipeline_group(client, "r", KRABKA_NTS, buf, 1, &len, ES), KRABKA_ERR_BUFFER_TOO_SMALL);
+        EXPECT(len > 0 && strstr(errstr, "buf_size") != NULL);
+    }
+
+    /* Nothing was posted. */
+    krabka_event_t *ev = (krabka_event_t *)0x1;
+    EXPECT_ERR(krabka_queue_poll(q, &ev), KRABKA_OK);
+    EXPECT(ev == NULL);
+}
+
 /* krabka_get_err_descs is the table the four error functions answer from,
  * in numeric order; codes outside it are UNKNOWN. */
 static void error_descriptions(void) {
@@ -613,6 +676,7 @@ static void events_and_queues(void) {
     EXPECT_ERR(krabka_client_acquire_async(client, "", 0, "m", KRABKA_NTS, 10, q, 1, ES), KRABKA_ERR_EMPTY_ROLE);
     EXPECT_ERR(krabka_client_acquire_async(client, "r", KRABKA_NTS, "m", KRABKA_NTS, -1, q, 1, ES), E);
     async_arguments(client, q);
+    pipeline_handles(client, q);
     EXPECT_ERR(krabka_client_acquire_async(client, "r", KRABKA_NTS, "m", KRABKA_NTS, 300, q, 42, ES), KRABKA_OK);
     struct pollfd p = {fd, POLLIN, 0};
     EXPECT(poll(&p, 1, 30000) == 1);

@@ -26,7 +26,8 @@
 //   next parameter is its size_t capacity, or the name is a plural: results);
 //   a scalar or enum T * -> '_Out_ T *' ('_Out_ int *' for enums), except
 //   size_t *x_size -> '_Inout_ size_t *'; const char ** -> '_Out_ const char **'
-//   (library-owned); char ** and other ** -> '_Out_ void **' (char **: free
+//   (library-owned), or 'const char **' (an input array of strings) when a
+//   size_t count follows it; char ** and other ** -> '_Out_ void **' (char **: free
 //   with krabka_free).
 
 const CONSTANTS = Object.freeze({
@@ -172,6 +173,8 @@ const EventType = Object.freeze({
   TERM: 13,
   LEASE: 14,
   CONFIRM: 15,
+  CONSUME: 16,
+  POLL: 17,
 });
 const EventTypeName = Object.freeze({
   0: 'NONE',
@@ -190,6 +193,8 @@ const EventTypeName = Object.freeze({
   13: 'TERM',
   14: 'LEASE',
   15: 'CONFIRM',
+  16: 'CONSUME',
+  17: 'POLL',
 });
 
 // krabka_log_level_t
@@ -376,6 +381,8 @@ function defineTypes(koffi) {
   T.krabka_acquire_options_t = koffi.pointer('krabka_acquire_options_t', koffi.opaque('krabka_acquire_options'));
   T.krabka_verifier_t = koffi.pointer('krabka_verifier_t', koffi.opaque('krabka_verifier'));
   T.krabka_elector_t = koffi.pointer('krabka_elector_t', koffi.opaque('krabka_elector'));
+  T.krabka_input_t = koffi.pointer('krabka_input_t', koffi.opaque('krabka_input'));
+  T.krabka_records_t = koffi.pointer('krabka_records_t', koffi.opaque('krabka_records'));
   T.krabka_log_cb = koffi.proto('void krabka_log_cb(void *opaque, int level, const char *line)');
   T.krabka_err_desc_t = koffi.struct('krabka_err_desc_t', {
     code: 'int',
@@ -433,6 +440,23 @@ function defineTypes(koffi) {
     offset: 'int64_t',
     registered_at: 'int64_t',
     rank: 'int32_t',
+  });
+  T.krabka_offset_t = koffi.struct('krabka_offset_t', {
+    topic_len: 'uint32_t',
+    topic: koffi.array('uint8_t', CONSTANTS.NAME_BUF, 'Typed'),
+    partition: 'int32_t',
+    offset: 'int64_t',
+  });
+  T.krabka_input_record_t = koffi.struct('krabka_input_record_t', {
+    topic: 'const char *',
+    partition: 'int32_t',
+    offset: 'int64_t',
+    key: 'void *',
+    key_len: 'size_t',
+    value: 'void *',
+    value_len: 'size_t',
+    headers: 'void *',
+    header_count: 'size_t',
   });
   return Object.freeze(T);
 }
@@ -578,6 +602,21 @@ const DECLS = Object.freeze([
   ['krabka_event_stop_reason', 'int krabka_event_stop_reason(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_events_async', 'int krabka_leadership_events_async(krabka_leadership_t leadership, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_event_lease_kind', 'int krabka_event_lease_kind(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_client_pipeline_group', 'int krabka_client_pipeline_group(krabka_client_t client, const uint8_t *role, size_t role_len, uint8_t *buf, size_t buf_size, _Out_ size_t *len, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_consume', 'int krabka_leadership_consume(krabka_leadership_t leadership, const char **topics, size_t topic_count, int64_t timeout_ms, _Out_ krabka_input_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_consume_async', 'int krabka_leadership_consume_async(krabka_leadership_t leadership, const char **topics, size_t topic_count, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_take_input', 'int krabka_event_take_input(krabka_event_t ev, _Out_ krabka_input_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_input_poll', 'int krabka_input_poll(krabka_input_t input, size_t max, int64_t timeout_ms, _Out_ krabka_records_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_input_poll_async', 'int krabka_input_poll_async(krabka_input_t input, size_t max, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_take_records', 'int krabka_event_take_records(krabka_event_t ev, _Out_ krabka_records_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_records_count', 'int krabka_records_count(krabka_records_t records, _Out_ size_t *count)'],
+  ['krabka_records_get', 'int krabka_records_get(krabka_records_t records, size_t index, _Out_ krabka_input_record_t *out)'],
+  ['krabka_records_destroy', 'int krabka_records_destroy(krabka_records_t records)'],
+  ['krabka_input_position', 'int krabka_input_position(krabka_input_t input, uint8_t *out, size_t cap, _Out_ size_t *count)'],
+  ['krabka_input_committed', 'int krabka_input_committed(krabka_input_t input, uint8_t *out, size_t cap, _Out_ size_t *count)'],
+  ['krabka_input_destroy', 'int krabka_input_destroy(krabka_input_t input)'],
+  ['krabka_leadership_produce_offsets', 'int krabka_leadership_produce_offsets(krabka_leadership_t leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, uint8_t *results, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_leadership_produce_offsets_async', 'int krabka_leadership_produce_offsets_async(krabka_leadership_t leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
 ]);
 
 /** A cast constant's value for this platform: a number, or a BigInt beyond 2**53. */

@@ -7,6 +7,7 @@ const errors = require('./errors');
 const pure = require('./pure');
 const { Client } = require('./client');
 const { Leadership } = require('./leadership');
+const { Input } = require('./input');
 const { Watch } = require('./watch');
 const { Elector, Term } = require('./elect');
 const { Verifier, MAX_METADATA_BYTES } = require('./headers');
@@ -15,6 +16,7 @@ const { pendingCalls } = require('./calls');
 module.exports = {
   Client,
   Leadership,
+  Input,
   Watch,
   Elector,
   Term,

@@ -1,6 +1,6 @@
 'use strict';
 // Leadership: a won role. Its blocking calls (renew, confirm, setMetadata, produce,
-// produceBatch, resign, `ended`) are *_async calls on the process's event
+// produceBatch, consume, resign, `ended`) are *_async calls on the process's event
 // queue (lib/calls.js); its getters (token, lease, state, metadata,
 // renewDue) never block and read the C object directly (lib/values.js).
 
@@ -11,6 +11,7 @@ const { nameBytes, bytesArg, intArg, timeoutArg, signalArg, describe } = require
 const { metadataArg, headersArg } = require('./headers');
 const values = require('./values');
 const calls = require('./calls');
+const input = require('./input');
 
 const fns = () => native().fns;
 const copyBytes = (b) => Buffer.from(b);
@@ -30,6 +31,11 @@ function messageArg(msg, what) {
   if (partition < -1) throw new RangeError(`${what}.partition must be >= 0, or -1 for Kafka's key hashing, got ${partition}`);
   const headers = headersArg(msg.headers, `${what}.headers`);
   return { topic: msg.topic, partition, key, value, headers };
+}
+
+/** options.offsets of a guarded write: the krabka_offset_t array, or null. */
+function offsetsOption(o, what) {
+  return o.offsets === undefined || o.offsets === null ? null : input.offsetStructs(o.offsets, what);
 }
 
 const EMPTY = Buffer.alloc(1); // a valid pointer for a zero-length key or value
@@ -253,6 +259,12 @@ class Leadership {
    * krabka.produce.token.header (default true) every guarded write also
    * carries krabka.token = "<producer id>:<epoch>" of this leadership's
    * token, which a consumer checks with a Verifier.
+   * offsets: the input positions this write consumed, an array of
+   * { topic, partition, offset } (Input.position()): they commit for the
+   * role's pipeline group in the same transaction, or neither does; the
+   * broker refuses a deposed leader's offsets with its write (FencedError).
+   * An offset of a partition no Input of this leadership read, or one that
+   * goes backwards, rejects with INVALID_ARG before anything is written.
    */
   produce(topic, value, options) {
     if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
@@ -262,28 +274,52 @@ class Leadership {
     const msg = messageArg({ topic, value, key: o.key, partition: o.partition, headers: o.headers }, 'message');
     const t = timeoutArg(o, 'produce');
     const signal = signalArg(o, 'produce');
-    return this.#produce('produce', [msg], t, signal).then((r) => r[0]);
+    const offs = offsetsOption(o, 'produce');
+    return this.#produce('produce', [msg], t, signal, offs).then((r) => r[0]);
   }
 
   /**
    * Several guarded writes in one transaction: messages is an array of
    * { topic, value, key?, partition?, headers? } (headers as in produce).
    * Resolves to one { partition, offset } per message, in order.
+   * options.offsets as in produce (with offsets, messages may be empty:
+   * the offsets alone are committed).
    */
   produceBatch(messages, options) {
     if (!Array.isArray(messages)) throw new TypeError(`messages must be an array, got ${describe(messages)}`);
-    if (messages.length === 0) throw new RangeError('messages must not be empty');
+    if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
+      throw new TypeError(`produceBatch: options must be an object such as { timeoutMs, offsets }, got ${describe(options)}`);
+    }
+    const offs = offsetsOption(options || {}, 'produceBatch');
+    if (messages.length === 0 && offs === null) throw new RangeError('messages must not be empty');
     const msgs = messages.map((m, i) => messageArg(m, `messages[${i}]`));
     const t = timeoutArg(options, 'produceBatch');
     const signal = signalArg(options, 'produceBatch');
-    return this.#produce('produceBatch', msgs, t, signal);
+    return this.#produce('produceBatch', msgs, t, signal, offs);
   }
 
-  #produce(what, msgs, t, signal) {
+  /**
+   * Starts reading topics (an array of names; every partition of each)
+   * read_committed from the offsets committed for the role's pipeline
+   * group (where the last leader's guarded writes with offsets left off;
+   * the earliest offset where none was committed). Resolves to an Input.
+   * Rejects with UNKNOWN_TOPIC_OR_PARTITION for a topic that does not
+   * exist, INVALID_ARG for an empty, over-long or illegal name (TypeError
+   * for one that is not a string), and the leadership's end once it ended.
+   * options: timeoutMs (default request.timeout.ms), signal.
+   */
+  consume(topics, options) {
+    return input.consume(this, () => this.#live(), topics, options, this.#afterCall('consume'));
+  }
+
+  #produce(what, msgs, t, signal, offs) {
     return calls.submit({
       what,
       signal,
-      start: (q, tag, eb) => fns().krabka_leadership_produce_async(this.#live(), messageStructs(msgs), msgs.length, t, q, tag, eb, eb.length),
+      start: (q, tag, eb) =>
+        offs === null
+          ? fns().krabka_leadership_produce_async(this.#live(), messageStructs(msgs), msgs.length, t, q, tag, eb, eb.length)
+          : fns().krabka_leadership_produce_offsets_async(this.#live(), offs, offs.length, messageStructs(msgs), msgs.length, t, q, tag, eb, eb.length),
       // One result per message proves the write (a failed call has none).
       readOk: (ev, errbuf) => {
         const out = values.readResults(ev, msgs.length, errbuf);

@@ -112,3 +112,32 @@ def sigint_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(scope="session")
+def kproxy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/kafka/cmd/kproxy, built once per session: the cut-link proxy on
+    the tv2 cluster's extra listener (KRABKA_BOOTSTRAP_X1)."""
+    out = tmp_path_factory.mktemp("kproxy") / "kproxy"
+    subprocess.run(["go", "build", "-o", str(out), "./tests/kafka/cmd/kproxy"], cwd=str(REPO), check=True,
+                   timeout=600, env={**os.environ, "GOFLAGS": "-buildvcs=false"})
+    return out
+
+
+class Proxy:
+    """A running kproxy: command("cut"), command("heal"), close()."""
+
+    def __init__(self, binary: Path, listen: str, target: str) -> None:
+        self.p = subprocess.Popen([str(binary), "-listen", listen, "-target", target], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("ready "), "kproxy did not start: %r" % line
+
+    def command(self, cmd: str) -> None:
+        self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
+        self.p.stdin.flush()  # type: ignore[union-attr]
+        assert self.p.stdout.readline().strip() == "ok " + cmd  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        self.p.stdin.close()  # type: ignore[union-attr]
+        self.p.wait(timeout=60)

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 
 import krabka_coord as kc
-from conftest import REPO, KafkaTools, unique
+from conftest import REPO, KafkaTools, Proxy, unique
 
 HERE = Path(__file__).resolve().parent
 WAIT = 60.0  # seconds: the bound of one wait (a broken test ends), not a timing check
@@ -82,34 +82,6 @@ def wait_roster(client: kc.Client, role: str, want: List[str]) -> None:
         time.sleep(0.1)
         got = roster(client, role)
     assert got == want, "roster %r, expected %r" % (got, want)
-
-
-@pytest.fixture(scope="module")
-def kproxy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/kafka/cmd/kproxy, built once for this module."""
-    out = tmp_path_factory.mktemp("kproxy") / "kproxy"
-    subprocess.run(["go", "build", "-o", str(out), "./tests/kafka/cmd/kproxy"], cwd=str(REPO), check=True,
-                   timeout=600, env={**os.environ, "GOFLAGS": "-buildvcs=false"})
-    return out
-
-
-class Proxy:
-    """A running kproxy: cut(), heal(), close()."""
-
-    def __init__(self, binary: Path, listen: str, target: str) -> None:
-        self.p = subprocess.Popen([str(binary), "-listen", listen, "-target", target], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("ready "), "kproxy did not start: %r" % line
-
-    def command(self, cmd: str) -> None:
-        self.p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
-        self.p.stdin.flush()  # type: ignore[union-attr]
-        assert self.p.stdout.readline().strip() == "ok " + cmd  # type: ignore[union-attr]
-
-    def close(self) -> None:
-        self.p.stdin.close()  # type: ignore[union-attr]
-        self.p.wait(timeout=WAIT)
 
 
 # ---------------------------------------------------------------------------

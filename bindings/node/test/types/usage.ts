@@ -28,6 +28,9 @@ import {
   type TermStop,
   type StopReasonName,
   type ElectOptions,
+  type Input,
+  type InputRecord,
+  type Offset,
 } from 'krabka-coord';
 
 async function elect(client: Client): Promise<void> {
@@ -101,6 +104,19 @@ async function main(): Promise<void> {
   await meta.produce('commands', 'go', { headers: { trace: 'abc', raw: Buffer.from([0]) } });
   await meta.produce('commands', 'go', { headers: [['trace', 'a'], ['trace', 'b']] });
   await meta.produceBatch([{ topic: 'commands', value: 'x', headers: new Map([['k', 'v']]) }]);
+  const input: Input = await meta.consume(['requests'], { timeoutMs: 5000 });
+  const recs: InputRecord[] = await input.poll({ max: 100, timeoutMs: 1000 });
+  const pos: Offset[] = input.position();
+  const from: Offset[] = input.committed();
+  const first: bigint | undefined = recs[0]?.offset;
+  await meta.produceBatch(
+    recs.map((r) => ({ topic: 'commands', value: r.value, partition: r.partition })),
+    { offsets: pos },
+  );
+  await meta.produce('commands', 'go', { offsets: [{ topic: 'requests', partition: 0, offset: 5 }] });
+  await meta.produceBatch([], { offsets: from });
+  for await (const r of input) console.log(r.topic, r.partition, r.key, r.headers, first);
+  input.close();
   const s2: Status = await client.describe('router');
   const sm: Buffer | null = s2.metadata;
   const rm: (Buffer | null)[] = s2.roster.map((e) => e.metadata);

@@ -69,6 +69,7 @@ from ._pure import (
     validate_token,
 )
 from ._verify import Verdict, Verifier
+from ._input import Input, InputRecord, Offset
 from ._leadership import Leadership, TryAcquireResult
 from ._watch import Watch
 from ._elect import Elector, ElectorState, Health, StopReason, Term, TermEvent, TermEventKind
@@ -123,12 +124,15 @@ __all__ = [
     "Kind",
     "KrabkaError",
     "KrabkaTimeoutError",
+    "Input",
+    "InputRecord",
     "Leadership",
     "LeadershipState",
     "Lease",
     "LeaseExpiredError",
     "LibraryLoadError",
     "NotLeaderError",
+    "Offset",
     "ProduceResult",
     "Registration",
     "RosterEntry",

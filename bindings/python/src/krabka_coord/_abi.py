@@ -140,6 +140,8 @@ class EventType(enum.IntEnum):
     TERM = 13
     LEASE = 14
     CONFIRM = 15
+    CONSUME = 16
+    POLL = 17
 
 
 class LogLevel(enum.IntEnum):
@@ -306,6 +308,14 @@ class RosterEntry(Structure):
     """krabka_roster_entry_t."""
 
 
+class Offset(Structure):
+    """krabka_offset_t."""
+
+
+class InputRecord(Structure):
+    """krabka_input_record_t."""
+
+
 
 ErrDesc._fields_ = [
     ("code", c_int),
@@ -371,6 +381,25 @@ RosterEntry._fields_ = [
     ("offset", c_int64),
     ("registered_at", c_int64),
     ("rank", c_int32),
+]
+
+Offset._fields_ = [
+    ("topic_len", c_uint32),
+    ("topic", c_char * NAME_BUF),
+    ("partition", c_int32),
+    ("offset", c_int64),
+]
+
+InputRecord._fields_ = [
+    ("topic", c_char_p),
+    ("partition", c_int32),
+    ("offset", c_int64),
+    ("key", c_char_p),
+    ("key_len", c_size_t),
+    ("value", c_char_p),
+    ("value_len", c_size_t),
+    ("headers", POINTER(Header)),
+    ("header_count", c_size_t),
 ]
 
 
@@ -518,6 +547,21 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_event_stop_reason": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
     "krabka_leadership_events_async": (c_int, [c_void_p, c_void_p, c_uint64, c_char_p, c_size_t]),
     "krabka_event_lease_kind": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_client_pipeline_group": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, POINTER(c_size_t), c_char_p, c_size_t]),
+    "krabka_leadership_consume": (c_int, [c_void_p, POINTER(c_char_p), c_size_t, c_int64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_leadership_consume_async": (c_int, [c_void_p, POINTER(c_char_p), c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_event_take_input": (c_int, [c_void_p, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_input_poll": (c_int, [c_void_p, c_size_t, c_int64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_input_poll_async": (c_int, [c_void_p, c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_event_take_records": (c_int, [c_void_p, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_records_count": (c_int, [c_void_p, POINTER(c_size_t)]),
+    "krabka_records_get": (c_int, [c_void_p, c_size_t, POINTER(InputRecord)]),
+    "krabka_records_destroy": (c_int, [c_void_p]),
+    "krabka_input_position": (c_int, [c_void_p, POINTER(Offset), c_size_t, POINTER(c_size_t)]),
+    "krabka_input_committed": (c_int, [c_void_p, POINTER(Offset), c_size_t, POINTER(c_size_t)]),
+    "krabka_input_destroy": (c_int, [c_void_p]),
+    "krabka_leadership_produce_offsets": (c_int, [c_void_p, POINTER(Offset), c_size_t, POINTER(Message), c_size_t, c_int64, POINTER(ProduceResult), c_char_p, c_size_t]),
+    "krabka_leadership_produce_offsets_async": (c_int, [c_void_p, POINTER(Offset), c_size_t, POINTER(Message), c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
 }
 
 

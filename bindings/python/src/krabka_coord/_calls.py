@@ -45,10 +45,10 @@ import time
 import weakref
 from typing import Any, Awaitable, Callable, Dict, List, Optional, TypeVar
 
-from ._errors import error_for, raise_for
+from ._errors import ErrorCode, KrabkaError, error_for, raise_for
 from ._native import ERRSTR_SIZE, glib, lib
 
-__all__ = ["Queue", "process_queue", "loop_queue", "run", "run_async", "complete", "Shared", "errbuf"]
+__all__ = ["Queue", "process_queue", "loop_queue", "run", "run_async", "complete", "Shared", "errbuf", "take"]
 
 T = TypeVar("T")
 
@@ -72,6 +72,18 @@ def errbuf() -> ctypes.Array[ctypes.c_char]:
     if buf is None:
         buf = _local.buf = ctypes.create_string_buffer(ERRSTR_SIZE)
     return buf
+
+
+def take(ev: int, take_fn: Callable[..., int], what: str) -> int:
+    """The handle a succeeded call's event carries (krabka_event_take_*),
+    which now belongs to the caller; `what` names the call for the error
+    when the event carried none."""
+    out = ctypes.c_void_p()
+    buf = errbuf()
+    raise_for(take_fn(ev, ctypes.byref(out), buf, len(buf)), buf)
+    if not out.value:
+        raise KrabkaError(ErrorCode.INTERNAL, "%s succeeded without a result to take" % what)
+    return out.value
 
 
 class Queue:

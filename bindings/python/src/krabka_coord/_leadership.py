@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _abi, _calls, _dispose
+from ._input import Input, Offset, offsets_array, topics_array
 from ._args import INT32_MAX, Bytes, Headers, Name, Timeout, check_int, header_pairs, metadata_bytes, name_bytes, payload_bytes, timeout_ms
 from ._errors import ErrorCode, KrabkaError, NotLeaderError, error_for, raise_for
 from ._native import Handle, glib, lib
@@ -31,11 +32,12 @@ MessageWithHeaders = Tuple[str, Union[bytes, str, None], Union[bytes, str, None]
 _MESSAGE_SIZE = ctypes.sizeof(_abi.Message)
 
 
-def _messages(messages: object) -> "ctypes.Array[_abi.Message]":
+def _messages(messages: object, allow_empty: bool = False) -> "ctypes.Array[_abi.Message]":
     """The krabka_message_t array of produce_many's messages (with their
     krabka_header_t arrays). The C call copies everything before it
-    returns, so the array only has to outlive the submit."""
-    if not isinstance(messages, (list, tuple)) or not messages:
+    returns, so the array only has to outlive the submit. Empty only with
+    offsets (allow_empty)."""
+    if not isinstance(messages, (list, tuple)) or not (messages or allow_empty):
         raise ValueError("messages must be a non-empty list of (topic, value, key, partition)")
     arr = (_abi.Message * len(messages))()
     keep: List[object] = []
@@ -237,16 +239,30 @@ class Leadership:
         ptr = self._ptr()
         return lambda q, tag, buf: glib.krabka_leadership_confirm_async(ptr, ms, q, tag, buf, len(buf))
 
-    def _produce_start(self, messages: object, timeout: Timeout) -> "Tuple[_calls.Start, _calls.Read[List[ProduceResult]]]":
-        arr = _messages(messages)
+    def _produce_start(
+        self, messages: object, timeout: Timeout, offsets: "Optional[Sequence[Offset]]" = None
+    ) -> "Tuple[_calls.Start, _calls.Read[List[ProduceResult]]]":
+        offs = offsets_array(offsets)
+        arr = _messages(messages, allow_empty=offs is not None)
         ms = timeout_ms(timeout)
         ptr = self._ptr()
         n = len(arr)
 
         def start(q: int, tag: int, buf: Any) -> int:
-            return glib.krabka_leadership_produce_async(ptr, arr, n, ms, q, tag, buf, len(buf))  # type: ignore[no-any-return]
+            if offs is None:
+                return glib.krabka_leadership_produce_async(ptr, arr, n, ms, q, tag, buf, len(buf))  # type: ignore[no-any-return]
+            return glib.krabka_leadership_produce_offsets_async(ptr, offs, len(offs), arr, n, ms, q, tag, buf, len(buf))  # type: ignore[no-any-return]
 
         return start, _results_of(n)
+
+    def _consume_start(self, topics: "Tuple[str, ...]", timeout: Timeout) -> _calls.Start:
+        arr = topics_array(topics)
+        ms = timeout_ms(timeout)
+        ptr = self._ptr()
+        return lambda q, tag, buf: glib.krabka_leadership_consume_async(ptr, arr, len(arr), ms, q, tag, buf, len(buf))
+
+    def _read_input(self, ev: int) -> Input:
+        return Input(_calls.take(ev, glib.krabka_event_take_input, "krabka_leadership_consume_async"), self)
 
     def _set_metadata_start(self, data: Optional[Bytes], timeout: Timeout) -> _calls.Start:
         b = metadata_bytes(data, "data")
@@ -303,6 +319,7 @@ class Leadership:
         partition: Optional[int] = None,
         timeout: Timeout = None,
         headers: Headers = None,
+        offsets: "Optional[Sequence[Offset]]" = None,
     ) -> ProduceResult:
         """The guarded write: one message in one transaction of the role's
         transactional producer, so the broker rejects it if this leadership
@@ -320,20 +337,46 @@ class Leadership:
         With krabka.produce.token.header (default true) every guarded write
         also carries krabka.token = "<producer id>:<epoch>" (see Verifier).
         Ctrl-C raises KeyboardInterrupt at once; the write already sent may
-        still land."""
-        return self.produce_many([(topic, value, key, partition, headers)], timeout=timeout)[0]
+        still land.
+
+        `offsets` (keyword): the input positions this write consumed (a
+        list of Offset, e.g. Input.position()): they commit for the role's
+        pipeline group in the same transaction, or neither does; the broker
+        refuses a deposed leader's offsets with its write (FencedError).
+        An offset for a partition no Input of this leadership read, or one
+        that goes backwards, is InvalidArgumentError before anything is
+        written; TypeError names a wrongly typed entry."""
+        return self.produce_many([(topic, value, key, partition, headers)], timeout=timeout, offsets=offsets)[0]
 
     def produce_many(
         self,
         messages: "Sequence[Union[Message, MessageWithHeaders]]",
         timeout: Timeout = None,
+        offsets: "Optional[Sequence[Offset]]" = None,
     ) -> "list[ProduceResult]":
         """Several messages (topic, value, key, partition) or (topic, value,
         key, partition, headers) in ONE transaction: all are written or none.
         `headers` as in produce(), per message. Returns one (partition,
-        offset) per message."""
-        start, read = self._produce_start(messages, timeout)
+        offset) per message. `offsets` as in produce() (with offsets,
+        `messages` may be empty: the offsets alone are committed)."""
+        start, read = self._produce_start(messages, timeout, offsets)
         return _calls.run(start, read, _dispose.event)
+
+    def consume(self, *topics: str, timeout: Timeout = None) -> Input:
+        """Start reading `topics` (every partition) read_committed from the
+        offsets committed for the role's pipeline group (where the last
+        leader's guarded writes with offsets left off; the earliest offset
+        where none was committed). Returns an Input (poll, iterate,
+        position; a context manager). Blocks up to `timeout` seconds while
+        it fetches the committed offsets. Raises TypeError for a topic that
+        is not str, InvalidArgumentError for an empty, over-long or invalid
+        name, UnknownTopicOrPartitionError for a topic that does not exist,
+        and the leadership's end once it ended."""
+        return _calls.run(self._consume_start(topics, timeout), self._read_input, _dispose.event)
+
+    async def consume_async(self, *topics: str, timeout: Timeout = None) -> Input:
+        """consume() as a coroutine."""
+        return await _calls.run_async(self._consume_start(topics, timeout), self._read_input, _dispose.event)
 
     def set_metadata(self, data: Optional[Bytes], timeout: Timeout = None) -> None:
         """Change the term's metadata (None: none from now on): a renewal
@@ -442,12 +485,24 @@ class Leadership:
         partition: Optional[int] = None,
         timeout: Timeout = None,
         headers: Headers = None,
+        offsets: "Optional[Sequence[Offset]]" = None,
     ) -> ProduceResult:
         """produce() as a coroutine, completed through the loop's queue: any
         number of concurrent awaits are in flight together (no thread each)
-        and the library commits them in one transaction (group commit)."""
-        start, read = self._produce_start([(topic, value, key, partition, headers)], timeout)
+        and the library commits them in one transaction (group commit;
+        their `offsets` merge per partition, the highest wins)."""
+        start, read = self._produce_start([(topic, value, key, partition, headers)], timeout, offsets)
         return (await _calls.run_async(start, read, _dispose.event))[0]
+
+    async def produce_many_async(
+        self,
+        messages: "Sequence[Union[Message, MessageWithHeaders]]",
+        timeout: Timeout = None,
+        offsets: "Optional[Sequence[Offset]]" = None,
+    ) -> "list[ProduceResult]":
+        """produce_many() as a coroutine."""
+        start, read = self._produce_start(messages, timeout, offsets)
+        return await _calls.run_async(start, read, _dispose.event)
 
     async def set_metadata_async(self, data: Optional[Bytes], timeout: Timeout = None) -> None:
         """set_metadata() as a coroutine."""

@@ -17,15 +17,11 @@ __all__ = ["Watch", "WatchEvent", "WATCH_EVENT_KINDS", "watch_of"]
 
 
 def _read_next(ev: int) -> WatchEvent:
-    out = ctypes.c_void_p()
-    buf = _calls.errbuf()
-    raise_for(glib.krabka_event_take_watch_event(ev, ctypes.byref(out), buf, len(buf)), buf)
-    if not out.value:
-        raise KrabkaError(ErrorCode.INTERNAL, "krabka_watch_next_async succeeded without an event")
+    we = _calls.take(ev, glib.krabka_event_take_watch_event, "krabka_watch_next_async")
     try:
-        return read_watch_event(out.value)
+        return read_watch_event(we)
     finally:
-        lib.krabka_watch_event_destroy(out.value)
+        lib.krabka_watch_event_destroy(we)
 
 
 class Watch:
