@@ -19,18 +19,13 @@ const { Client, KrabkaError, FencedError, ErrorCode, DecodeError } = k;
 const testing = require('../lib/testing');
 const { Cluster, CLOCK_START_MS } = testing;
 const { TESTING_DECLS } = require('../lib/testing_abi');
+const { within: waitWithin } = require('./helpers/wait');
 
 const repo = path.resolve(__dirname, '..', '..', '..');
 const WAIT = 30_000; // a bound for one wait, not a timing check
 const LEASE_MS = 30_000; // krabka.lease.ms default: the manual clock is advanced past it
 
-function within(p, what, ms = WAIT) {
-  let timer;
-  const t = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
-}
+const within = (p, what) => waitWithin(p, what, WAIT);
 
 const isCode = (name, words) => (e) => {
   assert.ok(e instanceof KrabkaError, `expected a KrabkaError ${name}, got ${e && e.stack}`);
