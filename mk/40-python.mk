@@ -38,6 +38,8 @@ PY_PYTHON = $(shell $(PYTHON) -c 'import pytest' 2>/dev/null && echo $(PYTHON) |
 
 python-test: python-lib python-pytest
 	cd $(PY_DIR) && $(PY_ENV_VARS) $(PY_PYTHON) -m pytest -p no:cacheprovider -v $(PYTEST_ARGS) tests
+	cd examples/python && $(PY_ENV_VARS) PYTHONPATH=$(CURDIR)/$(PY_DIR)/src $(PY_PYTHON) -m pytest -p no:cacheprovider \
+		-p krabka_coord.pytest_plugin -v $(PYTEST_ARGS) test_controller.py
 
 python-conformance: python-lib
 	$(PY_ENV_VARS) $(PYTHON) $(PY_DIR)/tests/conformance.py
