@@ -5,7 +5,10 @@
 #                       call runner and its completion queues, pip install and
 #                       the sdist, the live failover and the blind deposed holder on
 #                       $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1 (fail, never
-#                       skip, when unset: run them via `make test`)
+#                       skip, when unset: run them via `make test`); then
+#                       examples/python/test_controller.py, the example's own test
+#                       on the in-process cluster (krabka_coord.testing's pytest
+#                       plugin, no broker)
 #   make python-bench   per-call overhead of the binding (µs per call), recorded in a
 #                       results file under bench/results
 #   make python-conformance   just the conformance runner (N passed, N failed)
