@@ -1,7 +1,8 @@
 # Client layer (core config/client/leadership/describe, core/memtransport,
 # core/kafka: the franz-go transport).
 #   make client-test    go vet, the client unit tests (in-memory transport,
-#                       manual clock) and the integration suite of core/kafka on
+#                       manual clock; the named in-process cluster and the Go
+#                       example's test on it) and the integration suite of core/kafka on
 #                       real brokers, on transaction.version 1 and 2 and SASL.
 #                       Uses the clusters named by KRABKA_BOOTSTRAP,
 #                       KRABKA_BOOTSTRAP_TV1, KRABKA_SASL_BOOTSTRAP (+ _PLAIN_) as
@@ -38,7 +39,7 @@ CLIENT_BENCH_FOLLOW_CLUSTERS ?= 1n-tv2,3n-tv2
 
 client-test:
 	$(GO) vet ./core/...
-	$(GO) test -count=1 -timeout 5m ./core/coord/ ./core/memtransport/
+	$(GO) test -count=1 -timeout 5m ./core/coord/ ./core/memtransport/ ./examples/go/...
 	$(GO) test -count=1 -timeout $(CLIENT_TEST_TIMEOUT) $(CLIENT_TEST_ARGS) ./core/kafka/...
 
 client-bench:

@@ -9,6 +9,8 @@
 #   make capi-testing  the test aids (include/krabka_coord_testing.h) with no broker: bad input
 #                      and a controller's failover on the in-process cluster (tests/c/testing.c),
 #                      and examples/c/controller_test.c; also under valgrind
+#   make capi-fidelity the same scenarios through the C API on the in-process cluster and on
+#                      $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1, sequences compared (tests/c/fidelity.c)
 #   make capi-blind    the blind holder on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      the broker refuses a deposed holder that still believes it
 #                      leads (produce, batch, renew, resign), read back with kread
@@ -43,7 +45,7 @@ GO ?= go
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
+	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-fidelity capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
 build: lib
 examples: capi-examples
 install: capi-install
@@ -60,7 +62,7 @@ $(CAPI_BUILD)/conformance_c: tests/c/conformance.c include/krabka_coord.h | lib
 	@mkdir -p $(CAPI_BUILD)
 	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
 
-$(CAPI_BUILD)/cxx_header: tests/c/cxx_header.cpp include/krabka_coord.h | lib
+$(CAPI_BUILD)/cxx_header: tests/c/cxx_header.cpp include/krabka_coord.h include/krabka_coord_testing.h | lib
 	@mkdir -p $(CAPI_BUILD)
 	$(CXX) -std=c++11 -Wall -Wextra -Werror -pedantic -Ibuild/include $< -o $@ $(CAPI_LDFLAGS)
 
@@ -142,7 +144,21 @@ capi-testing: lib $(CAPI_BUILD)/testing $(CAPI_BUILD)/controller_test
 capi-mainstack: lib $(CAPI_BUILD)/mainstack
 	$(CAPI_BUILD)/mainstack
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-fidelity
+
+CAPI_FIDELITY_TOPIC ?= krabka-capi-fidelity
+$(CAPI_BUILD)/fidelity: tests/c/fidelity.c tests/c/check.h include/krabka_coord.h include/krabka_coord_testing.h | lib
+	@mkdir -p $(CAPI_BUILD)
+	$(CC) $(CAPI_CFLAGS) $< -o $@ $(CAPI_LDFLAGS)
+
+# Fidelity of the in-process cluster through the C API (tests/c/fidelity.c):
+# the same scenarios on it and on both brokers, sequences compared.
+capi-fidelity: lib $(CAPI_BUILD)/fidelity
+	$(call need_env,capi-fidelity,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-fidelity,KRABKA_BOOTSTRAP_TV1)
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP" $(CAPI_FIDELITY_TOPIC) 1
+	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_FIDELITY_TOPIC) 1
+	KRABKA_C_TOPIC=$(CAPI_FIDELITY_TOPIC) $(CAPI_BUILD)/fidelity
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).

@@ -140,6 +140,10 @@ func runCheck(e *env, args []string) int {
 		e.errorf("--role: %v", err)
 		return exitUsage
 	}
+	if name, ok := cfg.MemCluster(); ok {
+		e.errorf("bootstrap.servers=%s%s names an in-process cluster (a test aid of one process, docs/TESTING.md): check needs a real Kafka cluster", coord.MemScheme, name)
+		return exitUsage
+	}
 	probe := e.o.role
 	ch := &checker{e: e}
 	ctx := e.ctx

@@ -74,6 +74,11 @@ func TestBadPropertiesGiveTheLibraryMessageAndExit2(t *testing.T) {
 		{[]string{"-b", "k:1", "-X", "security.protocol=SASL_SSL", "config"},
 			`sasl.username="": required with security.protocol=SASL_SSL`},
 		{[]string{"-b", "k:1", "-X", "s3cr3t-without-key", "config"}, "-X (setting 2): expected KEY=VALUE"},
+		// mem://NAME is an in-process cluster of one process (docs/TESTING.md):
+		// a bad name is named; the commands need a real cluster and say so.
+		{[]string{"-b", "mem://a b", "config"}, `in-process cluster name "a b" has the character ' '`},
+		{[]string{"-b", "mem://x", "check"}, "check needs a real Kafka cluster"},
+		{[]string{"-b", "mem://x", "describe", "r"}, "this call needs a real Kafka cluster"},
 	}
 	for _, c := range cases {
 		code, out, errs := runCLI(t, c.args...)

@@ -314,8 +314,8 @@ type Transport struct {
 
 	// The controls of a client of a named cluster (named.go).
 	killed  bool
-	resumed chan struct{} // non-nil while paused; closed by Resume
-	clock   *clientClock  // the client's view of the cluster's clock (nil: unnamed cluster)
+	resumed chan struct{}  // non-nil while paused; closed by Resume
+	clock   *PausableClock // the client's view of the cluster's clock (nil: unnamed cluster)
 }
 
 var _ coord.Transport = (*Transport)(nil)

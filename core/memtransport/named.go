@@ -2,7 +2,6 @@ package memtransport
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -96,7 +95,7 @@ func Open(name, topic string) (*Transport, core.Clock, error) {
 		return nil, nil, coord.WrapError(coord.ErrInvalidConfig, nil, "bootstrap.servers=%s%s: no in-process cluster named %q exists in this process (create it first: docs/TESTING.md)", coord.MemScheme, name, name)
 	}
 	t := c.Transport(topic)
-	t.clock = &clientClock{t: t, base: c.clock}
+	t.clock = NewPausableClock(c.clock)
 	return t, t.clock, nil
 }
 
@@ -233,7 +232,7 @@ func (k *Client) Pause() error {
 	if err := k.live("pause"); err != nil {
 		return err
 	}
-	k.t.clock.pause()
+	k.t.clock.Pause()
 	k.t.mu.Lock()
 	if k.t.resumed == nil {
 		k.t.resumed = make(chan struct{})
@@ -254,7 +253,7 @@ func (k *Client) Resume() error {
 		k.t.resumed = nil
 	}
 	k.t.mu.Unlock()
-	k.t.clock.resume()
+	k.t.clock.Resume()
 	return nil
 }
 
@@ -270,7 +269,7 @@ func (k *Client) Kill() {
 		k.t.resumed = nil
 	}
 	k.t.mu.Unlock()
-	k.t.clock.resume()
+	k.t.clock.Resume()
 }
 
 // Mint is a blind successor of role: it mints a new token for the role's
@@ -288,52 +287,58 @@ func (k *Client) Mint(role core.Role) (core.FencingToken, error) {
 	return k.t.c.MintTxn(k.cl.TransactionalID(role))
 }
 
-// clientClock is one client's view of its cluster's clock: the cluster's
-// time, frozen while the client is paused.
-type clientClock struct {
-	t    *Transport
+// PausableClock is a view of a base clock that a pause freezes: the view
+// of one client of a named cluster (its clock, frozen while the client is
+// paused), also usable on its own (a test pausing a client of a real
+// cluster models SIGSTOP with it). Safe for concurrent use.
+type PausableClock struct {
 	base core.Clock
 
 	mu       sync.Mutex
-	paused   bool
 	frozenAt int64
-	resumed  chan struct{} // closed by resume (non-nil while paused)
+	resumed  chan struct{} // non-nil while paused; closed by Resume
 }
 
-var _ core.Clock = (*clientClock)(nil)
+var _ core.Clock = (*PausableClock)(nil)
 
-func (k *clientClock) pause() {
+// NewPausableClock returns a running view of base.
+func NewPausableClock(base core.Clock) *PausableClock { return &PausableClock{base: base} }
+
+// Pause freezes the view at base's current time: NowMs answers that time
+// and Sleep does not return (except by its context) until Resume.
+// Idempotent.
+func (k *PausableClock) Pause() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if !k.paused {
-		k.paused, k.frozenAt, k.resumed = true, k.base.NowMs(), make(chan struct{})
+	if k.resumed == nil {
+		k.frozenAt, k.resumed = k.base.NowMs(), make(chan struct{})
 	}
 }
 
-func (k *clientClock) resume() {
+// Resume undoes Pause: the view jumps to base's time, and the sleeps whose
+// end passed return. Idempotent.
+func (k *PausableClock) Resume() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.paused {
-		k.paused = false
+	if k.resumed != nil {
 		close(k.resumed)
 		k.resumed = nil
 	}
 }
 
-// NowMs implements core.Clock: the cluster's time, or the time the client
-// was paused at.
-func (k *clientClock) NowMs() int64 {
+// NowMs implements core.Clock: base's time, or the time of the Pause.
+func (k *PausableClock) NowMs() int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.paused {
+	if k.resumed != nil {
 		return k.frozenAt
 	}
 	return k.base.NowMs()
 }
 
-// Sleep implements core.Clock: it returns when the cluster's clock reads
-// the client's now + d and the client is not paused, or when ctx ends.
-func (k *clientClock) Sleep(ctx context.Context, d time.Duration) error {
+// Sleep implements core.Clock: it returns once base reads the view's now
+// + d while the view is not paused, or with ctx's error when ctx ends.
+func (k *PausableClock) Sleep(ctx context.Context, d time.Duration) error {
 	until := k.NowMs() + d.Milliseconds()
 	for {
 		k.mu.Lock()
@@ -355,9 +360,4 @@ func (k *clientClock) Sleep(ctx context.Context, d time.Duration) error {
 			return err
 		}
 	}
-}
-
-// String describes the client's clock.
-func (k *clientClock) String() string {
-	return fmt.Sprintf("clock of a client of in-process cluster %q", k.t.c.name)
 }

@@ -245,3 +245,125 @@ func TestNamedClusterBadInput(t *testing.T) {
 		t.Errorf("kafka.New on mem://: %v, want UNSUPPORTED saying it needs a real cluster", err)
 	}
 }
+
+// The calls of coord.Client and coord.Leadership that docs/TESTING.md
+// says work on the in-process cluster: confirm, ResignTo, Fence, Roles,
+// Stats, and a cluster made unavailable.
+func TestNamedClusterServesEveryClientCall(t *testing.T) {
+	c := newNamed(t, "go-calls", 2)
+	ctx := context.Background()
+	role := core.MustRole("svc")
+	a, b, d := memClient(t, "go-calls"), memClient(t, "go-calls"), memClient(t, "go-calls")
+
+	la, err := a.Acquire(ctx, role, core.MustMemberID("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := la.Confirm(ctx); !ok || err != nil {
+		t.Fatalf("confirm of the holder: %v, %v", ok, err)
+	}
+	if st := a.Stats(); st.Leaders != 1 || st.TimeMs != c.NowMs() {
+		t.Fatalf("stats: %d leaders at %d, want 1 at the cluster's %d", st.Leaders, st.TimeMs, c.NowMs())
+	}
+	// b registers (a standby), then a hands the role to b.
+	if l, _, err := b.TryAcquire(ctx, role, core.MustMemberID("b")); l != nil || err != nil {
+		t.Fatalf("b's try_acquire: %v, %v", l, err)
+	}
+	if err := la.ResignTo(ctx, core.MustMemberID("b")); err != nil {
+		t.Fatal(err)
+	}
+	lb, _, err := b.TryAcquire(ctx, role, core.MustMemberID("b"))
+	if err != nil || lb == nil {
+		t.Fatalf("b after a resigned to it: %v, %v", lb, err)
+	}
+	n, roles, err := d.Roles(ctx)
+	if err != nil || len(roles) != 1 || roles[0].Holder != core.MustMemberID("b") {
+		t.Fatalf("roles: %d, %v, %v", n, roles, err)
+	}
+	// An operator's fence deposes b through the coordinator.
+	res, err := d.Fence(ctx, role, "test", nil)
+	if err != nil || res.Deposed != core.MustMemberID("b") || !res.NewToken.Supersedes(lb.Token()) {
+		t.Fatalf("fence: %+v, %v", res, err)
+	}
+	if _, err := lb.Produce(ctx, coord.Message{Topic: "t", Partition: 0, Value: []byte("x")}); !errors.Is(err, coord.ErrFenced) {
+		t.Fatalf("produce after the fence: %v, want FENCED", err)
+	}
+	// Unavailable: every call refused at once; available again: served.
+	c.SetAvailable(false)
+	if _, err := d.Describe(ctx, role); !errors.Is(err, coord.ErrTransport) || !strings.Contains(err.Error(), "unavailable") {
+		t.Fatalf("describe while unavailable: %v", err)
+	}
+	ctl, _ := memtransport.Control(d)
+	if _, err := ctl.Mint(role); !errors.Is(err, coord.ErrTransport) {
+		t.Fatalf("mint while unavailable: %v", err)
+	}
+	c.SetAvailable(true)
+	if st, err := d.Describe(ctx, role); err != nil || st.Holder != core.MustMemberID("b") {
+		t.Fatalf("describe after: %v, %v", st, err)
+	}
+}
+
+// A paused client's calls hold until resumed, and its clock stands still;
+// a cut client's calls fail at once until healed.
+func TestNamedClusterPauseAndCut(t *testing.T) {
+	c := newNamed(t, "go-pause", 1)
+	ctx := context.Background()
+	role := core.MustRole("p")
+	a := memClient(t, "go-pause")
+	ctl, err := memtransport.Control(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Describe(ctx, role); !errors.Is(err, coord.ErrTransport) {
+		t.Fatalf("describe on a cut link: %v", err)
+	}
+	if err := ctl.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Describe(ctx, role); err != nil {
+		t.Fatalf("describe after heal: %v", err)
+	}
+	if err := ctl.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	frozen := a.Stats().TimeMs
+	if err := c.Advance(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Stats().TimeMs; got != frozen {
+		t.Fatalf("a paused client's clock moved from %d to %d", frozen, got)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := a.Describe(ctx, role); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("a paused client's describe returned: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if err := ctl.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the held describe after resume: %v", err)
+	}
+	if got := a.Stats().TimeMs; got != c.NowMs() {
+		t.Fatalf("after resume the client's clock reads %d, the cluster's %d", got, c.NowMs())
+	}
+	// A bounded call of a paused client ends with its timeout.
+	ctl.Pause()
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if _, err := a.Describe(tctx, role); !errors.Is(err, coord.ErrTimeout) {
+		t.Fatalf("a bounded describe while paused: %v, want TIMEOUT", err)
+	}
+	ctl.Kill()
+	if err := ctl.Resume(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("resume of a killed client: %v", err)
+	}
+	if _, err := a.Describe(ctx, role); !errors.Is(err, coord.ErrTransport) || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("describe of a killed client: %v", err)
+	}
+}

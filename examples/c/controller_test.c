@@ -147,8 +147,8 @@ int main(void) {
     krabka_event_destroy(stopped);
     EXPECT(strcmp(commands(cluster), "command 1") == 0, "committed: %s, want only command 1", commands(cluster));
 
-    /* B takes over once the clock passes A's lease deadline (1 s steps). */
-    started = next_term(&b, KRABKA_TERM_STARTED, cluster, 1000);
+    /* B takes over once the clock passes A's lease deadline (5 s steps). */
+    started = next_term(&b, KRABKA_TERM_STARTED, cluster, 5000);
     MUST(krabka_event_take_leadership(started, &term_b, es, sizeof es));
     krabka_event_destroy(started);
     MUST(dispatch(term_b, "command 3"));

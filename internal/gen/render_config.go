@@ -32,5 +32,13 @@ func renderConfigDoc(*inputs) (string, error) {
 	b.WriteString("`krabka.lease.risk.margin.ms`, when set, must be below `krabka.lease.ms` - `krabka.renew.interval.ms`;\n")
 	b.WriteString("`krabka.lease.stop.margin.ms`, when set, must be below it too and not above a `krabka.lease.risk.margin.ms` that is set;\n")
 	b.WriteString("`sasl.username` is required with `SASL_PLAINTEXT` and `SASL_SSL`.\n")
+	b.WriteString("\n## The in-process cluster: `bootstrap.servers=mem://NAME`\n\n")
+	b.WriteString("`mem://NAME` as the only entry of `bootstrap.servers` makes the client join the in-process\n")
+	b.WriteString("cluster NAME of its process (a test aid: docs/TESTING.md) instead of connecting to brokers.\n")
+	b.WriteString("NAME is 1 to 64 bytes of ASCII letters, digits, `.`, `_` and `-`; any other name, or `mem://`\n")
+	b.WriteString("beside a `host:port` entry, is `INVALID_CONFIG` naming `bootstrap.servers` and the bad character.\n")
+	b.WriteString("Creating the client fails with `INVALID_CONFIG` when no cluster of that name exists in the\n")
+	b.WriteString("process. The connection, security and producer settings do not apply to it; the lease,\n")
+	b.WriteString("topic and role settings do.\n")
 	return b.String(), nil
 }

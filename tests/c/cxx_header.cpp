@@ -1,10 +1,12 @@
 // A C++11 program includes the header, links against the library and calls
 // it (g++ -std=c++11 -Wall -Wextra -Werror -pedantic).
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "krabka_coord.h"
+#include "krabka_coord_testing.h"
 
 int main() {
     krabka_token_t a = {4242, 7}, b = krabka_token_no_epoch();
@@ -18,6 +20,15 @@ int main() {
         return 1;
     }
     char errstr[128];
+    // The test aids link and answer from C++ too.
+    krabka_testing_cluster_t *cluster = nullptr;
+    std::int64_t now = 0;
+    if (krabka_testing_cluster_new("cxx", KRABKA_NTS, 1, 0, &cluster, errstr, sizeof errstr) != KRABKA_OK ||
+        krabka_testing_clock_now(cluster, &now, errstr, sizeof errstr) != KRABKA_OK ||
+        now != KRABKA_TESTING_CLOCK_START_MS || krabka_testing_cluster_destroy(cluster) != KRABKA_OK) {
+        std::printf("cxx_header: FAIL testing cluster\n");
+        return 1;
+    }
     krabka_err_t err = krabka_role_validate("", 0, errstr, sizeof errstr);
     if (err != KRABKA_ERR_EMPTY_ROLE || std::strlen(errstr) == 0) {
         std::printf("cxx_header: FAIL role_validate gave %s\n", krabka_err2name(err));

@@ -68,11 +68,23 @@ func run(bootstrap, roleName, memberName, topic, listen string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return elector.RunWithCallbacks(ctx, coord.Callbacks{
+	return elector.RunWithCallbacks(ctx, controller{topic: topic, member: memberName, every: time.Second}.callbacks())
+}
+
+// controller is the host's logic: while a term lasts it dispatches one
+// command per tick, each a guarded write under the term's token
+// (controller_test.go tests it on the in-process cluster).
+type controller struct {
+	topic, member string
+	every         time.Duration // the pace of commands
+}
+
+func (c controller) callbacks() coord.Callbacks {
+	return coord.Callbacks{
 		// The term's work: runs until the term context ends.
 		OnStarted: func(term context.Context, l *coord.Leadership) {
-			log.Printf("leading %s with token %s", role, l.Token())
-			tick := time.NewTicker(time.Second)
+			log.Printf("leading %s with token %s", l.Role(), l.Token())
+			tick := time.NewTicker(c.every)
 			defer tick.Stop()
 			for n := 1; ; n++ {
 				select {
@@ -80,7 +92,7 @@ func run(bootstrap, roleName, memberName, topic, listen string) error {
 					return
 				case <-tick.C:
 				}
-				cmd := coord.Message{Topic: topic, Partition: -1, Key: []byte(memberName), Value: []byte(fmt.Sprintf("command %d", n))}
+				cmd := coord.Message{Topic: c.topic, Partition: -1, Key: []byte(c.member), Value: []byte(fmt.Sprintf("command %d", n))}
 				if _, err := l.Produce(term, cmd); err != nil {
 					log.Printf("command %d not dispatched: %v", n, err) // FENCED ends the term too
 				}
@@ -89,5 +101,5 @@ func run(bootstrap, roleName, memberName, topic, listen string) error {
 		OnStopped:   func(reason coord.StopReason, err error) { log.Printf("term stopped: %s (%v)", reason, err) },
 		OnNewLeader: func(holder core.MemberID, tok core.FencingToken) { log.Printf("leader: %s, token %s", holder, tok) },
 		OnAtRisk:    func(deadline time.Time) { log.Printf("lease at risk: deadline in %v", time.Until(deadline)) },
-	})
+	}
 }
