@@ -12,7 +12,8 @@
 #   make python-bench   per-call overhead of the binding (µs per call), recorded in a
 #                       results file under bench/results
 #   make python-conformance   just the conformance runner (N passed, N failed)
-#   make python-typecheck     mypy --strict over the package
+#   make python-typecheck     mypy --strict over the package (pytest too: the plugin
+#                             module is typed against it)
 # Set PYTEST_ARGS to pass options, e.g. PYTEST_ARGS='-k pure'.
 PYTHON ?= python3
 PY_DIR := bindings/python
@@ -54,5 +55,5 @@ python-bench: python-lib
 .PHONY: python-typecheck
 python-typecheck:
 	@test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv $(PY_VENV)
-	@$(PY_VENV)/bin/python -c 'import mypy' 2>/dev/null || $(PY_VENV)/bin/pip install --quiet mypy
+	@$(PY_VENV)/bin/python -c 'import mypy, pytest' 2>/dev/null || $(PY_VENV)/bin/pip install --quiet mypy pytest
 	cd $(PY_DIR) && $(PY_VENV)/bin/mypy --strict src/krabka_coord
