@@ -210,6 +210,16 @@ test('a name a live cluster has is refused; a closed cluster frees its name and 
   }
 });
 
+test('a client naming a bad or unknown mem:// cluster is refused, naming the problem', () => {
+  for (const [bootstrap, words] of [
+    ['mem://bad name', /has the character ' ' at byte 3/],
+    ['mem://nobody-has-this', /no in-process cluster named "nobody-has-this"/],
+    ['mem://a,127.0.0.1:9092', /must be the only entry/],
+  ]) {
+    assert.throws(() => new Client({ 'bootstrap.servers': bootstrap }), isCode('INVALID_CONFIG', words), bootstrap);
+  }
+});
+
 test('wrong JavaScript types throw TypeError naming the argument', async (t) => {
   const cluster = Cluster.forTest(t);
   const cases = [

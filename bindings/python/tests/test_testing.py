@@ -187,6 +187,17 @@ def test_bad_names_are_refused_naming_the_problem(name: str, words: str) -> None
     assert words in str(e.value), str(e.value)
 
 
+@pytest.mark.parametrize("bootstrap, words", [
+    ("mem://bad name", "has the character ' ' at byte 3"),
+    ("mem://nobody-has-this", 'no in-process cluster named "nobody-has-this"'),
+    ("mem://a,127.0.0.1:9092", "must be the only entry"),
+])
+def test_a_client_naming_a_bad_or_unknown_mem_cluster_is_refused(bootstrap: str, words: str) -> None:
+    with pytest.raises(kc.ConfigError) as e:
+        kc.Client({"bootstrap.servers": bootstrap})
+    assert "bootstrap.servers" in str(e.value) and words in str(e.value), str(e.value)
+
+
 def test_a_name_a_live_cluster_has_is_refused(krabka_cluster: Cluster) -> None:
     with pytest.raises(kc.InvalidArgumentError, match=krabka_cluster.name):
         Cluster(krabka_cluster.name)
