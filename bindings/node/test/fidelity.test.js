@@ -40,8 +40,12 @@ const { startProxy } = require('./helpers/kproxy');
 
 const repo = path.resolve(__dirname, '..', '..', '..');
 const WAIT = 60_000; // a bound for one wait, not a timing check
-const LEASE_MS = 2000;
-const LEASES = { 'krabka.lease.ms': LEASE_MS, 'krabka.renew.interval.ms': 500, 'krabka.challenge.stagger.ms': 500, 'krabka.poll.interval.ms': 200 };
+// Leases long enough that a loaded machine (the suites of several checkouts
+// at once) does not run one out between two steps on the broker; the
+// scenarios that need time to pass wait a renewal interval or a lease.
+const LEASE_MS = 6000;
+const RENEW_MS = 2000;
+const LEASES = { 'krabka.lease.ms': LEASE_MS, 'krabka.renew.interval.ms': RENEW_MS, 'krabka.challenge.stagger.ms': 500, 'krabka.poll.interval.ms': 200 };
 const T = { timeoutMs: WAIT };
 const unique = (what) => `node-fid-${what}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -173,7 +177,7 @@ async function renewal(env, role) {
   const la = await a.acquire(role, 'a', T);
   const d0 = la.lease.deadline;
   const obs = [['due at once', la.renewDue()]];
-  await env.elapse(600); // past krabka.renew.interval.ms
+  await env.elapse(RENEW_MS + 100); // past krabka.renew.interval.ms
   obs.push(['due after the interval', la.renewDue()]);
   await la.renew(T);
   obs.push(['renew()', la.lease.deadline > d0, la.lease.token.equals(la.token), la.state, la.renewDue()]);
@@ -334,7 +338,7 @@ test('[tv2] pause past the lease: the in-process cluster reports what the broker
   }
   const real = new RealEnv('tv2', bootstrapOf('KRABKA_BOOTSTRAP'));
   const topic = real.topic();
-  const child = spawn(process.execPath, [path.join(__dirname, 'helpers', 'fidelity-member.js'), real.bootstrap, role, 'a', String(LEASE_MS), '500'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(__dirname, 'helpers', 'fidelity-member.js'), real.bootstrap, role, 'a', String(LEASE_MS), String(RENEW_MS)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const nextLine = async (what) => JSON.parse((await within(lines.next(), what, WAIT)).value);
   let realObs;

@@ -49,9 +49,12 @@ from conftest import REPO, KafkaTools, unique
 
 HERE = Path(__file__).resolve().parent
 WAIT = 60.0  # seconds: the bound of one wait, not a timing check
-LEASES: Dict[str, object] = {"krabka.lease.ms": 2000, "krabka.renew.interval.ms": 500,
+# Leases long enough that a loaded machine (the suites of several checkouts
+# at once) does not run one out between two steps on the broker; the
+# scenarios that need time to pass wait a renewal interval or a lease.
+LEASE_MS, RENEW_MS = 6000, 2000
+LEASES: Dict[str, object] = {"krabka.lease.ms": LEASE_MS, "krabka.renew.interval.ms": RENEW_MS,
                              "krabka.challenge.stagger.ms": 500, "krabka.poll.interval.ms": 200}
-LEASE_MS = 2000
 Obs = List[Tuple[Any, ...]]
 
 
@@ -202,7 +205,7 @@ def renewal(env: Env, role: str) -> Obs:
     la = a.acquire(role, "a", timeout=WAIT)
     d0 = la.lease.deadline
     obs: Obs = [("due at once", la.renew_due)]
-    env.elapse(600)  # past krabka.renew.interval.ms
+    env.elapse(RENEW_MS + 100)  # past krabka.renew.interval.ms
     obs.append(("due after the interval", la.renew_due))
     la.renew(timeout=WAIT)
     obs.append(("renew()", la.lease.deadline > d0, la.lease.token == la.token, la.state.name, la.renew_due))
@@ -371,7 +374,7 @@ def test_pause_past_the_lease_reports_the_same_on_both(kafka_tools: KafkaTools) 
     real = real_env("tv2", kafka_tools)
     topic = real.topic()
     child = subprocess.Popen([sys.executable, str(HERE / "fidelity_member.py"), real.bootstrap, role, "a",
-                              str(LEASE_MS), "500"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                              str(LEASE_MS), str(RENEW_MS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         line = json.loads(child.stdout.readline())  # type: ignore[union-attr]
         assert line["event"] == "acquired", line
