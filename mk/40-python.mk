@@ -5,11 +5,15 @@
 #                       call runner and its completion queues, pip install and
 #                       the sdist, the live failover and the blind deposed holder on
 #                       $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1 (fail, never
-#                       skip, when unset: run them via `make test`)
+#                       skip, when unset: run them via `make test`); then
+#                       examples/python/test_controller.py, the example's own test
+#                       on the in-process cluster (krabka_coord.testing's pytest
+#                       plugin, no broker)
 #   make python-bench   per-call overhead of the binding (µs per call), recorded in a
 #                       results file under bench/results
 #   make python-conformance   just the conformance runner (N passed, N failed)
-#   make python-typecheck     mypy --strict over the package
+#   make python-typecheck     mypy --strict over the package (pytest too: the plugin
+#                             module is typed against it)
 # Set PYTEST_ARGS to pass options, e.g. PYTEST_ARGS='-k pure'.
 PYTHON ?= python3
 PY_DIR := bindings/python
@@ -38,6 +42,8 @@ PY_PYTHON = $(shell $(PYTHON) -c 'import pytest' 2>/dev/null && echo $(PYTHON) |
 
 python-test: python-lib python-pytest
 	cd $(PY_DIR) && $(PY_ENV_VARS) $(PY_PYTHON) -m pytest -p no:cacheprovider -v $(PYTEST_ARGS) tests
+	cd examples/python && $(PY_ENV_VARS) PYTHONPATH=$(CURDIR)/$(PY_DIR)/src $(PY_PYTHON) -m pytest -p no:cacheprovider \
+		-p krabka_coord.pytest_plugin -v $(PYTEST_ARGS) test_controller.py
 
 python-conformance: python-lib
 	$(PY_ENV_VARS) $(PYTHON) $(PY_DIR)/tests/conformance.py
@@ -49,5 +55,5 @@ python-bench: python-lib
 .PHONY: python-typecheck
 python-typecheck:
 	@test -x $(PY_VENV)/bin/python || $(PYTHON) -m venv $(PY_VENV)
-	@$(PY_VENV)/bin/python -c 'import mypy' 2>/dev/null || $(PY_VENV)/bin/pip install --quiet mypy
+	@$(PY_VENV)/bin/python -c 'import mypy, pytest' 2>/dev/null || $(PY_VENV)/bin/pip install --quiet mypy pytest
 	cd $(PY_DIR) && $(PY_VENV)/bin/mypy --strict src/krabka_coord

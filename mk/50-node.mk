@@ -4,7 +4,9 @@
 #                     (tsc --noEmit), struct layouts against the header (needs
 #                     a C compiler), module layout, the package's files, and on
 #                     $KRABKA_BOOTSTRAP (and $KRABKA_BOOTSTRAP_TV1) the live
-#                     failover and the event-queue completion path
+#                     failover and the event-queue completion path; then
+#                     examples/node/controller.test.js, the example's own test on
+#                     the in-process cluster (require('krabka-coord/testing'))
 #   make node-bench   per-call overhead of the binding (µs per call), recorded in a
 #                     results file under bench/results
 #   make node-mainthread-bench   every synchronous call timed alone on the main
@@ -39,7 +41,8 @@ $(NODE_DIR)/node_modules/.package-lock.json: $(NODE_DIR)/package.json $(NODE_DIR
 	@touch $@
 
 node-test: node-deps node-lib
-	cd $(NODE_DIR) && $(NODE_ENV_VARS) $(NODE) --test --test-reporter=spec --test-concurrency=1 test/*.test.js test/*.test.mjs
+	cd $(NODE_DIR) && $(NODE_ENV_VARS) $(NODE) --test --test-reporter=spec --test-concurrency=1 test/*.test.js test/*.test.mjs \
+		../../examples/node/controller.test.js
 
 node-conformance: node-deps node-lib
 	$(NODE_ENV_VARS) $(NODE) $(NODE_DIR)/test/conformance.mjs

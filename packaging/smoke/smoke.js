@@ -4,7 +4,10 @@
 // its platform package: takes a role on $KRABKA_BOOTSTRAP, renews, makes one
 // guarded write to $KRABKA_SMOKE_TOPIC, checks with describe that the cluster
 // names this member with the same token, resigns. Also checks which library
-// was loaded ($KRABKA_SMOKE_EXPECT_LIBRARY_UNDER). Prints "smoke: ok ..." or throws.
+// was loaded ($KRABKA_SMOKE_EXPECT_LIBRARY_UNDER), and that the package
+// ships its test aids: require('krabka-coord/testing') fences a holder by a
+// blind successor on an in-process cluster (no broker). Prints "smoke: ok ..."
+// or throws.
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const kc = require('krabka-coord');
@@ -31,9 +34,23 @@ async function main() {
     assert.equal(st.holder, 'smoke-1');
     assert.ok(st.token.equals(token) && st.current, 'describe shows the minted token as current');
     await lead.resign({ timeoutMs: 60000 });
-    console.log(`smoke: ok: ${kc.version()} (library ${lib}) took ${role} with token ${token}, renewed, wrote offset ${res.offset}, resigned`);
+    await testAids();
+    console.log(`smoke: ok: ${kc.version()} (library ${lib}) took ${role} with token ${token}, renewed, wrote offset ${res.offset}, resigned; in-process cluster ok`);
   } finally {
     await client.close();
+  }
+}
+
+async function testAids() {
+  const { Cluster } = require('krabka-coord/testing');
+  const cluster = new Cluster();
+  try {
+    const lead = await cluster.client().acquire('ctl', 'a', { timeoutMs: 60000 });
+    cluster.mint('ctl');
+    await assert.rejects(lead.produce('commands', 'refused', { timeoutMs: 60000 }), kc.FencedError);
+    assert.deepEqual(cluster.records('commands'), []);
+  } finally {
+    await cluster.close();
   }
 }
 

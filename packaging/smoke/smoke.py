@@ -4,7 +4,10 @@ Run with the venv's python from a folder outside the repository: takes a role
 on $KRABKA_BOOTSTRAP, renews, makes one guarded write to $KRABKA_SMOKE_TOPIC,
 checks with describe that the cluster names this member with the same token,
 resigns. Also checks that the library loaded is the one inside the installed
-package (not a repository build). Prints "smoke: ok ..." or raises.
+package (not a repository build), and that the package ships its test aids:
+krabka_coord.testing fences a holder by a blind successor on an in-process
+cluster, and the pytest plugin is registered as a pytest11 entry point.
+Prints "smoke: ok ..." or raises.
 """
 
 import os
@@ -33,5 +36,22 @@ with kc.Client({"bootstrap.servers": bootstrap, "client.id": "dist-smoke-py"}) a
         st = client.describe(role, timeout=60)
         assert st.holder == "smoke-1" and st.token == token and st.current, st
         lead.resign(timeout=60)
-print("smoke: ok: %s (library %s) took %s with token %s, renewed, wrote offset %d, resigned"
+# The test aids of the installed package (no broker).
+from importlib.metadata import entry_points  # noqa: E402
+
+from krabka_coord.testing import Cluster  # noqa: E402
+
+plugins = [ep.value for ep in entry_points(group="pytest11") if ep.value.startswith("krabka_coord")]
+assert plugins == ["krabka_coord.pytest_plugin"], plugins
+with Cluster() as cluster:
+    mem_lead = cluster.client().acquire("ctl", "a", timeout=60)
+    cluster.mint("ctl")
+    try:
+        mem_lead.produce("commands", b"refused", timeout=60)
+        raise AssertionError("the in-process cluster did not fence the holder of a blind successor")
+    except kc.FencedError:
+        pass
+    assert cluster.records("commands") == []
+
+print("smoke: ok: %s (library %s) took %s with token %s, renewed, wrote offset %d, resigned; in-process cluster and pytest plugin ok"
       % (kc.__version__, lib, role, token, offset))

@@ -60,6 +60,10 @@ function withAcquireOptions(meta, errbuf, call) {
   }
 }
 
+// The C handle of every open Client, for clientHandle() (the controls of
+// the in-process cluster, lib/testing.js, act on a client's krabka_client_t).
+const liveHandles = new WeakMap();
+
 function configValue(key, value) {
   if (typeof value === 'string') return value;
   if (typeof value === 'boolean') return value ? 'true' : 'false';
@@ -124,6 +128,7 @@ class Client extends EventEmitter {
       n.krabka_conf_destroy(conf);
     }
     finalizer.register(this, this.#handle, this);
+    liveHandles.set(this, this.#handle);
   }
 
   /** True once close() was called. */
@@ -331,6 +336,7 @@ class Client extends EventEmitter {
   close() {
     if (!this.#closed) {
       finalizer.unregister(this);
+      liveHandles.delete(this);
       this.#closed = calls.destroyOnPool('client', this.#handle).then(async (code) => {
         calls.drain(); // the last lines and the CLOSED completions
         calls.dropLogTag(this.#logTag);
@@ -350,4 +356,15 @@ class Client extends EventEmitter {
   }
 }
 
-module.exports = { Client };
+/**
+ * The krabka_client_t of an open Client (`what` names the argument in the
+ * errors): TypeError for anything else, KrabkaError CLOSED once closed.
+ */
+function clientHandle(client, what) {
+  if (!(client instanceof Client)) throw new TypeError(`${what} must be a krabka-coord Client, got ${describe(client)}`);
+  const h = liveHandles.get(client);
+  if (!h) throw makeError(ErrorCode.CLOSED, `${what}: the client is closed`);
+  return h;
+}
+
+module.exports = { Client, clientHandle };

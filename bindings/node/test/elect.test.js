@@ -4,7 +4,9 @@
 // link on $KRABKA_BOOTSTRAP_X1 (a listener advertised where a kproxy
 // listens) with $KRABKA_BOOTSTRAP_X1_TARGET (the broker's side). `make test`
 // sets them all. Every wait is bounded (within()), every elector and client
-// is closed in a finally block.
+// is closed in a finally block. The tests marked [mem] (eligibility, the
+// release rule, an exception or a break in the loop body) are the elector's
+// own logic and run on the in-process cluster (require('krabka-coord/testing')).
 //
 // From the event log of every elector: STARTED and STOPPED alternate, carry
 // the same term number and count 1, 2, ...; the next term STARTs only after
@@ -16,8 +18,9 @@ const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
-const { startProxy } = require('./helpers/kproxy');
 const k = require('..');
+const { startProxy } = require('./helpers/kproxy');
+const { Cluster } = require('../lib/testing');
 const { Client, Elector, Term, KrabkaError, ErrorCode, FencingToken } = k;
 
 const unique = (what) => `node-elect-${what}-${process.pid}-${Date.now().toString(36)}`;
@@ -328,44 +331,68 @@ for (const [label, env] of CLUSTERS) {
     }
     checkLog(log);
   });
-
-  test(`[${label}] eligibility off and on moves the member to the tail of the roster`, { timeout: 180_000 }, async () => {
-    const bootstrap = bootstrapOf(env);
-    const role = unique('elig');
-    const cs = ['a', 'b', 'c'].map((m) => client(bootstrap, `elect-elig-${m}`));
-    const log = [];
-    const [a, b, c] = ['a', 'b', 'c'].map((m, i) => new Side(m, cs[i], role, log));
-    try {
-      await nextStart(a.start(), 'a to win');
-      b.start();
-      await until(cs[0], role, (m) => m.join() === 'a,b', 'roster a,b');
-      c.start();
-      await until(cs[0], role, (m) => m.join() === 'a,b,c', 'roster a,b,c');
-      await within(b.el.setEligible(false), 'b withdrawn');
-      assert.equal(b.el.eligible, false);
-      assert.equal(b.el.healthy().healthy, true, 'a withdrawn member is healthy');
-      await until(cs[0], role, (m) => m.join() === 'a,c', 'b off the roster');
-      await within(b.el.setEligible(true), 'b back');
-      await until(cs[0], role, (m) => m.join() === 'a,c,b', 'b at the tail');
-      // The holder withdrawn: the first standby (c, no longer b) takes over.
-      const held = a.term;
-      const taken = nextStart(c.el, 'c to take over');
-      await within(a.el.setEligible(false), 'a withdrawn');
-      const t = await taken;
-      assert.equal(t.member, 'c', 'the head of the roster took over');
-      assert.equal((await held.stopped).reason, 'RESIGNED');
-      await within(a.el.setEligible(true), 'a back');
-      await until(cs[0], role, (m) => m.join() === 'c,b,a', 'a at the tail');
-    } finally {
-      for (const s of [a, b, c]) if (s.el) await s.el.close().catch(() => {});
-      await Promise.all(cs.map((x) => x.close()));
-    }
-    checkLog(log);
-  });
 }
 
-test('[tv2] the release rule: no campaign while the loop body of a stopped term runs; then a re-campaign after the loss', { timeout: 180_000 }, async () => {
-  const { role, c1, c2, log, b } = pair('KRABKA_BOOTSTRAP', 'release');
+// ---- the elector's own logic on the in-process cluster -------------------------
+// (require('krabka-coord/testing')): these tests prove no safety property of
+// the broker, so they run without one, in milliseconds. A ticker moves the
+// cluster's manual clock 20 ms every millisecond, so the elector's timers
+// (stagger, retries, renewals) fire as they would in time twenty times faster.
+
+function memCluster(tc) {
+  const cluster = Cluster.forTest(tc);
+  const ticker = setInterval(() => {
+    if (!cluster.closed) cluster.clock.advance(20);
+  }, 1);
+  tc.after(() => clearInterval(ticker));
+  return cluster;
+}
+
+// pair() on an in-process cluster of the test tc.
+function memPair(tc, what) {
+  const cluster = memCluster(tc);
+  const role = unique(what);
+  const [c1, c2] = ['a', 'b'].map((m) => cluster.client({ 'client.id': `elect-${what}-${m}`, ...SHORT }));
+  const log = [];
+  return { cluster, role, c1, c2, log, a: new Side('a', c1, role, log), b: new Side('b', c2, role, log) };
+}
+
+test('[mem] eligibility off and on moves the member to the tail of the roster', { timeout: 60_000 }, async (tc) => {
+  const cluster = memCluster(tc);
+  const role = unique('elig');
+  const cs = ['a', 'b', 'c'].map((m) => cluster.client({ 'client.id': `elect-elig-${m}`, ...SHORT }));
+  const log = [];
+  const [a, b, c] = ['a', 'b', 'c'].map((m, i) => new Side(m, cs[i], role, log));
+  try {
+    await nextStart(a.start(), 'a to win');
+    b.start();
+    await until(cs[0], role, (m) => m.join() === 'a,b', 'roster a,b');
+    c.start();
+    await until(cs[0], role, (m) => m.join() === 'a,b,c', 'roster a,b,c');
+    await within(b.el.setEligible(false), 'b withdrawn');
+    assert.equal(b.el.eligible, false);
+    assert.equal(b.el.healthy().healthy, true, 'a withdrawn member is healthy');
+    await until(cs[0], role, (m) => m.join() === 'a,c', 'b off the roster');
+    await within(b.el.setEligible(true), 'b back');
+    await until(cs[0], role, (m) => m.join() === 'a,c,b', 'b at the tail');
+    // The holder withdrawn: the first standby (c, no longer b) takes over.
+    const held = a.term;
+    const taken = nextStart(c.el, 'c to take over');
+    await within(a.el.setEligible(false), 'a withdrawn');
+    const t = await taken;
+    assert.equal(t.member, 'c', 'the head of the roster took over');
+    assert.equal((await held.stopped).reason, 'RESIGNED');
+    await within(a.el.setEligible(true), 'a back');
+    await until(cs[0], role, (m) => m.join() === 'c,b,a', 'a at the tail');
+  } finally {
+    for (const s of [a, b, c]) if (s.el) await s.el.close().catch(() => {});
+    await Promise.all(cs.map((x) => x.close()));
+  }
+  checkLog(log);
+});
+
+test('[mem] the release rule: no campaign while the loop body of a stopped term runs; then a re-campaign after the loss', { timeout: 60_000 }, async (tc) => {
+  const { role, c1, c2, log, b } = memPair(tc, 'release');
   const ea = c1.elect(role, 'a');
   record(ea, log, 'a');
   try {
@@ -390,7 +417,7 @@ test('[tv2] the release rule: no campaign while the loop body of a stopped term 
     await taken;
     // Still inside term 1's "loop body" (no next() yet): a stays out.
     for (let i = 0; i < 5; i++) {
-      await sleep(300);
+      await sleep(20); // 400 ms of the cluster's clock (memCluster's ticker)
       const s = await c2.describe(role, { timeoutMs: 30_000 });
       assert.deepEqual(s.roster.map((e) => e.member), ['b'], 'a campaigns again only once JavaScript is done with term 1');
     }
@@ -416,8 +443,8 @@ test('[tv2] the release rule: no campaign while the loop body of a stopped term 
   checkLog(log);
 });
 
-test('[tv2] an exception thrown in the loop body resigns the term (no term left running)', { timeout: 180_000 }, async () => {
-  const { role, c1, c2, log, b } = pair('KRABKA_BOOTSTRAP', 'throw');
+test('[mem] an exception thrown in the loop body resigns the term (no term left running)', { timeout: 60_000 }, async (tc) => {
+  const { role, c1, c2, log, b } = memPair(tc, 'throw');
   const ea = c1.elect(role, 'a');
   record(ea, log, 'a');
   let held = null;
@@ -454,10 +481,10 @@ test('[tv2] an exception thrown in the loop body resigns the term (no term left 
   checkLog(log);
 });
 
-test('[tv2] break out of for await closes the elector and resigns the term', { timeout: 120_000 }, async () => {
-  const bootstrap = bootstrapOf('KRABKA_BOOTSTRAP');
+test('[mem] break out of for await closes the elector and resigns the term', { timeout: 60_000 }, async (tc) => {
+  const cluster = memCluster(tc);
   const role = unique('break');
-  const c = new Client({ 'bootstrap.servers': bootstrap, 'client.id': 'elect-break', ...SHORT });
+  const c = cluster.client({ 'client.id': 'elect-break', ...SHORT });
   const el = c.elect(role, 'a');
   const log = [];
   record(el, log, 'a');
@@ -477,7 +504,7 @@ test('[tv2] break out of for await closes the elector and resigns the term', { t
     assert.ok(el.closed, 'break closed the elector');
     assert.equal(held.stop.reason, 'RESIGNED', 'the term was resigned before the loop was left');
     const s = await c.describe(role, { timeoutMs: 30_000 });
-    assert.ok(s.lease === null || Number(s.lease.deadline) <= Date.now(), 'no live lease after the break');
+    assert.ok(s.lease === null || Number(s.lease.deadline) <= cluster.clock.nowMs(), 'no live lease after the break');
     assert.equal(s.roster.length, 0);
   } finally {
     await el.close().catch(() => {});

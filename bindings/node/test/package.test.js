@@ -16,7 +16,7 @@ const pkg = path.resolve(__dirname, '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(pkg, 'package.json'), 'utf8'));
 
 test('package.json ships the typings index.d.ts imports, and the two docs', () => {
-  for (const f of ['lib/', 'index.d.ts', 'abi.d.ts', 'README.md', 'LICENSE', 'docs/PROTOCOL.md', 'docs/ABI.md']) {
+  for (const f of ['lib/', 'index.d.ts', 'abi.d.ts', 'testing.d.ts', 'README.md', 'LICENSE', 'docs/PROTOCOL.md', 'docs/ABI.md']) {
     assert.ok(manifest.files.includes(f), `package.json "files" lacks ${f}`);
   }
   const dts = fs.readFileSync(path.join(pkg, 'index.d.ts'), 'utf8');
@@ -24,6 +24,10 @@ test('package.json ships the typings index.d.ts imports, and the two docs', () =
     assert.ok(manifest.files.includes(`${m[1]}.d.ts`), `index.d.ts imports ./${m[1]}, which the package does not ship`);
   }
   assert.equal(manifest.scripts.prepack, 'node scripts/pack-docs.js');
+  // require('krabka-coord') and require('krabka-coord/testing'), each with its typings, shipped
+  assert.deepEqual(manifest.exports['.'], { types: './index.d.ts', default: './lib/index.js' });
+  assert.deepEqual(manifest.exports['./testing'], { types: './testing.d.ts', default: './lib/testing.js' });
+  for (const f of [manifest.exports['.'].default, manifest.exports['./testing'].default]) assert.ok(fs.existsSync(path.join(pkg, f)), f);
   assert.ok(fs.existsSync(path.resolve(pkg, '..', '..', 'docs', 'ABI.md')), "the repository's docs/ABI.md");
 });
 
@@ -55,7 +59,7 @@ test('npm pack carries docs/PROTOCOL.md and docs/ABI.md copied from the reposito
     const files = Object.fromEntries(json[0].files.map((f) => [f.path, f.size]));
     assert.equal(files['docs/PROTOCOL.md'], '# protocol marker\n'.length);
     assert.equal(files['docs/ABI.md'], '# abi marker, longer\n'.length);
-    for (const f of ['index.d.ts', 'abi.d.ts', 'lib/index.js', 'lib/abi.js', 'lib/calls.js', 'LICENSE', 'README.md']) assert.ok(files[f] > 0, `the package lacks ${f}`);
+    for (const f of ['index.d.ts', 'abi.d.ts', 'testing.d.ts', 'lib/index.js', 'lib/abi.js', 'lib/calls.js', 'lib/testing.js', 'lib/testing_abi.js', 'LICENSE', 'README.md']) assert.ok(files[f] > 0, `the package lacks ${f}`);
     assert.ok(!Object.keys(files).some((f) => f.startsWith('test/') || f.startsWith('bench/')), 'no tests or benchmarks in the package');
   } finally {
     fs.rmSync(root, { recursive: true, force: true });

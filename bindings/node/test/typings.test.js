@@ -21,3 +21,10 @@ test('index.d.ts names every export of the package', () => {
     assert.match(dts, new RegExp(`export (declare )?(class|function|const|type|interface) ${name}\\b`), `index.d.ts lacks ${name}`);
   }
 });
+
+test('testing.d.ts names every export of krabka-coord/testing', () => {
+  const dts = fs.readFileSync(path.resolve(__dirname, '..', 'testing.d.ts'), 'utf8');
+  for (const name of Object.keys(require('../lib/testing'))) {
+    assert.match(dts, new RegExp(`export (declare )?(class|function|const|type|interface) ${name}\\b`), `testing.d.ts lacks ${name}`);
+  }
+});

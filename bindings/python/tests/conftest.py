@@ -22,6 +22,18 @@ if os.environ.get("KRABKA_COORD_TEST_INSTALLED") != "1" and str(SRC) not in sys.
     sys.path.insert(0, str(SRC))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The package's pytest plugin (fixtures krabka_cluster, krabka_clock,
+    krabka_cluster_factory): an installed package registers it through its
+    pytest11 entry point; this checkout's source tree does not, so it is
+    registered here."""
+    name = "krabka_coord.pytest_plugin"
+    if not config.pluginmanager.has_plugin(name):
+        import krabka_coord.pytest_plugin as plugin
+
+        config.pluginmanager.register(plugin, name)
+
+
 def unique(prefix: str) -> str:
     """A role name no other test run uses (transactional ids are
     cluster-global)."""

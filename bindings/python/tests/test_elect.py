@@ -1,7 +1,9 @@
 """The elector (client.elect -> Elector, Term) on real brokers
 (KRABKA_BOOTSTRAP, KRABKA_BOOTSTRAP_TV1, and KRABKA_BOOTSTRAP_X1 for the cut
 link), plus misuse without a broker. They fail, never skip, when a broker is
-not given. Waits are bounded (WAIT) only so that a broken test ends; no
+not given. The elector's own logic (a term block left early, the release
+rule, eligibility, no re-campaign) is tested on the in-process cluster in
+test_elect_mem.py. Waits are bounded (WAIT) only so that a broken test ends; no
 assertion is about timing: takeover times are printed, not checked."""
 
 from __future__ import annotations
@@ -367,61 +369,11 @@ class _nothing:
         return None
 
 
-def test_leaving_a_term_block_early_resigns_and_campaigns_again(bootstrap: str) -> None:
-    """A term's with block left while the term runs resigns it; the member
-    campaigns again at the tail and wins its next term after the standby."""
-    role = unique("py-elect-termblock")
-    with kc.Client(conf(bootstrap)) as ca, kc.Client(conf(bootstrap)) as cb:
-        with ca.elect(role, "a") as ea:
-            t1 = ea.next_term(timeout=WAIT)
-            assert t1 is not None
-            eb = cb.elect(role, "b")  # only now: b must not win first
-            wait_roster(ca, role, ["a", "b"])
-            with t1:
-                assert t1.active
-            assert t1.stop_reason == kc.StopReason.RESIGNED
-            tb = eb.next_term(timeout=WAIT)
-            assert tb is not None
-            wait_roster(ca, role, ["b", "a"])  # a registered again, at the tail
-            with tb:
-                pass
-            t2 = ea.next_term(timeout=WAIT)
-            assert t2 is not None and t2.number == 2 and t2.token.supersedes(tb.token)
-            eb.close()
-        assert t2.stop_reason == kc.StopReason.RESIGNED  # leaving the elector's block
-        assert check_log(list(t1.events()) + list(t2.events())) == 2
-
 
 # ---------------------------------------------------------------------------
 # The release rule, re-campaigns after losses
 # ---------------------------------------------------------------------------
 
-
-def test_the_next_term_waits_until_the_stopped_term_was_handed_back(bootstrap: str) -> None:
-    role = unique("py-elect-release")
-    with kc.Client(conf(bootstrap)) as ca, kc.Client(conf(bootstrap)) as cb:
-        with ca.elect(role, "a") as ea:
-            t1 = ea.next_term(timeout=WAIT)
-            assert t1 is not None
-            eb = cb.elect(role, "b")  # only now: b must not win first
-            wait_roster(ca, role, ["a", "b"])
-            t1.resign()  # through the term: a loss (RESIGNED); not handed back yet
-            assert t1.wait_stopped(timeout=WAIT) == kc.StopReason.RESIGNED
-            assert t1.wait_stopped(timeout=1) == kc.StopReason.RESIGNED  # the stop, once, kept
-            assert [e.kind for e in t1.events()] == [STARTED, STOPPED]
-            tb = eb.next_term(timeout=WAIT)
-            assert tb is not None
-            # while a's consumer keeps term 1, a stays out of the roster
-            time.sleep(1.5)
-            assert roster(ca, role) == ["b"]
-            assert ea.next_term(timeout=0.5) is None  # hands term 1 back; no term yet
-            wait_roster(ca, role, ["b", "a"])
-            with pytest.raises(kc.NotLeaderError):
-                t1.leadership.renew()  # its handle closed with the hand-back
-            eb.close()
-            t2 = ea.next_term(timeout=WAIT)
-            assert t2 is not None and t2.number == 2
-        check_log(list(t1.events()) + list(t2.events()))
 
 
 @pytest.mark.parametrize("tv", ["tv2", "tv1"])
@@ -544,61 +496,6 @@ def test_a_term_rides_out_a_cut_link_with_ride_outage(kproxy: Path) -> None:
                 assert st.holder == "a" and st.token == t1.token and st.current
     finally:
         proxy.close()
-
-
-# ---------------------------------------------------------------------------
-# Eligibility
-# ---------------------------------------------------------------------------
-
-
-def test_eligibility_off_and_on_moves_the_member_to_the_tail(bootstrap: str) -> None:
-    role = unique("py-elect-elig")
-    with kc.Client(conf(bootstrap)) as ca, kc.Client(conf(bootstrap)) as cb, kc.Client(conf(bootstrap)) as cc:
-        with ca.elect(role, "a") as ea:
-            ta = ea.next_term(timeout=WAIT)
-            assert ta is not None
-            eb = cb.elect(role, "b")
-            wait_roster(ca, role, ["a", "b"])
-            ec = cc.elect(role, "c")
-            wait_roster(ca, role, ["a", "b", "c"])
-            eb.set_eligible(False)  # a standby withdraws: out of the roster
-            assert not eb.eligible and eb.healthy
-            wait_roster(ca, role, ["a", "c"])
-            eb.set_eligible(True)  # back, at the tail
-            wait_roster(ca, role, ["a", "c", "b"])
-            ea.set_eligible(False)  # the holder withdraws: resigns
-            assert ta.wait_stopped(timeout=WAIT) == kc.StopReason.RESIGNED
-            tc = ec.next_term(timeout=WAIT)
-            assert tc is not None, "c, first in the roster, must take over"
-            wait_roster(ca, role, ["c", "b"])
-            assert ea.next_term(timeout=0.5) is None  # hands the stopped term back; withdrawn: no term
-            ea.set_eligible(True)
-            wait_roster(ca, role, ["c", "b", "a"])
-            # starting withdrawn
-            with cb.elect(role, "d", eligible=False) as ed:
-                assert not ed.eligible
-                time.sleep(0.5)
-                assert "d" not in roster(ca, role)
-                ed.set_eligible(True)
-                wait_roster(ca, role, ["c", "b", "a", "d"])
-            eb.close()
-            ec.close()
-            assert tc.stop_reason == kc.StopReason.RESIGNED
-
-
-def test_no_recampaign_ends_the_iteration_after_the_first_term(bootstrap: str) -> None:
-    role = unique("py-elect-norecampaign")
-    with kc.Client(conf(bootstrap)) as c:
-        with c.elect(role, "a", recampaign=False) as el:
-            terms = []
-            for term in el:
-                terms.append(term)
-                term.resign()
-                assert term.wait_stopped(timeout=WAIT) == kc.StopReason.RESIGNED
-            assert [t.number for t in terms] == [1]
-            # The loop's end is a state and an event with a code, never text.
-            assert el.state == kc.ElectorState.STOPPED and not el.healthy
-            assert el.error is not None and el.error.code == kc.ErrorCode.NOT_LEADER
 
 
 # ---------------------------------------------------------------------------

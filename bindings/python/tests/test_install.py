@@ -122,3 +122,38 @@ def test_the_sdist_carries_the_documents_the_readme_points_at(tmp_path: Path) ->
             f = tar.extractfile(member)
             assert f is not None
             assert f.read().decode() == (REPO / "docs" / d).read_text(), d
+
+
+def test_the_installed_package_ships_the_test_aids_and_pytest_loads_its_plugin(tmp_path: Path) -> None:
+    """pip install gives krabka_coord.testing, and pytest (the system's,
+    seen through system site packages) loads the plugin by its pytest11
+    entry point alone: a test file asks for krabka_cluster and
+    krabka_clock, with no conftest and no -p."""
+    lib = _built_library()
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True, system_site_packages=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "KRABKA_COORD_LIBRARY", "PIP_REQUIRE_VIRTUALENV", "PYTEST_PLUGINS",
+                        "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")}
+    build_env = dict(env, KRABKA_COORD_LIBRARY=str(lib), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    proc = subprocess.run(
+        [str(py), "-m", "pip", "install", "--quiet", str(REPO / "bindings" / "python")],
+        env=build_env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    work = tmp_path / "user-project"
+    work.mkdir()
+    (work / "test_user.py").write_text(
+        "import krabka_coord as kc, krabka_coord.testing as t\n"
+        "def test_takeover(krabka_cluster, krabka_clock):\n"
+        "    assert kc.library_path.startswith(%r)\n"
+        "    a, b = krabka_cluster.client(), krabka_cluster.client()\n"
+        "    lead = a.acquire('ctl', 'a', timeout=30)\n"
+        "    krabka_cluster.kill(a)\n"
+        "    krabka_clock.advance(30000)\n"
+        "    assert b.acquire('ctl', 'b', timeout=30).token.supersedes(lead.token)\n" % str(env_dir))
+    out = subprocess.run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_user.py"], env=env,
+                         cwd=str(work), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 passed" in out.stdout, out.stdout

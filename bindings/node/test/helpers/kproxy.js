@@ -1,8 +1,7 @@
 'use strict';
-// The kproxy helper of the live tests (tests/kafka/cmd/kproxy): a proxy on
-// the tv2 cluster's extra listener ($KRABKA_BOOTSTRAP_X1) whose links a
-// test cuts and heals. build/kproxy when `make` built it, else built once
-// into a temporary directory.
+// startProxy(listen, target): a running tests/kafka/cmd/kproxy (built once
+// per process; build/kproxy when present) with send(cmd) ('cut', 'heal',
+// ...) and quit().
 
 const assert = require('node:assert/strict');
 const { spawn, execFileSync } = require('node:child_process');
@@ -10,16 +9,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
+const { within } = require('./wait');
 
 const repo = path.resolve(__dirname, '..', '..', '..', '..');
-
-function within(p, what, ms) {
-  let timer;
-  const t = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
-}
 
 let kproxyBin = null;
 async function startProxy(listen, target) {
