@@ -1,0 +1,373 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// The background work of a Group: run (read the group log, heartbeat, act
+// on the plan), lead (campaign for the leader role, publish plans) and one
+// goroutine per shard the plan gives the member (campaign, hold, renew,
+// hand over).
+
+type groupShard struct {
+	k       int
+	cancel  context.CancelFunc // ends the campaign (not a won term)
+	release chan string        // the successor to resign to ("" none); capacity 1
+	done    chan struct{}
+}
+
+func (g *Group) run() {
+	defer g.wg.Done()
+	ctx := g.ctx
+	var err error
+	for g.part, err = groupLogPartition(ctx, g.log, g.name); err != nil; g.part, err = groupLogPartition(ctx, g.log, g.name) {
+		if g.pause(ctx) != nil {
+			return
+		}
+	}
+	var nextHB int64
+	for ctx.Err() == nil {
+		f, err := g.log.Transport.Fetch(ctx, g.part, g.readFrom(), g.opt.tick)
+		if err == nil {
+			g.mu.Lock()
+			g.view.apply(f)
+			g.mu.Unlock()
+		} else if ctx.Err() == nil {
+			g.c.logger.Debug("krabka: group log read failed", "group", g.name, "error", err)
+			_ = g.pause(ctx)
+		}
+		g.mu.Lock()
+		dirty := g.hbDirty
+		g.mu.Unlock()
+		if now := g.c.clock.NowMs(); dirty || now >= nextHB {
+			if g.heartbeat(ctx, false) == nil {
+				nextHB = now + g.opt.heartbeat.Milliseconds()
+			}
+		}
+		g.act()
+	}
+}
+
+func (g *Group) readFrom() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.view.next
+}
+
+// pause sleeps one tick (or until kicked); ctx's error when it ended.
+func (g *Group) pause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.kick:
+	case <-time.After(g.opt.tick):
+	}
+	return nil
+}
+
+// heartbeat appends the member's record (its tombstone when leaving).
+func (g *Group) heartbeat(ctx context.Context, leave bool) error {
+	key := groupKey(groupKindMember, g.name, g.member.String())
+	var val []byte
+	if !leave {
+		g.mu.Lock()
+		now := g.c.clock.NowMs()
+		rec := memberRecord{Weight: g.weight, Eligible: g.eligible,
+			At: now, Deadline: now + g.opt.ttl.Milliseconds(), Held: make([]int, 0, len(g.held)), Moves: g.moves}
+		for k := range g.held {
+			rec.Held = append(rec.Held, k)
+		}
+		g.hbDirty = false
+		g.mu.Unlock()
+		slices.Sort(rec.Held)
+		val, _ = json.Marshal(rec)
+	}
+	_, err := g.log.Transport.Append(ctx, g.part, key, val, nil)
+	if err != nil {
+		g.mu.Lock()
+		g.hbDirty = true
+		g.mu.Unlock()
+	}
+	return err
+}
+
+// act starts a campaign for each shard the plan gives the member and hands
+// over each shard it moved away.
+func (g *Group) act() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.view.plan
+	if p == nil || p.Shards != g.n || p.Kind != g.kind || g.err != nil {
+		return
+	}
+	owners := p.owners()
+	me := g.member.String()
+	for k, o := range owners {
+		s := g.shards[k]
+		switch {
+		case o == me && s == nil:
+			s = &groupShard{k: k, release: make(chan string, 1), done: make(chan struct{})}
+			var sctx context.Context
+			sctx, s.cancel = context.WithCancel(g.ctx)
+			g.shards[k] = s
+			g.wg.Add(1)
+			go g.shardLoop(sctx, s)
+		case o != me && s != nil:
+			s.stop(o)
+		}
+	}
+}
+
+// stop asks the shard's goroutine to give the shard up (resigning to
+// successor when it holds it) once.
+func (s *groupShard) stop(successor string) {
+	select {
+	case s.release <- successor:
+	default:
+	}
+	s.cancel()
+}
+
+// shardLoop campaigns for shard s.k until it is won or stopped, holds it
+// (renewing) until the term ends or the plan moves it, and campaigns again
+// when a term ended by itself while the plan still gives the shard here.
+func (g *Group) shardLoop(ctx context.Context, s *groupShard) {
+	defer g.wg.Done()
+	defer close(s.done)
+	defer func() {
+		g.mu.Lock()
+		if g.shards[s.k] == s {
+			delete(g.shards, s.k)
+		}
+		g.mu.Unlock()
+	}()
+	role := g.roles[s.k]
+	for {
+		l, err := g.c.Acquire(ctx, role, g.member)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				// Not wanted here any more: leave the roster, so that the
+				// member is no standby of a shard it was not given.
+				lctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
+				_ = g.c.Leave(lctx, role, g.member)
+				cancel()
+				return
+			}
+			g.c.logger.Debug("krabka: group shard campaign failed", "group", g.name, "role", role.String(), "error", err)
+			if g.pause(ctx) != nil {
+				return
+			}
+			continue
+		}
+		g.mu.Lock()
+		g.held[s.k] = l
+		g.moves++
+		g.hbDirty = true
+		g.mu.Unlock()
+		g.nudge()
+		g.push(GroupEvent{Kind: ShardAssigned, Shard: s.k, Role: role, Leadership: l})
+		released := g.hold(ctx, s, l)
+		g.mu.Lock()
+		delete(g.held, s.k)
+		g.hbDirty = true
+		g.mu.Unlock()
+		g.nudge()
+		g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: role, Leadership: l, Err: l.Err()})
+		if released || ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// hold renews l until its term ends (false) or the shard is released: then
+// it resigns l to the successor named (true).
+func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
+	for {
+		wait := time.Until(time.UnixMilli(g.c.cfg.Lease.RenewAt(l.Lease())))
+		if wait < 0 {
+			wait = 0
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-l.Done():
+			timer.Stop()
+			return false
+		case succ := <-s.release:
+			timer.Stop()
+			g.resign(l, succ)
+			return true
+		case <-ctx.Done():
+			timer.Stop()
+			select {
+			case succ := <-s.release:
+				g.resign(l, succ)
+			default:
+				g.resign(l, "")
+			}
+			return true
+		case <-timer.C:
+			rctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
+			if err := l.Renew(rctx); err != nil && l.Err() == nil {
+				g.c.logger.Debug("krabka: group shard renewal failed", "role", l.Role().String(), "error", err)
+				_ = g.pause(rctx)
+			}
+			cancel()
+		}
+	}
+}
+
+// resign ends l, naming successor when it is a member id.
+func (g *Group) resign(l *Leadership, successor string) {
+	ctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
+	defer cancel()
+	if m, err := core.NewMemberID(successor); err == nil {
+		_ = l.ResignTo(ctx, m)
+		return
+	}
+	_ = l.Resign(ctx)
+}
+
+// lead campaigns for the group's leader role; while it holds it, it
+// publishes a new plan whenever the members or holders call for one.
+func (g *Group) lead() {
+	defer g.wg.Done()
+	ctx := g.ctx
+	for ctx.Err() == nil {
+		l, err := g.c.Acquire(ctx, g.leader, g.member)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+				return
+			}
+			_ = g.pause(ctx)
+			continue
+		}
+		g.mu.Lock()
+		g.leaderL = l
+		g.mu.Unlock()
+		g.leadTerm(ctx, l)
+		g.mu.Lock()
+		g.leaderL = nil
+		g.mu.Unlock()
+	}
+}
+
+func (g *Group) leadTerm(ctx context.Context, l *Leadership) {
+	defer func() {
+		if l.Err() == nil {
+			g.resign(l, "")
+		}
+	}()
+	// Read the group log up to where it stood when the term began, so
+	// that the first plan builds on the newest one.
+	var upTo int64 = -1
+	for ctx.Err() == nil && l.Err() == nil {
+		if upTo < 0 {
+			if off, err := g.log.Transport.StableOffset(ctx, g.part); err == nil {
+				upTo = off
+			}
+		} else if g.readFrom() >= upTo {
+			break
+		}
+		_ = g.pause(ctx)
+	}
+	for ctx.Err() == nil && l.Err() == nil {
+		if g.c.cfg.Lease.RenewDueAt(l.Lease(), g.c.clock.NowMs()) {
+			rctx, cancel := context.WithTimeout(ctx, g.opt.ttl)
+			_ = l.Renew(rctx)
+			cancel()
+		}
+		if err := g.plan(ctx, l); err != nil && l.Err() == nil {
+			g.c.logger.Debug("krabka: group plan failed", "group", g.name, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-l.Done():
+		case <-time.After(g.opt.tick):
+		}
+	}
+}
+
+// plan computes the next plan from the view and publishes it (a guarded
+// write under l) when it differs from the newest one.
+func (g *Group) plan(ctx context.Context, l *Leadership) error {
+	now := g.c.clock.NowMs()
+	g.mu.Lock()
+	v := g.view.snapshot()
+	g.mu.Unlock()
+	var members []liveMember
+	live := map[string]bool{}
+	for name, m := range v.members {
+		if m.Deadline > now && m.Eligible && m.Weight > 0 {
+			members = append(members, liveMember{name, m.Weight})
+			live[name] = true
+		}
+	}
+	slices.SortFunc(members, func(a, b liveMember) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	holder := v.holders(g.n, now)
+	prev := v.plan
+	if prev != nil && (prev.Shards != g.n || prev.Kind != g.kind) {
+		prev = nil
+	}
+	owner, base := slices.Clone(holder), holder
+	var seq, moves int64
+	if prev != nil {
+		owner, base, seq, moves = prev.owners(), prev.targets(), prev.Seq, prev.Moves
+	}
+	target := groupTarget(g.n, members, base, g.perMax)
+	next, moved := groupStep(owner, target, holder, live, g.opt.maxMoves)
+	if prev != nil && slices.Equal(next, prev.owners()) && slices.Equal(target, prev.targets()) {
+		return nil
+	}
+	rec := planRecord{Kind: g.kind, Shards: g.n, Seq: seq + 1, Leader: g.member.String(), Token: l.Token().String(), At: now, Moves: moves + int64(moved)}
+	val := encodePlan(rec, next, target)
+	_, err := l.Produce(ctx, Message{Topic: g.log.Topic, Partition: g.part, Key: groupKey(groupKindPlan, g.name, ""), Value: val})
+	return err
+}
+
+// stop ends the group: every shard is released (resigned, no successor
+// named when the plan did not name one), the campaigns end, the leader
+// role is resigned and the heartbeat's tombstone written.
+func (g *Group) stop(ctx context.Context) {
+	g.mu.Lock()
+	if g.err != nil {
+		g.mu.Unlock()
+		<-g.done
+		return
+	}
+	g.err = WrapError(ErrClosed, nil, "group %q: closed", g.name)
+	shards := make([]*groupShard, 0, len(g.shards))
+	for _, s := range g.shards {
+		shards = append(shards, s)
+	}
+	g.mu.Unlock()
+	for _, s := range shards {
+		s.stop("")
+	}
+	for _, s := range shards {
+		<-s.done
+	}
+	g.cancel()
+	g.wg.Wait()
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opt.ttl)
+	_ = g.heartbeat(hctx, true)
+	cancel()
+	g.mu.Lock()
+	close(g.wake)
+	g.wake = make(chan struct{})
+	g.mu.Unlock()
+	close(g.done)
+}
