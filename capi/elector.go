@@ -218,9 +218,13 @@ func kc_go_event_term(ev *C.kc_cevent_t, out *C.uint64_t, errstr *C.char, errstr
 //export kc_go_event_token
 func kc_go_event_token(ev *C.kc_cevent_t, out *C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_token", "token", C.KRABKA_EVENT_TERM)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_token", "token", C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
+	}
+	if e.typ == C.KRABKA_EVENT_GROUP {
+		*out = e.group.token
+		return C.KRABKA_OK
 	}
 	*out = e.term.token
 	return C.KRABKA_OK
@@ -250,7 +254,7 @@ func kc_go_event_holder(ev *C.kc_cevent_t, buf *C.char, buf_size C.size_t, n *C.
 //export kc_go_event_deadline
 func kc_go_event_deadline(ev *C.kc_cevent_t, out *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_deadline", "lease deadline", C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_LEASE)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_deadline", "lease deadline", C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_LEASE, C.KRABKA_EVENT_GROUP)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

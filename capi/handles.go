@@ -49,6 +49,7 @@ const (
 	kindWatchEvent
 	kindElector
 	kindAcquireOptions
+	kindGroup
 )
 
 func (k handleKind) String() string {
@@ -75,6 +76,8 @@ func (k handleKind) String() string {
 		return "krabka_elector_t"
 	case kindAcquireOptions:
 		return "krabka_acquire_options_t"
+	case kindGroup:
+		return "krabka_group_t"
 	}
 	return "handle"
 }

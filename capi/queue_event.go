@@ -54,8 +54,9 @@ type eventObj struct {
 	retryAt   int64                       // TRY_ACQUIRE not won
 	results   []coord.ProduceResult       // PRODUCE
 	term      termData                    // TERM (elector.go)
+	group     groupData                   // GROUP (group.go)
 	lease     C.krabka_lease_event_kind_t // LEASE
-	deadline  int64                       // TERM, LEASE: epoch ms
+	deadline  int64                       // TERM, LEASE, GROUP: epoch ms
 	confirmed bool                        // CONFIRM (confirm.go)
 
 	mu         sync.Mutex
@@ -176,7 +177,7 @@ func kc_go_event_error(ev *C.kc_cevent_t, code *C.krabka_err_t, errstr *C.char, 
 //export kc_go_event_take_leadership
 func kc_go_event_take_leadership(ev *C.krabka_event_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE, C.KRABKA_EVENT_TERM)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

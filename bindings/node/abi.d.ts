@@ -125,8 +125,10 @@ export type EventTypeName =
   | 'SET_METADATA'
   | 'TERM'
   | 'LEASE'
-  | 'CONFIRM';
-export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15;
+  | 'CONFIRM'
+  | 'GROUP'
+  | 'GROUP_STOPPED';
+export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17;
 export interface EventTypeMap {
   readonly NONE: 0;
   readonly ACQUIRE: 1;
@@ -144,6 +146,8 @@ export interface EventTypeMap {
   readonly TERM: 13;
   readonly LEASE: 14;
   readonly CONFIRM: 15;
+  readonly GROUP: 16;
+  readonly GROUP_STOPPED: 17;
 }
 
 // krabka_log_level_t
@@ -254,6 +258,16 @@ export interface LeaseEventKindMap {
   readonly AT_RISK: 1;
   readonly RECOVERED: 2;
   readonly ENDED: 3;
+}
+
+// krabka_group_event_kind_t
+export type GroupEventKindName =
+  | 'ASSIGNED'
+  | 'REVOKED';
+export type GroupEventKindNumber = 1 | 2;
+export interface GroupEventKindMap {
+  readonly ASSIGNED: 1;
+  readonly REVOKED: 2;
 }
 
 /** The category words of the data error codes (lib/abi.js DATA_CATEGORIES). */
