@@ -17,6 +17,9 @@
 #                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      failovers by destroy and by a destroyed client, re-campaign, the
 #                      release rule, eligibility and the roster's tail, AT_RISK, misuse
+#   make capi-group    role groups (krabka_group_*, KRABKA_EVENT_GROUP) on $KRABKA_BOOTSTRAP
+#                      and $KRABKA_BOOTSTRAP_TV1: balance by weight, a leave moves only the
+#                      leaver's shards, a dead member's shards taken, misuse
 #   make capi-valgrind-live  the live, events, blind, async and elect tests under valgrind
 #   make capi-bench    ns per call across the boundary (token compare, role partition,
 #                      and leadership token when $KRABKA_BOOTSTRAP is set), recorded in a
@@ -40,7 +43,7 @@ GO ?= go
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack
+	c-conformance capi-misuse capi-valgrind capi-readme capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-bench capi-examples capi-install capi-mainstack capi-group
 build: lib
 examples: capi-examples
 install: capi-install
@@ -123,7 +126,7 @@ capi-test-offline: capi-unit capi-headers capi-symbols capi-conformance capi-mis
 capi-mainstack: lib $(CAPI_BUILD)/mainstack
 	$(CAPI_BUILD)/mainstack
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-group
 
 # kread prints a topic's committed records as JSON lines; blind.c runs it
 # through popen (the C API has no consumer).
@@ -156,6 +159,15 @@ capi-elect: lib $(CAPI_BUILD)/elect
 	$(call need_env,capi-elect,KRABKA_BOOTSTRAP)
 	$(call need_env,capi-elect,KRABKA_BOOTSTRAP_TV1)
 	$(CAPI_BUILD)/elect
+
+# Role groups (tests/c/group.c) on both clusters.
+capi-group: lib $(CAPI_BUILD)/group
+	$(call need_env,capi-group,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-group,KRABKA_BOOTSTRAP_TV1)
+	$(CAPI_BUILD)/group tv2 > $(CAPI_BUILD)/group-tv2.log 2>&1 & tv2=$$!; \
+	$(CAPI_BUILD)/group tv1 > $(CAPI_BUILD)/group-tv1.log 2>&1; tv1=$$?; \
+	wait $$tv2; tv2=$$?; grep -v ' WARN \| INFO ' $(CAPI_BUILD)/group-tv2.log $(CAPI_BUILD)/group-tv1.log; \
+	test $$tv2 = 0 && test $$tv1 = 0
 
 # README.md's C quick start compiles (tests/c/readme_snippet.sh).
 capi-readme: lib
