@@ -242,7 +242,7 @@ class Elector(_Pump):
         with self._cond:
             return self._leaders[-1] if self._leaders else None
 
-    def leaders(self) -> _Stream:
+    def leaders(self) -> "_Stream[TermEvent]":
         """The NEW_LEADER notices from the last one on (if any), then each
         change of holder or token; iterate with `for` or `async for`; ends
         when the elector is closed."""
