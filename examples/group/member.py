@@ -58,10 +58,10 @@ def main() -> int:
                         try:
                             ev.leadership.produce(topic, ("%s:%d" % (member, ev.shard)).encode())
                         except kc.KrabkaError as e:  # revoked meanwhile: the broker or the library refused it
-                            say(member=member, event="write-refused", shard=ev.shard, error=e.code.name)
+                            say(member=member, event="write-refused", shard=ev.shard, error=e.name)
                 else:
                     held.discard(ev.shard)
-                    reason = ev.error.code.name if ev.error is not None else None
+                    reason = ev.error.name if ev.error is not None else None
                     say(member=member, event="revoked", shard=ev.shard, reason=reason, held=sorted(held))
             say(member=member, event="stopped")
 

@@ -62,11 +62,11 @@ def bootstrap_of(env: str) -> str:
     return addr
 
 
-def until(pred: Callable[[], bool], what: str, bound: float = WAIT) -> None:
+def until(pred: Callable[[], bool], what: str, bound: float = WAIT, state: Callable[[], object] = lambda: "") -> None:
     end = time.monotonic() + bound
     while not pred():
         if time.monotonic() > end:
-            pytest.fail("%s: not within %.0f s" % (what, bound), pytrace=False)
+            pytest.fail("%s: not within %.0f s %s" % (what, bound, state()), pytrace=False)
         time.sleep(0.1)
 
 
@@ -230,7 +230,8 @@ def test_group_on_brokers(cluster: str, env: str, kafka_tools: KafkaTools) -> No
         # balanced: 16 over three of weight 1 is 5/5/6
         until(lambda: partition_ok([a.held(), b.held(), c.held()])
               and sorted([len(a.held()), len(b.held()), len(c.held())]) == [5, 5, 6]
-              and a.agrees() and b.agrees(), "balance 5/5/6")
+              and a.agrees() and b.agrees(), "balance 5/5/6",
+              state=lambda: (sorted(a.held()), sorted(b.held()), sorted(c.held())))
 
         # b leaves: only its shards move
         with b.lock:
@@ -244,14 +245,15 @@ def test_group_on_brokers(cluster: str, env: str, kafka_tools: KafkaTools) -> No
         assert b.owned == set() and set(b.revoked) == had_b, (b.owned, b.revoked, had_b)
         b.m.close()
         until(lambda: partition_ok([a.held(), c.held()]) and len(a.held()) == 8 and len(c.held()) == 8
-              and a.agrees(), "8/8 after b left")
+              and a.agrees(), "8/8 after b left", state=lambda: (sorted(a.held()), sorted(c.held()), c.lines[-3:]))
         assert before_a <= a.held(), "a lost %s when b left" % (before_a - a.held())
         assert before_c <= c.held(), "c lost %s when b left" % (before_c - c.held())
 
         # c is killed: a takes its shards after their deadlines, keeps its own
         before_a = a.held()
         c.kill()
-        until(lambda: len(a.held()) == SHARDS and a.agrees(), "a holding all 16 after c was killed")
+        until(lambda: len(a.held()) == SHARDS and a.agrees(), "a holding all 16 after c was killed",
+              state=lambda: sorted(a.held()))
         assert before_a <= a.held()
 
         # a blind successor mints one of a's shards: the broker refuses a's next write
