@@ -365,6 +365,7 @@ const DESTROY = {
   watchEvent: 'krabka_watch_event_destroy',
   client: 'krabka_client_destroy',
   elector: 'krabka_elector_destroy',
+  group: 'krabka_group_destroy',
 };
 
 /** Takes what the event carries (kind: leadership, watch, status or

@@ -9,6 +9,7 @@ const { Client } = require('./client');
 const { Leadership } = require('./leadership');
 const { Watch } = require('./watch');
 const { Elector, Term } = require('./elect');
+const { GroupMember } = require('./group');
 const { Verifier, MAX_METADATA_BYTES } = require('./headers');
 const { pendingCalls } = require('./calls');
 
@@ -17,6 +18,7 @@ module.exports = {
   Leadership,
   Watch,
   Elector,
+  GroupMember,
   Term,
   Verifier,
   FencingToken: pure.FencingToken,
@@ -49,5 +51,7 @@ module.exports = {
   libraryPath,
   ABI_VERSION,
   MAX_METADATA_BYTES,
+  /** The largest shard (or slot) count of a group (KRABKA_GROUP_MAX_SHARDS). */
+  GROUP_MAX_SHARDS: require('./abi').CONSTANTS.GROUP_MAX_SHARDS,
   pendingCalls,
 };
