@@ -11,7 +11,6 @@ import (
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
-	"github.com/krabka/krabka-coord/core/kafka"
 )
 
 // The exporter's role groups (--group): each group's state read from the
@@ -162,15 +161,9 @@ func observeGroups(ctx context.Context, wg *sync.WaitGroup, e *env, gc *groupCol
 	if len(names) == 0 {
 		return exitOK
 	}
-	cfg, err := e.o.config()
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
-	log, err := kafka.NewGroupLog(cfg)
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
+	log, code := e.groupLog()
+	if code != exitOK {
+		return code
 	}
 	for _, n := range names {
 		wg.Add(1)

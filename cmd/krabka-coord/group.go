@@ -95,15 +95,9 @@ func runGroup(e *env, args []string) int {
 		e.errorf("%v", err)
 		return exitUsage
 	}
-	cfg, err := e.o.config()
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
-	}
-	log, err := kafka.NewGroupLog(cfg)
-	if err != nil {
-		e.errorf("%v", err)
-		return exitUsage
+	log, code := e.groupLog()
+	if code != exitOK {
+		return code
 	}
 	defer log.Transport.Close()
 	if ti, err := log.Transport.(*kafka.Transport).Topic(e.ctx); err != nil {
@@ -139,6 +133,22 @@ func runGroup(e *env, args []string) int {
 		case <-time.After(groupInterval):
 		}
 	}
+}
+
+// groupLog opens the group log of the configured cluster (no connection
+// yet); exitUsage after an error line for a bad configuration.
+func (e *env) groupLog() (coord.GroupLog, int) {
+	cfg, err := e.o.config()
+	if err != nil {
+		e.errorf("%v", err)
+		return coord.GroupLog{}, exitUsage
+	}
+	log, err := kafka.NewGroupLog(cfg)
+	if err != nil {
+		e.errorf("%v", err)
+		return coord.GroupLog{}, exitUsage
+	}
+	return log, exitOK
 }
 
 func printGroup(e *env, st *coord.GroupStatus) {

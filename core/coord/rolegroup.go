@@ -112,7 +112,9 @@ type Group struct {
 	opt    groupOptions
 	roles  []core.Role
 	leader core.Role
-	part   int32 // the group log partition
+	part   int32 // the group log partition (set by run before it closes partReady)
+
+	partReady chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -192,7 +194,7 @@ func newGroup(c *Client, log GroupLog, group, kind string, n, perMax int, member
 	}
 	g := &Group{c: c, log: log, name: group, kind: kind, n: n, member: member, perMax: perMax, opt: o,
 		weight: o.weight, eligible: o.eligible, shards: map[int]*groupShard{}, held: map[int]*Leadership{},
-		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group)}
+		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group), partReady: make(chan struct{})}
 	var err error
 	if g.leader, err = GroupLeaderRole(group); err != nil {
 		return nil, err

@@ -31,6 +31,7 @@ func (g *Group) run() {
 			return
 		}
 	}
+	close(g.partReady)
 	var nextHB int64
 	for ctx.Err() == nil {
 		f, err := g.log.Transport.Fetch(ctx, g.part, g.readFrom(), g.opt.tick)
@@ -238,6 +239,11 @@ func (g *Group) resign(l *Leadership, successor string) {
 func (g *Group) lead() {
 	defer g.wg.Done()
 	ctx := g.ctx
+	select { // g.part is known
+	case <-g.partReady:
+	case <-ctx.Done():
+		return
+	}
 	for ctx.Err() == nil {
 		l, err := g.c.Acquire(ctx, g.leader, g.member)
 		if err != nil {
@@ -362,9 +368,13 @@ func (g *Group) stop(ctx context.Context) {
 	}
 	g.cancel()
 	g.wg.Wait()
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opt.ttl)
-	_ = g.heartbeat(hctx, true)
-	cancel()
+	select {
+	case <-g.partReady: // the member may have written heartbeats: tombstone them
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opt.ttl)
+		_ = g.heartbeat(hctx, true)
+		cancel()
+	default:
+	}
 	g.mu.Lock()
 	close(g.wake)
 	g.wake = make(chan struct{})

@@ -25,7 +25,7 @@ import (
 )
 
 // Role groups on real brokers (docs/GROUPS.md): four member processes, N
-// shards (KRABKA_GROUP_SHARDS, default 64; `make group-bench`: 256), each
+// shards (KRABKA_GROUP_SHARDS, default 32; `make group-bench`: 256), each
 // shard's holder writing guarded commands to partition k of a command
 // topic while it holds shard k. The scenario: three members, a fourth
 // joins, turns ineligible and eligible again, leaves, comes back; one is
@@ -39,10 +39,10 @@ const (
 	groupChildEnv = "KRABKA_GROUP_CHILD"
 	// Leases long enough for a loaded machine (renewal transactions of
 	// seconds under a load average of 40 on two cores were seen).
-	grpLeaseMs  = 8000
+	grpLeaseMs  = 10000
 	grpRenewMs  = 2500
 	grpMaxMoves = 8
-	grpWriteMs  = 2000
+	grpWriteMs  = 3000
 )
 
 // groupChild is what a member process is told.
@@ -194,7 +194,7 @@ func groupShards(t *testing.T) int {
 		}
 		return n
 	}
-	return 64
+	return 32
 }
 
 func TestGroupFourMemberProcesses(t *testing.T) {

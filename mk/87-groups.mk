@@ -1,0 +1,28 @@
+# Role groups (issue 36, docs/GROUPS.md).
+#   make group-test    the group tests alone: the in-memory tests of
+#                      core/coord (assignment properties, balance, stickiness,
+#                      eligibility, events, semaphore, bad input) and, on real
+#                      brokers (tv1 and tv2 at once; kafkatest starts them when
+#                      KRABKA_BOOTSTRAP is unset), four member processes with
+#                      GROUP_TEST_SHARDS shards through join, eligibility off and
+#                      on, leave, rejoin, SIGKILL, restart, SIGSTOP past the
+#                      lease and SIGCONT, then the verifier over every shard's
+#                      command partition. make test runs the same tests
+#                      (client-test) with the default shard count.
+#   make group-bench   the same scenario with GROUP_BENCH_SHARDS (256) shards; each
+#                      cluster's run writes bench/results/group-<cluster>-...json
+#                      (moves, convergence time, balance after each event, the
+#                      verifier's verdict; bench/README.md).
+GO ?= go
+GROUP_TEST_SHARDS ?= 32
+GROUP_BENCH_SHARDS ?= 256
+
+.PHONY: group-test group-bench
+BENCH_TARGETS += group-bench
+
+group-test:
+	$(GO) test -count=1 -timeout 5m -run 'TestGroup' ./core/coord/
+	KRABKA_GROUP_SHARDS=$(GROUP_TEST_SHARDS) $(GO) test -count=1 -timeout 20m -run '^TestGroupFourMemberProcesses$$' -v ./core/kafka/
+
+group-bench:
+	KRABKA_GROUP_SHARDS=$(GROUP_BENCH_SHARDS) KRABKA_GROUP_RESULTS=1 $(GO) test -count=1 -timeout 40m -run '^TestGroupFourMemberProcesses$$' -v ./core/kafka/
