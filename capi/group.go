@@ -28,6 +28,13 @@ import (
 // taken from the event only reaches it, and its calls fail once the shard
 // was revoked.
 
+// The header's KRABKA_GROUP_MAX_SHARDS is Go's MaxGroupShards: an array of
+// negative length does not compile, so the build fails when they differ.
+var (
+	_ [C.KRABKA_GROUP_MAX_SHARDS - coord.MaxGroupShards]struct{}
+	_ [coord.MaxGroupShards - C.KRABKA_GROUP_MAX_SHARDS]struct{}
+)
+
 // groupData is what a GROUP event carries.
 type groupData struct {
 	kind  C.krabka_group_event_kind_t
@@ -240,15 +247,7 @@ func kc_go_group_shard_role(group *C.krabka_group_t, shard C.int32_t, buf *C.cha
 	if shard < 0 || int(shard) >= o.g.Shards() {
 		return fail(invalidArg("krabka: krabka_group_shard_role: shard %d out of range [0, %d)", int(shard), o.g.Shards()), errstr, errstr_size)
 	}
-	switch code := putNameBuf(o.g.ShardRole(int(shard)).String(), buf, buf_size, n); code {
-	case C.KRABKA_OK:
-		writeErrstr(errstr, errstr_size, "")
-		return code
-	case C.KRABKA_ERR_BUFFER_TOO_SMALL:
-		return fail(&cError{code, "krabka: krabka_group_shard_role: the buffer is too small for the role"}, errstr, errstr_size)
-	default:
-		return fail(invalidArg("krabka: krabka_group_shard_role: buf is NULL with buf_size %d", uint64(buf_size)), errstr, errstr_size)
-	}
+	return nameOut("krabka_group_shard_role", "role", o.g.ShardRole(int(shard)).String(), buf, buf_size, n, errstr, errstr_size)
 }
 
 //export kc_go_group_leave
@@ -292,21 +291,13 @@ func kc_go_group_destroy(group *C.krabka_group_t) (rc C.krabka_err_t) {
 //export kc_go_event_group_kind
 func kc_go_event_group_kind(ev *C.kc_cevent_t, out *C.krabka_group_event_kind_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_group_kind", "group event kind", C.KRABKA_EVENT_GROUP)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = e.group.kind
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_group_kind", "group event kind",
+		func(e *eventObj) C.krabka_group_event_kind_t { return e.group.kind }, errstr, errstr_size, C.KRABKA_EVENT_GROUP)
 }
 
 //export kc_go_event_shard
 func kc_go_event_shard(ev *C.kc_cevent_t, out *C.int32_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_shard", "shard", C.KRABKA_EVENT_GROUP)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = C.int32_t(e.group.shard)
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_shard", "shard",
+		func(e *eventObj) C.int32_t { return C.int32_t(e.group.shard) }, errstr, errstr_size, C.KRABKA_EVENT_GROUP)
 }

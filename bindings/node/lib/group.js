@@ -77,25 +77,12 @@ class GroupMember extends EventEmitter {
     this.#memberBytes = memberBytes;
     this.#shards = shards;
     this.#onClosed = onClosed;
-    const st = calls.stream((_n, ev) => this.#event(ev));
-    const out = [null];
-    const eb = Buffer.alloc(ERRSTR_SIZE);
     const flags = opts.eligible ? 0 : native().constants.GROUP_INELIGIBLE;
     const join = semaphore ? fns().krabka_semaphore_join : fns().krabka_group_join;
-    let code;
-    try {
-      code = join(clientHandle, groupBytes, groupBytes.length, shards, memberBytes, memberBytes.length, opts.weight, flags, calls.queueHandle(), st.tag, out, eb, eb.length);
-    } catch (e) {
-      st.drop();
-      throw e;
-    }
-    if (code !== 0) {
-      st.drop();
-      throw makeError(code, errText(eb));
-    }
-    this.#handle = out[0];
-    this.#stream = st;
-    st.hold(); // an open member keeps the process alive, like a listening server
+    const { handle, stream } = calls.openStream((_n, ev) => this.#event(ev), (q, tag, out, eb) =>
+      join(clientHandle, groupBytes, groupBytes.length, shards, memberBytes, memberBytes.length, opts.weight, flags, q, tag, out, eb, eb.length));
+    this.#handle = handle;
+    this.#stream = stream;
     if (opts.signal) {
       this.#signal = opts.signal;
       this.#onAbort = () => {

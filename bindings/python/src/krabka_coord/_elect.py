@@ -27,16 +27,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import ctypes
-import threading
 from typing import Any, AsyncIterator, Callable, Deque, Iterator, List, Optional
 
-from . import _abi, _calls
+from . import _abi
 from ._args import Timeout, timeout_ms
 from ._elect_events import (_NOT_YET, ElectorState, Health, StopReason, TermEvent, TermEventKind, _read_event,
                             _run_blocking, _Stream)
 from ._errors import ClosedError, ErrorCode, KrabkaError, raise_for
 from ._leadership import Leadership
-from ._native import Handle, glib, lib
+from ._native import glib, lib
 from ._pump import _Pump
 from ._term import Term
 
@@ -95,19 +94,7 @@ class Elector(_Pump):
         self._loop_ended = False  # the C loop returned (its ELECTOR_STOPPED event came)
         self._end_error: Optional[KrabkaError] = None  # why, unless it was closed
         self._closed = False
-        self._closing = False
-        self._close_lock = threading.Lock()
-        out = ctypes.c_void_p()
-        buf = _calls.errbuf()
-        try:
-            raise_for(start(self._queue.ptr or 0, ctypes.byref(out), buf), buf)
-            if not out.value:
-                raise KrabkaError(ErrorCode.INTERNAL, "krabka_elector_new returned no handle")
-        except BaseException:
-            self._drop_pump()
-            raise
-        self._h = Handle(out.value, lib.krabka_elector_destroy)
-        self._start_pump("krabka-elector")
+        self._h = self._open(start, "krabka_elector_new", lib.krabka_elector_destroy, "krabka-elector")
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("ended" if self._loop_ended else "running")
@@ -358,13 +345,6 @@ class Elector(_Pump):
             for t in terms:
                 t._release()
             self._close_queue()
-
-    def _begin_close(self) -> bool:
-        with self._close_lock:
-            if self._closing:
-                return False
-            self._closing = True
-            return True
 
     def close(self) -> None:
         """End the election: a held term is resigned (the first standby

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import datetime
-import threading
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional
 
@@ -26,7 +25,7 @@ from ._args import Timeout, timeout_ms
 from ._elect_events import _NOT_YET, _ms_to_datetime, _run_blocking, _Stream
 from ._errors import ClosedError, ErrorCode, KrabkaError, error_for, raise_for
 from ._leadership import Leadership
-from ._native import Handle, glib, lib
+from ._native import glib, lib
 from ._pump import _Pump
 from ._values import FencingToken, text
 
@@ -133,19 +132,7 @@ class GroupMember(_Pump):
         self._stopped = False  # the GROUP_STOPPED event came
         self._end_error: Optional[KrabkaError] = None
         self._closed = False
-        self._closing = False
-        self._close_lock = threading.Lock()
-        out = ctypes.c_void_p()
-        buf = _calls.errbuf()
-        try:
-            raise_for(start(self._queue.ptr or 0, ctypes.byref(out), buf), buf)
-            if not out.value:
-                raise KrabkaError(ErrorCode.INTERNAL, "krabka_group_join returned no handle")
-        except BaseException:
-            self._drop_pump()
-            raise
-        self._h = Handle(out.value, lib.krabka_group_destroy)
-        self._start_pump("krabka-group")
+        self._h = self._open(start, "krabka_group_join", lib.krabka_group_destroy, "krabka-group")
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("stopped" if self._stopped else "running")
@@ -326,13 +313,6 @@ class GroupMember(_Pump):
                 self._closed = True
                 self._notify_locked()
             self._close_queue()
-
-    def _begin_close(self) -> bool:
-        with self._close_lock:
-            if self._closing:
-                return False
-            self._closing = True
-            return True
 
     def close(self) -> None:
         """End the member now: what it holds is resigned (no handover; use

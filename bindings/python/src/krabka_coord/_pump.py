@@ -17,12 +17,13 @@ from typing import Any, Callable, List, Optional
 
 from . import _calls
 from ._elect_events import _NOT_YET, _now, _settle
-from ._native import glib
+from ._errors import ErrorCode, KrabkaError, raise_for
+from ._native import Handle, glib
 
 
 class _Pump:
     """Subclasses implement _handle(ev) (which destroys the event, or keeps
-    it) and call _start_pump once their C object posts to self._queue."""
+    it) and make their C object with _open, which starts the delivery."""
 
     _what = "object"  # for log lines: "elector", "group member"
 
@@ -34,16 +35,41 @@ class _Pump:
         self._queue = _calls.Queue()
         self._wake_r, self._wake_w = os.pipe()
         self._thread: Optional[threading.Thread] = None
+        self._closing = False
+        self._close_lock = threading.Lock()
+
+    def _open(self, start: Callable[[int, Any, Any], int], fn: str, destroy: Any, thread: str) -> Handle:
+        """Runs start(queue, out, errbuf), the C call that makes the object
+        posting to this queue (fn names it), and starts the delivery thread;
+        the object's Handle (destroyed with `destroy`). Raises what the call
+        refused with (the queue is then gone)."""
+        out = ctypes.c_void_p()
+        buf = _calls.errbuf()
+        try:
+            raise_for(start(self._queue.ptr or 0, ctypes.byref(out), buf), buf)
+            if not out.value:
+                raise KrabkaError(ErrorCode.INTERNAL, "%s returned no handle" % fn)
+        except BaseException:
+            self._drop_pump()
+            raise
+        h = Handle(out.value, destroy)
+        self._thread = threading.Thread(target=self._pump_loop, name=thread, daemon=True)
+        self._thread.start()
+        return h
+
+    def _begin_close(self) -> bool:
+        """True for the first close (it runs the close), False after."""
+        with self._close_lock:
+            if self._closing:
+                return False
+            self._closing = True
+            return True
 
     def _drop_pump(self) -> None:
         """Undoes _init_pump when the C object could not be made."""
         self._queue.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
-
-    def _start_pump(self, name: str) -> None:
-        self._thread = threading.Thread(target=self._pump_loop, name=name, daemon=True)
-        self._thread.start()
 
     def _handle(self, ev: int) -> None:
         raise NotImplementedError
