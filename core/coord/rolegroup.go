@@ -34,10 +34,14 @@ const (
 	// ShardAssigned: the member won the shard's role; Leadership is its
 	// term (write under it until it ends).
 	ShardAssigned GroupEventKind = iota
-	// ShardRevoked: the member's term of the shard ended: the plan moved
-	// the shard away (the group resigned it, naming its new owner), or the
-	// leadership ended by itself (Fenced, Expired). Err says which. Stop
-	// the shard's work; its guarded writes fail from now on.
+	// ShardRevoked: the member's term of the shard ends. Either the plan
+	// moved the shard away (or the member leaves): the event comes first
+	// and the group then resigns the term to the new owner (ResignTo), so
+	// the shard's work stops before the successor can start; or the
+	// leadership ended by itself (Fenced: another member minted; Expired:
+	// renewals failed until the deadline). Err says which (ErrNotLeader
+	// for a move). Stop the shard's work: its guarded writes fail once the
+	// term ended, at the latest when the broker sees the successor's token.
 	ShardRevoked
 )
 

@@ -179,15 +179,17 @@ func (g *Group) shardLoop(ctx context.Context, s *groupShard) {
 		g.hbDirty = true
 		g.mu.Unlock()
 		g.nudge()
-		g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: role, Leadership: l, Err: l.Err()})
 		if released || ctx.Err() != nil {
-			return
+			return // hold told the owner before it resigned
 		}
+		g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: role, Leadership: l, Err: l.Err()})
 	}
 }
 
-// hold renews l until its term ends (false) or the shard is released: then
-// it resigns l to the successor named (true).
+// hold renews l until its term ends by itself (false) or the shard is
+// released: then it tells the owner (ShardRevoked, before the handover, so
+// that the shard's work stops before the successor can start) and resigns l
+// to the successor named (true).
 func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 	for {
 		wait := time.Until(time.UnixMilli(g.c.cfg.Lease.RenewAt(l.Lease())))
@@ -201,16 +203,16 @@ func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 			return false
 		case succ := <-s.release:
 			timer.Stop()
-			g.resign(l, succ)
+			g.giveUp(s, l, succ)
 			return true
 		case <-ctx.Done():
 			timer.Stop()
+			succ := ""
 			select {
-			case succ := <-s.release:
-				g.resign(l, succ)
+			case succ = <-s.release:
 			default:
-				g.resign(l, "")
 			}
+			g.giveUp(s, l, succ)
 			return true
 		case <-timer.C:
 			rctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
@@ -221,6 +223,17 @@ func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 			cancel()
 		}
 	}
+}
+
+// giveUp tells the owner that shard s is revoked, then resigns l to
+// successor.
+func (g *Group) giveUp(s *groupShard, l *Leadership, successor string) {
+	why := WrapError(ErrNotLeader, nil, "group %q: shard %d: the plan moved it to %q", g.name, s.k, successor)
+	if successor == "" {
+		why = WrapError(ErrNotLeader, nil, "group %q: shard %d: given up (the member left, or the plan gives it to nobody)", g.name, s.k)
+	}
+	g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: l.Role(), Leadership: l, Err: why})
+	g.resign(l, successor)
 }
 
 // resign ends l, naming successor when it is a member id.

@@ -197,59 +197,85 @@ func TestGroupMemWeightsEligibility(t *testing.T) {
 	}
 }
 
-// TestGroupMemEvents: the events of a member say exactly what it won and
-// lost, and every shard's term ends before another member's begins.
+// TestGroupMemEvents: the events of the members say exactly what each won
+// and lost: a shard b takes over was revoked from a, and b's term of it has
+// a newer token than a's.
 func TestGroupMemEvents(t *testing.T) {
 	e := newGroupEnv(t)
 	const n = 8
 	a := e.join("a", n)
 	e.waitConverged(a)
+	tokens := map[int]core.FencingToken{}
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ev, err := a.Next(ctx)
+		cancel()
+		if err != nil || ev.Kind != coord.ShardAssigned {
+			t.Fatalf("a's event %d: %v %v", i, ev.Kind, err)
+		}
+		tokens[ev.Shard] = ev.Leadership.Token()
+	}
+	if len(tokens) != n {
+		t.Fatalf("a was assigned %d distinct shards, want %d", len(tokens), n)
+	}
 	var mu sync.Mutex
-	heldBy := map[int]string{}
-	var overlaps []string
-	follow := func(g *coord.Group) {
+	revokedA, assignedB := map[int]error{}, map[int]core.FencingToken{}
+	follow := func(g *coord.Group, fn func(coord.GroupEvent)) {
 		for {
 			ev, err := g.Next(context.Background())
 			if err != nil {
 				return
 			}
 			mu.Lock()
-			switch ev.Kind {
-			case coord.ShardAssigned:
-				if h, ok := heldBy[ev.Shard]; ok {
-					overlaps = append(overlaps, fmt.Sprintf("shard %d assigned to %s while %s holds it", ev.Shard, g.Member(), h))
-				}
-				heldBy[ev.Shard] = g.Member().String()
-			case coord.ShardRevoked:
-				if ev.Err == nil {
-					overlaps = append(overlaps, fmt.Sprintf("shard %d revoked without a reason", ev.Shard))
-				}
-				delete(heldBy, ev.Shard)
-			}
+			fn(ev)
 			mu.Unlock()
 		}
 	}
-	go follow(a)
+	var problems []string
+	go follow(a, func(ev coord.GroupEvent) {
+		if ev.Kind != coord.ShardRevoked {
+			problems = append(problems, fmt.Sprintf("a: %v of shard %d", ev.Kind, ev.Shard))
+			return
+		}
+		revokedA[ev.Shard] = ev.Err
+	})
 	b := e.join("b", n)
-	go follow(b)
+	go follow(b, func(ev coord.GroupEvent) {
+		if ev.Kind != coord.ShardAssigned {
+			problems = append(problems, fmt.Sprintf("b: %v of shard %d", ev.Kind, ev.Shard))
+			return
+		}
+		assignedB[ev.Shard] = ev.Leadership.Token()
+	})
 	e.waitConverged(a, b)
-	time.Sleep(100 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		done := len(revokedA) == n/2 && len(assignedB) == n/2
+		mu.Unlock()
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(overlaps) > 0 {
-		t.Fatal(overlaps)
+	if len(problems) > 0 {
+		t.Fatal(problems)
 	}
-	if len(heldBy) != n {
-		t.Fatalf("events account for %d shards, want %d: %v", len(heldBy), n, heldBy)
+	if len(assignedB) != n/2 || len(revokedA) != n/2 {
+		t.Fatalf("b was assigned %v, a revoked %v; want %d each", assignedB, revokedA, n/2)
 	}
-	nb := 0
-	for _, m := range heldBy {
-		if m == "b" {
-			nb++
+	for k, tok := range assignedB {
+		err, ok := revokedA[k]
+		if !ok {
+			t.Errorf("b was assigned shard %d, which a was never told it lost", k)
+		} else if !errors.Is(err, coord.ErrNotLeader) {
+			t.Errorf("a lost shard %d with %v, want ErrNotLeader (resigned to b)", k, err)
 		}
-	}
-	if nb != 4 {
-		t.Fatalf("b's events say it holds %d shards, want 4", nb)
+		if !tok.Supersedes(tokens[k]) {
+			t.Errorf("shard %d: b's token %s does not supersede a's %s", k, tok, tokens[k])
+		}
 	}
 }
 
