@@ -9,13 +9,16 @@
 #                      lease and SIGCONT, then the verifier over every shard's
 #                      command partition. make test runs the same tests
 #                      (client-test) with the default shard count.
-#   make group-bench   the same scenario with GROUP_BENCH_SHARDS (256) shards; each
+#   make group-bench   the same scenario with GROUP_BENCH_SHARDS (256) shards and
+#                      leases of GROUP_BENCH_LEASE_MS (20 s: 256 producers renew
+#                      each lease); each
 #                      cluster's run writes bench/results/group-<cluster>-...json
 #                      (moves, convergence time, balance after each event, the
 #                      verifier's verdict; bench/README.md).
 GO ?= go
-GROUP_TEST_SHARDS ?= 32
+GROUP_TEST_SHARDS ?= 16
 GROUP_BENCH_SHARDS ?= 256
+GROUP_BENCH_LEASE_MS ?= 20000
 
 .PHONY: group-test group-bench
 BENCH_TARGETS += group-bench
@@ -25,4 +28,4 @@ group-test:
 	KRABKA_GROUP_SHARDS=$(GROUP_TEST_SHARDS) $(GO) test -count=1 -timeout 20m -run '^TestGroupFourMemberProcesses$$' -v ./core/kafka/
 
 group-bench:
-	KRABKA_GROUP_SHARDS=$(GROUP_BENCH_SHARDS) KRABKA_GROUP_RESULTS=1 $(GO) test -count=1 -timeout 40m -run '^TestGroupFourMemberProcesses$$' -v ./core/kafka/
+	KRABKA_GROUP_SHARDS=$(GROUP_BENCH_SHARDS) KRABKA_GROUP_LEASE_MS=$(GROUP_BENCH_LEASE_MS) KRABKA_GROUP_RESULTS=1 $(GO) test -count=1 -timeout 40m -run '^TestGroupFourMemberProcesses$$' -v ./core/kafka/

@@ -119,6 +119,7 @@ type Group struct {
 	part   int32 // the group log partition (set by run before it closes partReady)
 
 	partReady chan struct{}
+	slots     chan struct{} // campaign slots (groupCampaigns)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -198,7 +199,7 @@ func newGroup(c *Client, log GroupLog, group, kind string, n, perMax int, member
 	}
 	g := &Group{c: c, log: log, name: group, kind: kind, n: n, member: member, perMax: perMax, opt: o,
 		weight: o.weight, eligible: o.eligible, shards: map[int]*groupShard{}, held: map[int]*Leadership{},
-		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group), partReady: make(chan struct{})}
+		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group), partReady: make(chan struct{}), slots: make(chan struct{}, groupCampaigns)}
 	var err error
 	if g.leader, err = GroupLeaderRole(group); err != nil {
 		return nil, err

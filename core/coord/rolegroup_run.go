@@ -150,7 +150,10 @@ func (g *Group) shardLoop(ctx context.Context, s *groupShard) {
 	}()
 	role := g.roles[s.k]
 	for {
-		l, err := g.c.Acquire(ctx, role, g.member)
+		l, err := g.campaign(ctx, role)
+		if err == nil && l == nil {
+			continue // the attempt's time was up: try again
+		}
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				// Not wanted here any more: leave the roster, so that the
@@ -184,6 +187,33 @@ func (g *Group) shardLoop(ctx context.Context, s *groupShard) {
 		}
 		g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: role, Leadership: l, Err: l.Err()})
 	}
+}
+
+// groupCampaigns bounds the acquisitions a member runs at once.
+const groupCampaigns = 8
+
+// campaign is one bounded attempt at a shard's role: it waits for one of
+// the member's campaign slots (at most groupCampaigns acquisitions run at
+// once, so that a member given many shards at once does not flood the
+// cluster with mints and starve the renewals of the shards it holds), then
+// acquires for at most a heartbeat interval. A nil Leadership and a nil
+// error: not won yet, try again (the member stays registered, so a
+// resignation naming it, or an expired lease, lets it in at the next
+// attempt at once).
+func (g *Group) campaign(ctx context.Context, role core.Role) (*Leadership, error) {
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-g.slots }()
+	actx, cancel := context.WithTimeout(ctx, g.opt.heartbeat)
+	defer cancel()
+	l, err := g.c.Acquire(actx, role, g.member)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return nil, nil
+	}
+	return l, err
 }
 
 // hold renews l until its term ends by itself (false) or the shard is
