@@ -19,6 +19,7 @@ GO ?= go
 GROUP_TEST_SHARDS ?= 16
 GROUP_BENCH_SHARDS ?= 256
 GROUP_BENCH_LEASE_MS ?= 20000
+GROUP_BENCH_TVS ?= tv2 tv1
 
 .PHONY: group-test group-bench
 BENCH_TARGETS += group-bench
@@ -27,5 +28,10 @@ group-test:
 	$(GO) test -count=1 -timeout 5m -run 'TestGroup' ./core/coord/
 	KRABKA_GROUP_SHARDS=$(GROUP_TEST_SHARDS) $(GO) test -count=1 -timeout 20m -run '^TestGroupFourMemberProcesses$$' -v ./core/kafka/
 
+# One cluster after the other (GROUP_BENCH_TVS), so that the two runs do not
+# load each other's figures.
 group-bench:
-	KRABKA_GROUP_SHARDS=$(GROUP_BENCH_SHARDS) KRABKA_GROUP_LEASE_MS=$(GROUP_BENCH_LEASE_MS) KRABKA_GROUP_RESULTS=1 $(GO) test -count=1 -timeout 40m -run '^TestGroupFourMemberProcesses$$' -v ./core/kafka/
+	@set -e; for tv in $(GROUP_BENCH_TVS); do \
+		KRABKA_GROUP_SHARDS=$(GROUP_BENCH_SHARDS) KRABKA_GROUP_LEASE_MS=$(GROUP_BENCH_LEASE_MS) KRABKA_GROUP_RESULTS=1 \
+		$(GO) test -count=1 -timeout 40m -run "^TestGroupFourMemberProcesses\$$/^$$tv\$$" -v ./core/kafka/; \
+	done
