@@ -140,7 +140,9 @@ type Group struct {
 	kick     chan struct{}
 	closing  bool
 	leaderL  *Leadership
-	leadNext int64 // earliest instant of the next plan
+	// lastPlan is the newest plan this member wrote as the leader (only
+	// the lead goroutine touches it).
+	lastPlan *planRecord
 }
 
 // NewGroup joins member to group, a group of shards roles

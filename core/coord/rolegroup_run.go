@@ -368,6 +368,11 @@ func (g *Group) plan(ctx context.Context, l *Leadership) error {
 	})
 	holder := v.holders(g.n, now)
 	prev := v.plan
+	if mine := g.lastPlan; mine != nil && mine.Token == l.Token().String() && (prev == nil || mine.Seq > prev.Seq) {
+		// Our own newest plan, not read back yet: build on it, so that
+		// the moves it started count against the bound.
+		prev = mine
+	}
 	if prev != nil && (prev.Shards != g.n || prev.Kind != g.kind) {
 		prev = nil
 	}
@@ -384,6 +389,9 @@ func (g *Group) plan(ctx context.Context, l *Leadership) error {
 	rec := planRecord{Kind: g.kind, Shards: g.n, Seq: seq + 1, Leader: g.member.String(), Token: l.Token().String(), At: now, Moves: moves + int64(moved)}
 	val := encodePlan(rec, next, target)
 	_, err := l.Produce(ctx, Message{Topic: g.log.Topic, Partition: g.part, Key: groupKey(groupKindPlan, g.name, ""), Value: val})
+	if err == nil {
+		g.lastPlan, _ = decodePlan(val)
+	}
 	return err
 }
 

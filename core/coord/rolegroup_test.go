@@ -343,3 +343,46 @@ func TestGroupBadInput(t *testing.T) {
 		t.Errorf("ShardRole(fleet, 7) = %q", r)
 	}
 }
+
+// TestGroupMemMovesBounded: with WithMaxMoves(2), a join that moves 8
+// shards never has more than 2 in flight (sampled from the group log all
+// along), and still converges.
+func TestGroupMemMovesBounded(t *testing.T) {
+	e := newGroupEnv(t)
+	const n = 32
+	var gs []*coord.Group
+	for _, m := range []string{"a", "b", "c"} {
+		gs = append(gs, e.join(m, n, coord.WithMaxMoves(2)))
+	}
+	before := e.waitConverged(gs...)
+	stop := make(chan struct{})
+	seen := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			select {
+			case <-stop:
+				seen <- most
+				return
+			default:
+			}
+			if st, err := coord.DescribeGroup(context.Background(), e.log, "fleet", nil); err == nil && st.MovesInFlight > most {
+				most = st.MovesInFlight
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	gs = append(gs, e.join("d", n, coord.WithMaxMoves(2)))
+	after := e.waitConverged(gs...)
+	close(stop)
+	most := <-seen
+	if mv := moved(before, after); mv != 8 {
+		t.Fatalf("the join moved %d shards, want d's share 8", mv)
+	}
+	if most > 2 {
+		t.Fatalf("%d moves in flight seen, the bound is 2", most)
+	}
+	if most == 0 {
+		t.Fatalf("no move was ever seen in flight: the sampling saw nothing")
+	}
+}
