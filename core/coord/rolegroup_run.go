@@ -221,22 +221,28 @@ func (g *Group) campaign(ctx context.Context, role core.Role) (*Leadership, erro
 // that the shard's work stops before the successor can start) and resigns l
 // to the successor named (true).
 func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
+	// The renewal runs beside the wait, so that neither the plan's release
+	// nor the end of the term waits for a slow renewal (a renewal started
+	// past the deadline is not cut at it).
+	var renewing chan struct{}
 	for {
-		wait := time.Until(time.UnixMilli(g.c.cfg.Lease.RenewAt(l.Lease())))
-		if wait < 0 {
-			wait = 0
+		var timerC <-chan time.Time
+		stop := func() bool { return false }
+		if renewing == nil {
+			wait := time.Until(time.UnixMilli(g.c.cfg.Lease.RenewAt(l.Lease())))
+			timer := time.NewTimer(max(wait, 0))
+			timerC, stop = timer.C, timer.Stop
 		}
-		timer := time.NewTimer(wait)
 		select {
 		case <-l.Done():
-			timer.Stop()
+			stop()
 			return false
 		case succ := <-s.release:
-			timer.Stop()
+			stop()
 			g.giveUp(s, l, succ)
 			return true
 		case <-ctx.Done():
-			timer.Stop()
+			stop()
 			succ := ""
 			select {
 			case succ = <-s.release:
@@ -244,13 +250,23 @@ func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 			}
 			g.giveUp(s, l, succ)
 			return true
-		case <-timer.C:
-			rctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
-			if err := l.Renew(rctx); err != nil && l.Err() == nil {
-				g.c.logger.Debug("krabka: group shard renewal failed", "role", l.Role().String(), "error", err)
-				_ = g.pause(rctx)
-			}
-			cancel()
+		case <-renewing:
+			stop()
+			renewing = nil
+		case <-timerC:
+			renewing = make(chan struct{})
+			go func(done chan struct{}) {
+				defer close(done)
+				rctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
+				defer cancel()
+				if err := l.Renew(rctx); err != nil && l.Err() == nil {
+					g.c.logger.Debug("krabka: group shard renewal failed", "role", l.Role().String(), "error", err)
+					select { // retry after a tick, not at once
+					case <-rctx.Done():
+					case <-time.After(g.opt.tick):
+					}
+				}
+			}(renewing)
 		}
 	}
 }

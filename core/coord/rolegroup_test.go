@@ -31,8 +31,8 @@ func newGroupEnv(t *testing.T) *groupEnv {
 
 func (e *groupEnv) client() *coord.Client {
 	cfg := coord.DefaultConfig()
-	for _, kv := range [][2]string{{"bootstrap.servers", "mem:9092"}, {"krabka.lease.ms", "600"}, {"krabka.renew.interval.ms", "150"},
-		{"krabka.challenge.stagger.ms", "50"}, {"krabka.poll.interval.ms", "50"}, {"krabka.txn.timeout.ms", "600"}} {
+	for _, kv := range [][2]string{{"bootstrap.servers", "mem:9092"}, {"krabka.lease.ms", "2000"}, {"krabka.renew.interval.ms", "500"},
+		{"krabka.challenge.stagger.ms", "100"}, {"krabka.poll.interval.ms", "50"}, {"krabka.txn.timeout.ms", "2000"}} {
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			e.t.Fatal(err)
 		}

@@ -187,6 +187,11 @@ type groupRun struct {
 	procs    map[string]*exec.Cmd
 	timing   groupTiming
 	steps    []groupStepResult
+	// evHeld is what each member process's events say it holds
+	// (assigned minus revoked).
+	evMu    sync.Mutex
+	evHeld  map[string]map[int]bool
+	stopped map[string]bool // members SIGSTOPped now
 	// lastStatus is the group at the last convergence.
 	lastStatus *coord.GroupStatus
 	verdict    groupVerdict
@@ -222,7 +227,7 @@ func TestGroupFourMemberProcesses(t *testing.T) {
 func newGroupRun(t *testing.T, c *kafkatest.Cluster, shards int) *groupRun {
 	topic := uniq("it-grp-")
 	r := &groupRun{t: t, c: c, group: "fleet", shards: shards, cmdTopic: topic + "-cmd", procs: map[string]*exec.Cmd{},
-		timing: groupTimingFromEnv(t)}
+		timing: groupTimingFromEnv(t), evHeld: map[string]map[int]bool{}, stopped: map[string]bool{}}
 	r.kv = []string{"bootstrap.servers", c.Bootstrap, "krabka.topic", topic, "krabka.lease.ms", fmt.Sprint(r.timing.LeaseMs),
 		"krabka.renew.interval.ms", fmt.Sprint(r.timing.RenewMs), "krabka.challenge.stagger.ms", "300",
 		"krabka.poll.interval.ms", "100", "request.timeout.ms", "5000"}
@@ -264,6 +269,9 @@ func (r *groupRun) start(m string) {
 		r.t.Fatal(err)
 	}
 	r.procs[m] = cmd
+	r.evMu.Lock()
+	r.evHeld[m] = map[int]bool{} // a new process holds nothing yet
+	r.evMu.Unlock()
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -280,6 +288,17 @@ func (r *groupRun) start(m string) {
 			if e.Ev == "err" {
 				r.t.Errorf("member %s: %s", m, e.Err)
 			}
+			r.evMu.Lock()
+			if r.evHeld[m] == nil {
+				r.evHeld[m] = map[int]bool{}
+			}
+			switch e.Ev {
+			case "assigned":
+				r.evHeld[m][e.Shard] = true
+			case "revoked":
+				delete(r.evHeld[m], e.Shard)
+			}
+			r.evMu.Unlock()
 		}
 	}()
 	stdins.Store(cmd, in)
@@ -376,6 +395,7 @@ func (r *groupRun) converge(name string, since time.Time, before *coord.GroupSta
 				r.t.Errorf("%s: %d moves in flight, the bound is %d", name, res.MaxInFlight, grpMaxMoves)
 			}
 			r.lastStatus = st
+			r.eventsAgree(name, st)
 			return res
 		}
 		if time.Now().After(deadline) {
@@ -388,6 +408,37 @@ func (r *groupRun) converge(name string, since time.Time, before *coord.GroupSta
 
 // sameMembers: the members of want are live, eligible and given shards;
 // every other member is given none.
+// eventsAgree: what each member process's events say it holds comes to
+// be what the group log says it owns (a member that lost a shard, even
+// while it was stopped, was told so by a ShardRevoked event).
+func (r *groupRun) eventsAgree(name string, st *coord.GroupStatus) {
+	r.t.Helper()
+	deadline := time.Now().Add(time.Duration(r.timing.LeaseMs) * time.Millisecond)
+	for {
+		var diff []string
+		r.evMu.Lock()
+		for m := range r.procs {
+			if r.stopped[m] {
+				continue // SIGSTOPped: it cannot hear anything yet
+			}
+			for k, o := range st.Owner {
+				if (o == m) != r.evHeld[m][k] {
+					diff = append(diff, fmt.Sprintf("%s shard %d: owner %s, events say held %v", m, k, o, r.evHeld[m][k]))
+				}
+			}
+		}
+		r.evMu.Unlock()
+		if len(diff) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Errorf("%s: the members' events disagree with the group log: %v", name, diff[:min(len(diff), 10)])
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func sameMembers(st *coord.GroupStatus, want []string) bool {
 	got := map[string]bool{}
 	for _, m := range st.Members {
@@ -475,11 +526,12 @@ func (r *groupRun) scenario() {
 	step("restart", func() { r.start("c") }, func(b, a *coord.GroupStatus) { r.onlyTo(b, a, "c", 4) }, all...)
 	step("pause", func() {
 		r.procs["b"].Process.Signal(syscall.SIGSTOP)
+		r.stopped["b"] = true
 	}, func(b, a *coord.GroupStatus) { r.onlyFrom(b, a, "b") }, "a", "c", "d")
 	// Keep b stopped until its lease is certainly over, then continue it:
 	// its terms end (fenced) and it comes back as a member that joins.
 	time.Sleep(time.Duration(r.timing.LeaseMs) * time.Millisecond)
-	step("resume", func() { r.procs["b"].Process.Signal(syscall.SIGCONT) }, func(b, a *coord.GroupStatus) { r.onlyTo(b, a, "b", 4) }, all...)
+	step("resume", func() { r.procs["b"].Process.Signal(syscall.SIGCONT); delete(r.stopped, "b") }, func(b, a *coord.GroupStatus) { r.onlyTo(b, a, "b", 4) }, all...)
 	for _, m := range all {
 		r.leave(m)
 	}
