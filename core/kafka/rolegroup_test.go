@@ -195,6 +195,9 @@ type groupRun struct {
 	// lastStatus is the group at the last convergence.
 	lastStatus *coord.GroupStatus
 	verdict    groupVerdict
+	// results is the results file, begun with the run (its date and load
+	// before), when KRABKA_GROUP_RESULTS=1.
+	results *perfdoc.File
 }
 
 // groupStepResult is what one event did.
@@ -231,6 +234,9 @@ func newGroupRun(t *testing.T, c *kafkatest.Cluster, shards int) *groupRun {
 	r.kv = []string{"bootstrap.servers", c.Bootstrap, "krabka.topic", topic, "krabka.lease.ms", fmt.Sprint(r.timing.LeaseMs),
 		"krabka.renew.interval.ms", fmt.Sprint(r.timing.RenewMs), "krabka.challenge.stagger.ms", "300",
 		"krabka.poll.interval.ms", "100", "request.timeout.ms", "5000"}
+	if os.Getenv("KRABKA_GROUP_RESULTS") == "1" {
+		r.results = perfdoc.NewFile("group")
+	}
 	if _, err := admin(t, c.Bootstrap).CreateTopic(ctxFor(t, 30*time.Second), int32(shards), 1, nil, r.cmdTopic); err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +542,7 @@ func (r *groupRun) scenario() {
 		r.leave(m)
 	}
 	r.verify()
-	if os.Getenv("KRABKA_GROUP_RESULTS") == "1" {
+	if r.results != nil {
 		r.writeResults()
 	}
 }
@@ -599,7 +605,7 @@ func (r *groupRun) verify() {
 type groupVerdict struct{ records, terms, overlaps int }
 
 func (r *groupRun) writeResults() {
-	f := perfdoc.NewFile("group")
+	f := r.results
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, file, _, _ := runtime.Caller(0)
