@@ -34,10 +34,14 @@ const (
 	// ShardAssigned: the member won the shard's role; Leadership is its
 	// term (write under it until it ends).
 	ShardAssigned GroupEventKind = iota
-	// ShardRevoked: the member's term of the shard ended: the plan moved
-	// the shard away (the group resigned it, naming its new owner), or the
-	// leadership ended by itself (Fenced, Expired). Err says which. Stop
-	// the shard's work; its guarded writes fail from now on.
+	// ShardRevoked: the member's term of the shard ends. Either the plan
+	// moved the shard away (or the member leaves): the event comes first
+	// and the group then resigns the term to the new owner (ResignTo), so
+	// the shard's work stops before the successor can start; or the
+	// leadership ended by itself (Fenced: another member minted; Expired:
+	// renewals failed until the deadline). Err says which (ErrNotLeader
+	// for a move). Stop the shard's work: its guarded writes fail once the
+	// term ended, at the latest when the broker sees the successor's token.
 	ShardRevoked
 )
 
@@ -115,6 +119,7 @@ type Group struct {
 	part   int32 // the group log partition (set by run before it closes partReady)
 
 	partReady chan struct{}
+	slots     chan struct{} // campaign slots (groupCampaigns)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -135,7 +140,9 @@ type Group struct {
 	kick     chan struct{}
 	closing  bool
 	leaderL  *Leadership
-	leadNext int64 // earliest instant of the next plan
+	// lastPlan is the newest plan this member wrote as the leader (only
+	// the lead goroutine touches it).
+	lastPlan *planRecord
 }
 
 // NewGroup joins member to group, a group of shards roles
@@ -194,7 +201,7 @@ func newGroup(c *Client, log GroupLog, group, kind string, n, perMax int, member
 	}
 	g := &Group{c: c, log: log, name: group, kind: kind, n: n, member: member, perMax: perMax, opt: o,
 		weight: o.weight, eligible: o.eligible, shards: map[int]*groupShard{}, held: map[int]*Leadership{},
-		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group), partReady: make(chan struct{})}
+		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group), partReady: make(chan struct{}), slots: make(chan struct{}, groupCampaigns)}
 	var err error
 	if g.leader, err = GroupLeaderRole(group); err != nil {
 		return nil, err

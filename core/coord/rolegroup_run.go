@@ -150,7 +150,10 @@ func (g *Group) shardLoop(ctx context.Context, s *groupShard) {
 	}()
 	role := g.roles[s.k]
 	for {
-		l, err := g.c.Acquire(ctx, role, g.member)
+		l, err := g.campaign(ctx, role)
+		if err == nil && l == nil {
+			continue // the attempt's time was up: try again
+		}
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
 				// Not wanted here any more: leave the roster, so that the
@@ -179,48 +182,104 @@ func (g *Group) shardLoop(ctx context.Context, s *groupShard) {
 		g.hbDirty = true
 		g.mu.Unlock()
 		g.nudge()
-		g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: role, Leadership: l, Err: l.Err()})
 		if released || ctx.Err() != nil {
-			return
+			return // hold told the owner before it resigned
+		}
+		g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: role, Leadership: l, Err: l.Err()})
+	}
+}
+
+// groupCampaigns bounds the acquisitions a member runs at once.
+const groupCampaigns = 8
+
+// campaign is one bounded attempt at a shard's role: it waits for one of
+// the member's campaign slots (at most groupCampaigns acquisitions run at
+// once, so that a member given many shards at once does not flood the
+// cluster with mints and starve the renewals of the shards it holds), then
+// acquires for at most a heartbeat interval. A nil Leadership and a nil
+// error: not won yet, try again (the member stays registered, so a
+// resignation naming it, or an expired lease, lets it in at the next
+// attempt at once).
+func (g *Group) campaign(ctx context.Context, role core.Role) (*Leadership, error) {
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-g.slots }()
+	actx, cancel := context.WithTimeout(ctx, g.opt.heartbeat)
+	defer cancel()
+	l, err := g.c.Acquire(actx, role, g.member)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return nil, nil
+	}
+	return l, err
+}
+
+// hold renews l until its term ends by itself (false) or the shard is
+// released: then it tells the owner (ShardRevoked, before the handover, so
+// that the shard's work stops before the successor can start) and resigns l
+// to the successor named (true).
+func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
+	// The renewal runs beside the wait, so that neither the plan's release
+	// nor the end of the term waits for a slow renewal (a renewal started
+	// past the deadline is not cut at it).
+	var renewing chan struct{}
+	for {
+		var timerC <-chan time.Time
+		stop := func() bool { return false }
+		if renewing == nil {
+			wait := time.Until(time.UnixMilli(g.c.cfg.Lease.RenewAt(l.Lease())))
+			timer := time.NewTimer(max(wait, 0))
+			timerC, stop = timer.C, timer.Stop
+		}
+		select {
+		case <-l.Done():
+			stop()
+			return false
+		case succ := <-s.release:
+			stop()
+			g.giveUp(s, l, succ)
+			return true
+		case <-ctx.Done():
+			stop()
+			succ := ""
+			select {
+			case succ = <-s.release:
+			default:
+			}
+			g.giveUp(s, l, succ)
+			return true
+		case <-renewing:
+			stop()
+			renewing = nil
+		case <-timerC:
+			renewing = make(chan struct{})
+			go func(done chan struct{}) {
+				defer close(done)
+				rctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
+				defer cancel()
+				if err := l.Renew(rctx); err != nil && l.Err() == nil {
+					g.c.logger.Debug("krabka: group shard renewal failed", "role", l.Role().String(), "error", err)
+					select { // retry after a tick, not at once
+					case <-rctx.Done():
+					case <-time.After(g.opt.tick):
+					}
+				}
+			}(renewing)
 		}
 	}
 }
 
-// hold renews l until its term ends (false) or the shard is released: then
-// it resigns l to the successor named (true).
-func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
-	for {
-		wait := time.Until(time.UnixMilli(g.c.cfg.Lease.RenewAt(l.Lease())))
-		if wait < 0 {
-			wait = 0
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-l.Done():
-			timer.Stop()
-			return false
-		case succ := <-s.release:
-			timer.Stop()
-			g.resign(l, succ)
-			return true
-		case <-ctx.Done():
-			timer.Stop()
-			select {
-			case succ := <-s.release:
-				g.resign(l, succ)
-			default:
-				g.resign(l, "")
-			}
-			return true
-		case <-timer.C:
-			rctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
-			if err := l.Renew(rctx); err != nil && l.Err() == nil {
-				g.c.logger.Debug("krabka: group shard renewal failed", "role", l.Role().String(), "error", err)
-				_ = g.pause(rctx)
-			}
-			cancel()
-		}
+// giveUp tells the owner that shard s is revoked, then resigns l to
+// successor.
+func (g *Group) giveUp(s *groupShard, l *Leadership, successor string) {
+	why := WrapError(ErrNotLeader, nil, "group %q: shard %d: the plan moved it to %q", g.name, s.k, successor)
+	if successor == "" {
+		why = WrapError(ErrNotLeader, nil, "group %q: shard %d: given up (the member left, or the plan gives it to nobody)", g.name, s.k)
 	}
+	g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: l.Role(), Leadership: l, Err: why})
+	g.resign(l, successor)
 }
 
 // resign ends l, naming successor when it is a member id.
@@ -325,6 +384,11 @@ func (g *Group) plan(ctx context.Context, l *Leadership) error {
 	})
 	holder := v.holders(g.n, now)
 	prev := v.plan
+	if mine := g.lastPlan; mine != nil && mine.Token == l.Token().String() && (prev == nil || mine.Seq > prev.Seq) {
+		// Our own newest plan, not read back yet: build on it, so that
+		// the moves it started count against the bound.
+		prev = mine
+	}
 	if prev != nil && (prev.Shards != g.n || prev.Kind != g.kind) {
 		prev = nil
 	}
@@ -341,6 +405,9 @@ func (g *Group) plan(ctx context.Context, l *Leadership) error {
 	rec := planRecord{Kind: g.kind, Shards: g.n, Seq: seq + 1, Leader: g.member.String(), Token: l.Token().String(), At: now, Moves: moves + int64(moved)}
 	val := encodePlan(rec, next, target)
 	_, err := l.Produce(ctx, Message{Topic: g.log.Topic, Partition: g.part, Key: groupKey(groupKindPlan, g.name, ""), Value: val})
+	if err == nil {
+		g.lastPlan, _ = decodePlan(val)
+	}
 	return err
 }
 

@@ -31,8 +31,8 @@ func newGroupEnv(t *testing.T) *groupEnv {
 
 func (e *groupEnv) client() *coord.Client {
 	cfg := coord.DefaultConfig()
-	for _, kv := range [][2]string{{"bootstrap.servers", "mem:9092"}, {"krabka.lease.ms", "600"}, {"krabka.renew.interval.ms", "150"},
-		{"krabka.challenge.stagger.ms", "50"}, {"krabka.poll.interval.ms", "50"}, {"krabka.txn.timeout.ms", "600"}} {
+	for _, kv := range [][2]string{{"bootstrap.servers", "mem:9092"}, {"krabka.lease.ms", "2000"}, {"krabka.renew.interval.ms", "500"},
+		{"krabka.challenge.stagger.ms", "100"}, {"krabka.poll.interval.ms", "50"}, {"krabka.txn.timeout.ms", "2000"}} {
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			e.t.Fatal(err)
 		}
@@ -197,59 +197,85 @@ func TestGroupMemWeightsEligibility(t *testing.T) {
 	}
 }
 
-// TestGroupMemEvents: the events of a member say exactly what it won and
-// lost, and every shard's term ends before another member's begins.
+// TestGroupMemEvents: the events of the members say exactly what each won
+// and lost: a shard b takes over was revoked from a, and b's term of it has
+// a newer token than a's.
 func TestGroupMemEvents(t *testing.T) {
 	e := newGroupEnv(t)
 	const n = 8
 	a := e.join("a", n)
 	e.waitConverged(a)
+	tokens := map[int]core.FencingToken{}
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ev, err := a.Next(ctx)
+		cancel()
+		if err != nil || ev.Kind != coord.ShardAssigned {
+			t.Fatalf("a's event %d: %v %v", i, ev.Kind, err)
+		}
+		tokens[ev.Shard] = ev.Leadership.Token()
+	}
+	if len(tokens) != n {
+		t.Fatalf("a was assigned %d distinct shards, want %d", len(tokens), n)
+	}
 	var mu sync.Mutex
-	heldBy := map[int]string{}
-	var overlaps []string
-	follow := func(g *coord.Group) {
+	revokedA, assignedB := map[int]error{}, map[int]core.FencingToken{}
+	follow := func(g *coord.Group, fn func(coord.GroupEvent)) {
 		for {
 			ev, err := g.Next(context.Background())
 			if err != nil {
 				return
 			}
 			mu.Lock()
-			switch ev.Kind {
-			case coord.ShardAssigned:
-				if h, ok := heldBy[ev.Shard]; ok {
-					overlaps = append(overlaps, fmt.Sprintf("shard %d assigned to %s while %s holds it", ev.Shard, g.Member(), h))
-				}
-				heldBy[ev.Shard] = g.Member().String()
-			case coord.ShardRevoked:
-				if ev.Err == nil {
-					overlaps = append(overlaps, fmt.Sprintf("shard %d revoked without a reason", ev.Shard))
-				}
-				delete(heldBy, ev.Shard)
-			}
+			fn(ev)
 			mu.Unlock()
 		}
 	}
-	go follow(a)
+	var problems []string
+	go follow(a, func(ev coord.GroupEvent) {
+		if ev.Kind != coord.ShardRevoked {
+			problems = append(problems, fmt.Sprintf("a: %v of shard %d", ev.Kind, ev.Shard))
+			return
+		}
+		revokedA[ev.Shard] = ev.Err
+	})
 	b := e.join("b", n)
-	go follow(b)
+	go follow(b, func(ev coord.GroupEvent) {
+		if ev.Kind != coord.ShardAssigned {
+			problems = append(problems, fmt.Sprintf("b: %v of shard %d", ev.Kind, ev.Shard))
+			return
+		}
+		assignedB[ev.Shard] = ev.Leadership.Token()
+	})
 	e.waitConverged(a, b)
-	time.Sleep(100 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		done := len(revokedA) == n/2 && len(assignedB) == n/2
+		mu.Unlock()
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(overlaps) > 0 {
-		t.Fatal(overlaps)
+	if len(problems) > 0 {
+		t.Fatal(problems)
 	}
-	if len(heldBy) != n {
-		t.Fatalf("events account for %d shards, want %d: %v", len(heldBy), n, heldBy)
+	if len(assignedB) != n/2 || len(revokedA) != n/2 {
+		t.Fatalf("b was assigned %v, a revoked %v; want %d each", assignedB, revokedA, n/2)
 	}
-	nb := 0
-	for _, m := range heldBy {
-		if m == "b" {
-			nb++
+	for k, tok := range assignedB {
+		err, ok := revokedA[k]
+		if !ok {
+			t.Errorf("b was assigned shard %d, which a was never told it lost", k)
+		} else if !errors.Is(err, coord.ErrNotLeader) {
+			t.Errorf("a lost shard %d with %v, want ErrNotLeader (resigned to b)", k, err)
 		}
-	}
-	if nb != 4 {
-		t.Fatalf("b's events say it holds %d shards, want 4", nb)
+		if !tok.Supersedes(tokens[k]) {
+			t.Errorf("shard %d: b's token %s does not supersede a's %s", k, tok, tokens[k])
+		}
 	}
 }
 
@@ -315,5 +341,48 @@ func TestGroupBadInput(t *testing.T) {
 	}
 	if r, _ := coord.ShardRole("fleet", 7); r.String() != "fleet/shard/7" {
 		t.Errorf("ShardRole(fleet, 7) = %q", r)
+	}
+}
+
+// TestGroupMemMovesBounded: with WithMaxMoves(2), a join that moves 8
+// shards never has more than 2 in flight (sampled from the group log all
+// along), and still converges.
+func TestGroupMemMovesBounded(t *testing.T) {
+	e := newGroupEnv(t)
+	const n = 32
+	var gs []*coord.Group
+	for _, m := range []string{"a", "b", "c"} {
+		gs = append(gs, e.join(m, n, coord.WithMaxMoves(2)))
+	}
+	before := e.waitConverged(gs...)
+	stop := make(chan struct{})
+	seen := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			select {
+			case <-stop:
+				seen <- most
+				return
+			default:
+			}
+			if st, err := coord.DescribeGroup(context.Background(), e.log, "fleet", nil); err == nil && st.MovesInFlight > most {
+				most = st.MovesInFlight
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	gs = append(gs, e.join("d", n, coord.WithMaxMoves(2)))
+	after := e.waitConverged(gs...)
+	close(stop)
+	most := <-seen
+	if mv := moved(before, after); mv != 8 {
+		t.Fatalf("the join moved %d shards, want d's share 8", mv)
+	}
+	if most > 2 {
+		t.Fatalf("%d moves in flight seen, the bound is 2", most)
+	}
+	if most == 0 {
+		t.Fatalf("no move was ever seen in flight: the sampling saw nothing")
 	}
 }

@@ -25,7 +25,7 @@ import (
 )
 
 // Role groups on real brokers (docs/GROUPS.md): four member processes, N
-// shards (KRABKA_GROUP_SHARDS, default 32; `make group-bench`: 256), each
+// shards (KRABKA_GROUP_SHARDS, default 16; `make group-bench`: 256), each
 // shard's holder writing guarded commands to partition k of a command
 // topic while it holds shard k. The scenario: three members, a fourth
 // joins, turns ineligible and eligible again, leaves, comes back; one is
@@ -37,16 +37,30 @@ import (
 
 const (
 	groupChildEnv = "KRABKA_GROUP_CHILD"
-	// Leases long enough for a loaded machine (renewal transactions of
-	// seconds under a load average of 40 on two cores were seen).
-	grpLeaseMs  = 10000
-	grpRenewMs  = 2500
-	grpMaxMoves = 8
-	grpWriteMs  = 3000
+	grpMaxMoves   = 8
 )
+
+// groupTiming is the lease of every shard (KRABKA_GROUP_LEASE_MS, default
+// 10 s: long enough for a loaded machine, where renewal transactions of
+// several seconds were seen under a load average of 40 on two cores), the
+// renewal a quarter of it, and each holder's command interval a third of it.
+type groupTiming struct{ LeaseMs, RenewMs, WriteMs int }
+
+func groupTimingFromEnv(t *testing.T) groupTiming {
+	lease := 10000
+	if s := os.Getenv("KRABKA_GROUP_LEASE_MS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1000 {
+			t.Fatalf("KRABKA_GROUP_LEASE_MS=%q: want milliseconds, at least 1000", s)
+		}
+		lease = n
+	}
+	return groupTiming{LeaseMs: lease, RenewMs: lease / 4, WriteMs: lease / 3}
+}
 
 // groupChild is what a member process is told.
 type groupChild struct {
+	WriteMs  int
 	Config   []string
 	Group    string
 	Shards   int
@@ -71,7 +85,7 @@ func init() {
 
 // runGroupChild is a member process: it joins the group and, for each shard
 // it is assigned, writes a guarded command to the shard's partition every
-// grpWriteMs until the term ends. Commands on stdin: "elig 0", "elig 1",
+// WriteMs until the term ends. Commands on stdin: "elig 0", "elig 1",
 // "leave" (Close, then exit 0).
 func runGroupChild(spec string) int {
 	var s groupChild
@@ -151,7 +165,7 @@ func runGroupChild(spec string) int {
 					select {
 					case <-l.Done():
 						return
-					case <-time.After(grpWriteMs * time.Millisecond):
+					case <-time.After(time.Duration(s.WriteMs) * time.Millisecond):
 					}
 				}
 			}(ev.Shard, ev.Leadership)
@@ -171,10 +185,19 @@ type groupRun struct {
 	cmdTopic string
 	log      coord.GroupLog
 	procs    map[string]*exec.Cmd
+	timing   groupTiming
 	steps    []groupStepResult
+	// evHeld is what each member process's events say it holds
+	// (assigned minus revoked).
+	evMu    sync.Mutex
+	evHeld  map[string]map[int]bool
+	stopped map[string]bool // members SIGSTOPped now
 	// lastStatus is the group at the last convergence.
 	lastStatus *coord.GroupStatus
 	verdict    groupVerdict
+	// results is the results file, begun with the run (its date and load
+	// before), when KRABKA_GROUP_RESULTS=1.
+	results *perfdoc.File
 }
 
 // groupStepResult is what one event did.
@@ -194,7 +217,7 @@ func groupShards(t *testing.T) int {
 		}
 		return n
 	}
-	return 32
+	return 16
 }
 
 func TestGroupFourMemberProcesses(t *testing.T) {
@@ -207,9 +230,13 @@ func TestGroupFourMemberProcesses(t *testing.T) {
 func newGroupRun(t *testing.T, c *kafkatest.Cluster, shards int) *groupRun {
 	topic := uniq("it-grp-")
 	r := &groupRun{t: t, c: c, group: "fleet", shards: shards, cmdTopic: topic + "-cmd", procs: map[string]*exec.Cmd{},
-		kv: []string{"bootstrap.servers", c.Bootstrap, "krabka.topic", topic, "krabka.lease.ms", fmt.Sprint(grpLeaseMs),
-			"krabka.renew.interval.ms", fmt.Sprint(grpRenewMs), "krabka.challenge.stagger.ms", "300",
-			"krabka.poll.interval.ms", "100", "request.timeout.ms", "5000"}}
+		timing: groupTimingFromEnv(t), evHeld: map[string]map[int]bool{}, stopped: map[string]bool{}}
+	r.kv = []string{"bootstrap.servers", c.Bootstrap, "krabka.topic", topic, "krabka.lease.ms", fmt.Sprint(r.timing.LeaseMs),
+		"krabka.renew.interval.ms", fmt.Sprint(r.timing.RenewMs), "krabka.challenge.stagger.ms", "300",
+		"krabka.poll.interval.ms", "100", "request.timeout.ms", "5000"}
+	if os.Getenv("KRABKA_GROUP_RESULTS") == "1" {
+		r.results = perfdoc.NewFile("group")
+	}
 	if _, err := admin(t, c.Bootstrap).CreateTopic(ctxFor(t, 30*time.Second), int32(shards), 1, nil, r.cmdTopic); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +259,7 @@ func newGroupRun(t *testing.T, c *kafkatest.Cluster, shards int) *groupRun {
 // start starts member m's process and waits for it to be ready.
 func (r *groupRun) start(m string) {
 	r.t.Helper()
-	spec, _ := json.Marshal(groupChild{Config: r.kv, Group: r.group, Shards: r.shards, Member: m, CmdTopic: r.cmdTopic})
+	spec, _ := json.Marshal(groupChild{WriteMs: r.timing.WriteMs, Config: r.kv, Group: r.group, Shards: r.shards, Member: m, CmdTopic: r.cmdTopic})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), groupChildEnv+"="+string(spec))
 	cmd.Stderr = os.Stderr
@@ -248,6 +275,9 @@ func (r *groupRun) start(m string) {
 		r.t.Fatal(err)
 	}
 	r.procs[m] = cmd
+	r.evMu.Lock()
+	r.evHeld[m] = map[int]bool{} // a new process holds nothing yet
+	r.evMu.Unlock()
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -264,6 +294,17 @@ func (r *groupRun) start(m string) {
 			if e.Ev == "err" {
 				r.t.Errorf("member %s: %s", m, e.Err)
 			}
+			r.evMu.Lock()
+			if r.evHeld[m] == nil {
+				r.evHeld[m] = map[int]bool{}
+			}
+			switch e.Ev {
+			case "assigned":
+				r.evHeld[m][e.Shard] = true
+			case "revoked":
+				delete(r.evHeld[m], e.Shard)
+			}
+			r.evMu.Unlock()
 		}
 	}()
 	stdins.Store(cmd, in)
@@ -334,7 +375,7 @@ func (r *groupRun) describe() *coord.GroupStatus {
 func (r *groupRun) converge(name string, since time.Time, before *coord.GroupStatus, want ...string) groupStepResult {
 	r.t.Helper()
 	res := groupStepResult{Name: name}
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		st := r.describe()
 		if st.MovesInFlight > res.MaxInFlight && name != "resume" {
@@ -360,10 +401,11 @@ func (r *groupRun) converge(name string, since time.Time, before *coord.GroupSta
 				r.t.Errorf("%s: %d moves in flight, the bound is %d", name, res.MaxInFlight, grpMaxMoves)
 			}
 			r.lastStatus = st
+			r.eventsAgree(name, st)
 			return res
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: no convergence within 3 minutes: converged %v inflight %d unheld %d pending %d members %+v",
+			r.t.Fatalf("%s: no convergence within 5 minutes: converged %v inflight %d unheld %d pending %d members %+v",
 				name, st.Converged, st.MovesInFlight, st.Unheld, st.Pending, st.Members)
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -372,6 +414,37 @@ func (r *groupRun) converge(name string, since time.Time, before *coord.GroupSta
 
 // sameMembers: the members of want are live, eligible and given shards;
 // every other member is given none.
+// eventsAgree: what each member process's events say it holds comes to
+// be what the group log says it owns (a member that lost a shard, even
+// while it was stopped, was told so by a ShardRevoked event).
+func (r *groupRun) eventsAgree(name string, st *coord.GroupStatus) {
+	r.t.Helper()
+	deadline := time.Now().Add(time.Duration(r.timing.LeaseMs) * time.Millisecond)
+	for {
+		var diff []string
+		r.evMu.Lock()
+		for m := range r.procs {
+			if r.stopped[m] {
+				continue // SIGSTOPped: it cannot hear anything yet
+			}
+			for k, o := range st.Owner {
+				if (o == m) != r.evHeld[m][k] {
+					diff = append(diff, fmt.Sprintf("%s shard %d: owner %s, events say held %v", m, k, o, r.evHeld[m][k]))
+				}
+			}
+		}
+		r.evMu.Unlock()
+		if len(diff) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Errorf("%s: the members' events disagree with the group log: %v", name, diff[:min(len(diff), 10)])
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func sameMembers(st *coord.GroupStatus, want []string) bool {
 	got := map[string]bool{}
 	for _, m := range st.Members {
@@ -459,16 +532,17 @@ func (r *groupRun) scenario() {
 	step("restart", func() { r.start("c") }, func(b, a *coord.GroupStatus) { r.onlyTo(b, a, "c", 4) }, all...)
 	step("pause", func() {
 		r.procs["b"].Process.Signal(syscall.SIGSTOP)
+		r.stopped["b"] = true
 	}, func(b, a *coord.GroupStatus) { r.onlyFrom(b, a, "b") }, "a", "c", "d")
 	// Keep b stopped until its lease is certainly over, then continue it:
 	// its terms end (fenced) and it comes back as a member that joins.
-	time.Sleep(grpLeaseMs * time.Millisecond)
-	step("resume", func() { r.procs["b"].Process.Signal(syscall.SIGCONT) }, func(b, a *coord.GroupStatus) { r.onlyTo(b, a, "b", 4) }, all...)
+	time.Sleep(time.Duration(r.timing.LeaseMs) * time.Millisecond)
+	step("resume", func() { r.procs["b"].Process.Signal(syscall.SIGCONT); delete(r.stopped, "b") }, func(b, a *coord.GroupStatus) { r.onlyTo(b, a, "b", 4) }, all...)
 	for _, m := range all {
 		r.leave(m)
 	}
 	r.verify()
-	if os.Getenv("KRABKA_GROUP_RESULTS") == "1" {
+	if r.results != nil {
 		r.writeResults()
 	}
 }
@@ -531,7 +605,7 @@ func (r *groupRun) verify() {
 type groupVerdict struct{ records, terms, overlaps int }
 
 func (r *groupRun) writeResults() {
-	f := perfdoc.NewFile("group")
+	f := r.results
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, file, _, _ := runtime.Caller(0)
@@ -541,8 +615,8 @@ func (r *groupRun) writeResults() {
 	}
 	f.Kafka = k
 	f.Settings = map[string]string{"shards": strconv.Itoa(r.shards), "members": "4", "max_moves": strconv.Itoa(grpMaxMoves),
-		"krabka.lease.ms": strconv.Itoa(grpLeaseMs), "krabka.renew.interval.ms": strconv.Itoa(grpRenewMs),
-		"command_interval_ms": strconv.Itoa(grpWriteMs)}
+		"krabka.lease.ms": strconv.Itoa(r.timing.LeaseMs), "krabka.renew.interval.ms": strconv.Itoa(r.timing.RenewMs),
+		"command_interval_ms": strconv.Itoa(r.timing.WriteMs)}
 	for _, s := range r.steps {
 		m := perfdoc.Summarize(s.Name, "until every shard is held by its target after: "+s.Name, "ms", []float64{float64(s.Converge.Microseconds()) / 1000})
 		m.Extra = map[string]float64{"moves": float64(s.Moves), "max_moves_in_flight_seen": float64(s.MaxInFlight)}
