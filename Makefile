@@ -17,7 +17,7 @@ include tests/kafka/kafka.mk
 # smoke tests, the Go client on real Kafka, the C ABI, the bindings, the
 # cross-language conformance table, the demo's scenario as a test and the
 # operator's command line (cmd/krabka-coord) on real brokers.
-TEST_TARGETS := core-test core-fuzz kafka-test client-test capi-test python-test node-test \
+TEST_TARGETS := core-test core-fuzz kafka-test client-test group-test capi-test python-test node-test group-example-test \
 	conformance conformance-table-test demo-unit demo-test tls-test chaos-unit chaos-short cli-test dist-short-test
 
 # The test suites that need brokers run inside with-clusters.sh, which starts the

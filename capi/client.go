@@ -29,6 +29,31 @@ type clientObj struct {
 
 	metaMu sync.Mutex
 	meta   map[[2]string][]coord.AcquireOption // krabka_client_set_metadata, by role and member
+
+	// The group log (krabka_group_join, group.go): made on the first join
+	// from the client's configuration, closed with the client.
+	cfg     coord.Config
+	glogMu  sync.Mutex
+	glog    *coord.GroupLog
+	closing bool
+}
+
+// groupLog is the client's group log (kafka.NewGroupLog of its
+// configuration), made once; CLOSED once the client is being destroyed.
+func (c *clientObj) groupLog() (coord.GroupLog, error) {
+	c.glogMu.Lock()
+	defer c.glogMu.Unlock()
+	if c.closing {
+		return coord.GroupLog{}, coord.WrapError(coord.ErrClosed, nil, "krabka: the client is closed")
+	}
+	if c.glog == nil {
+		l, err := kafka.NewGroupLog(c.cfg)
+		if err != nil {
+			return coord.GroupLog{}, err
+		}
+		c.glog = &l
+	}
+	return *c.glog, nil
 }
 
 // acquireOptions are the options of an acquire of role by member
@@ -92,7 +117,7 @@ func kc_go_client_new(conf *C.kc_cconf_t, out **C.krabka_client_t, errstr *C.cha
 		}
 		return fail(err, errstr, errstr_size)
 	}
-	*out = (*C.krabka_client_t)(newHandle(kindClient, &clientObj{c: cl, requestTimeout: cfg.RequestTimeout, stopLog: stopLog}))
+	*out = (*C.krabka_client_t)(newHandle(kindClient, &clientObj{c: cl, requestTimeout: cfg.RequestTimeout, stopLog: stopLog, cfg: cfg}))
 	return C.KRABKA_OK
 }
 
@@ -101,7 +126,14 @@ func kc_go_client_destroy(client *C.krabka_client_t) (rc C.krabka_err_t) {
 	defer guardNoErrstr(&rc)
 	return destroy(unsafe.Pointer(client), kindClient, func(o any) {
 		c := o.(*clientObj)
-		c.c.Close()
+		c.glogMu.Lock()
+		c.closing = true
+		glog := c.glog
+		c.glogMu.Unlock()
+		c.c.Close() // ends the client's groups too
+		if glog != nil {
+			_ = glog.Transport.Close()
+		}
 		if c.stopLog != nil {
 			c.stopLog()
 		}

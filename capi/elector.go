@@ -196,34 +196,26 @@ func kc_go_elector_destroy(elector *C.krabka_elector_t) (rc C.krabka_err_t) {
 //export kc_go_event_term_kind
 func kc_go_event_term_kind(ev *C.kc_cevent_t, out *C.krabka_term_event_kind_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_term_kind", "term event kind", C.KRABKA_EVENT_TERM)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = e.term.kind
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_term_kind", "term event kind",
+		func(e *eventObj) C.krabka_term_event_kind_t { return e.term.kind }, errstr, errstr_size, C.KRABKA_EVENT_TERM)
 }
 
 //export kc_go_event_term
 func kc_go_event_term(ev *C.kc_cevent_t, out *C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_term", "term number", C.KRABKA_EVENT_TERM)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = C.uint64_t(e.term.n)
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_term", "term number",
+		func(e *eventObj) C.uint64_t { return C.uint64_t(e.term.n) }, errstr, errstr_size, C.KRABKA_EVENT_TERM)
 }
 
 //export kc_go_event_token
 func kc_go_event_token(ev *C.kc_cevent_t, out *C.krabka_token_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_token", "token", C.KRABKA_EVENT_TERM)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = e.term.token
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_token", "token", func(e *eventObj) C.krabka_token_t {
+		if e.typ == C.KRABKA_EVENT_GROUP {
+			return e.group.token
+		}
+		return e.term.token
+	}, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP)
 }
 
 //export kc_go_event_holder
@@ -236,48 +228,28 @@ func kc_go_event_holder(ev *C.kc_cevent_t, buf *C.char, buf_size C.size_t, n *C.
 	if e.typ != C.KRABKA_EVENT_TERM {
 		return fail(invalidArg("krabka: krabka_event_holder: a %s event carries no holder (only KRABKA_EVENT_TERM)", eventTypeName(e.typ)), errstr, errstr_size)
 	}
-	switch code := putNameBuf(e.term.holder, buf, buf_size, n); code {
-	case C.KRABKA_OK:
-		writeErrstr(errstr, errstr_size, "")
-		return code
-	case C.KRABKA_ERR_BUFFER_TOO_SMALL:
-		return fail(&cError{code, "krabka: krabka_event_holder: the buffer is too small for the holder"}, errstr, errstr_size)
-	default:
-		return fail(invalidArg("krabka: krabka_event_holder: buf is NULL with buf_size %d", uint64(buf_size)), errstr, errstr_size)
-	}
+	return nameOut("krabka_event_holder", "holder", e.term.holder, buf, buf_size, n, errstr, errstr_size)
 }
 
 //export kc_go_event_deadline
 func kc_go_event_deadline(ev *C.kc_cevent_t, out *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_deadline", "lease deadline", C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_LEASE)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = C.int64_t(e.deadline)
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_deadline", "lease deadline",
+		func(e *eventObj) C.int64_t { return C.int64_t(e.deadline) }, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_LEASE, C.KRABKA_EVENT_GROUP)
 }
 
 //export kc_go_event_stop_reason
 func kc_go_event_stop_reason(ev *C.kc_cevent_t, out *C.krabka_stop_reason_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_stop_reason", "stop reason", C.KRABKA_EVENT_TERM)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = e.term.reason
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_stop_reason", "stop reason",
+		func(e *eventObj) C.krabka_stop_reason_t { return e.term.reason }, errstr, errstr_size, C.KRABKA_EVENT_TERM)
 }
 
 //export kc_go_event_lease_kind
 func kc_go_event_lease_kind(ev *C.kc_cevent_t, out *C.krabka_lease_event_kind_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_lease_kind", "lease event kind", C.KRABKA_EVENT_LEASE)
-	if err != nil {
-		return fail(err, errstr, errstr_size)
-	}
-	*out = e.lease
-	return C.KRABKA_OK
+	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_lease_kind", "lease event kind",
+		func(e *eventObj) C.krabka_lease_event_kind_t { return e.lease }, errstr, errstr_size, C.KRABKA_EVENT_LEASE)
 }
 
 // ---- lease events of a plain leadership ----

@@ -73,6 +73,8 @@ var headerEnums = map[string]map[int]string{
 		15: "KRABKA_EVENT_CONFIRM",
 		16: "KRABKA_EVENT_CONSUME",
 		17: "KRABKA_EVENT_POLL",
+		18: "KRABKA_EVENT_GROUP",
+		19: "KRABKA_EVENT_GROUP_STOPPED",
 	},
 	"krabka_log_level_t": {
 		3: "KRABKA_LOG_ERROR",
@@ -121,5 +123,9 @@ var headerEnums = map[string]map[int]string{
 		1: "KRABKA_LEASE_AT_RISK",
 		2: "KRABKA_LEASE_RECOVERED",
 		3: "KRABKA_LEASE_ENDED",
+	},
+	"krabka_group_event_kind_t": {
+		1: "KRABKA_SHARD_ASSIGNED",
+		2: "KRABKA_SHARD_REVOKED",
 	},
 }

@@ -52,6 +52,7 @@ const (
 	kindTestingCluster
 	kindInput
 	kindRecords
+	kindGroup
 )
 
 func (k handleKind) String() string {
@@ -84,6 +85,8 @@ func (k handleKind) String() string {
 		return "krabka_input_t"
 	case kindRecords:
 		return "krabka_records_t"
+	case kindGroup:
+		return "krabka_group_t"
 	}
 	return "handle"
 }

@@ -303,6 +303,16 @@ extern krabka_err_t kc_go_input_committed(const krabka_input_t *input, krabka_of
 extern krabka_err_t kc_go_input_destroy(krabka_input_t *input);
 extern krabka_err_t kc_go_leadership_produce_offsets(krabka_leadership_t *leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_produce_result_t *results, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_leadership_produce_offsets_async(krabka_leadership_t *leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_group_join(krabka_client_t *client, const char *group, size_t group_len, int32_t shards, const char *member, size_t member_len, int32_t weight, int flags, krabka_queue_t *queue, uint64_t tag, krabka_group_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_semaphore_join(krabka_client_t *client, const char *name, size_t name_len, int32_t slots, const char *member, size_t member_len, int32_t weight, int flags, krabka_queue_t *queue, uint64_t tag, krabka_group_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_group_set_eligible(krabka_group_t *group, int eligible, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_group_set_weight(krabka_group_t *group, int32_t weight, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_group_held(krabka_group_t *group, int32_t *shards, size_t cap, size_t *count, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_group_shard_role(krabka_group_t *group, int32_t shard, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_group_leave(krabka_group_t *group, int64_t timeout_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_group_destroy(krabka_group_t *group);
+extern krabka_err_t kc_go_event_group_kind(const krabka_event_t *ev, krabka_group_event_kind_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_event_shard(const krabka_event_t *ev, int32_t *out, char *errstr, size_t errstr_size);
 
 const char *krabka_version(void) {
     if (kc_forked()) { return KRABKA_VERSION_STRING; }
@@ -919,4 +929,44 @@ krabka_err_t krabka_leadership_produce_offsets(krabka_leadership_t *leadership, 
 krabka_err_t krabka_leadership_produce_offsets_async(krabka_leadership_t *leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr, size_t errstr_size) {
     if (kc_forked_blocking()) return kc_forked_err("krabka_leadership_produce_offsets_async", errstr, errstr_size);
     return kc_go_leadership_produce_offsets_async(leadership, offsets, offset_count, messages, count, timeout_ms, queue, tag, errstr, errstr_size);
+}
+krabka_err_t krabka_group_join(krabka_client_t *client, const char *group, size_t group_len, int32_t shards, const char *member, size_t member_len, int32_t weight, int flags, krabka_queue_t *queue, uint64_t tag, krabka_group_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_group_join", errstr, errstr_size);
+    return kc_go_group_join(client, group, group_len, shards, member, member_len, weight, flags, queue, tag, out, errstr, errstr_size);
+}
+krabka_err_t krabka_semaphore_join(krabka_client_t *client, const char *name, size_t name_len, int32_t slots, const char *member, size_t member_len, int32_t weight, int flags, krabka_queue_t *queue, uint64_t tag, krabka_group_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_semaphore_join", errstr, errstr_size);
+    return kc_go_semaphore_join(client, name, name_len, slots, member, member_len, weight, flags, queue, tag, out, errstr, errstr_size);
+}
+krabka_err_t krabka_group_set_eligible(krabka_group_t *group, int eligible, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_group_set_eligible", errstr, errstr_size);
+    return kc_go_group_set_eligible(group, eligible, errstr, errstr_size);
+}
+krabka_err_t krabka_group_set_weight(krabka_group_t *group, int32_t weight, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_group_set_weight", errstr, errstr_size);
+    return kc_go_group_set_weight(group, weight, errstr, errstr_size);
+}
+krabka_err_t krabka_group_held(krabka_group_t *group, int32_t *shards, size_t cap, size_t *count, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_group_held", errstr, errstr_size);
+    return kc_go_group_held(group, shards, cap, count, errstr, errstr_size);
+}
+krabka_err_t krabka_group_shard_role(krabka_group_t *group, int32_t shard, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_group_shard_role", errstr, errstr_size);
+    return kc_go_group_shard_role(group, shard, buf, buf_size, len, errstr, errstr_size);
+}
+krabka_err_t krabka_group_leave(krabka_group_t *group, int64_t timeout_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_group_leave", errstr, errstr_size);
+    return kc_go_group_leave(group, timeout_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_group_destroy(krabka_group_t *group) {
+    if (kc_forked()) return KRABKA_ERR_FORKED;
+    return kc_go_group_destroy(group);
+}
+krabka_err_t krabka_event_group_kind(const krabka_event_t *ev, krabka_group_event_kind_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_group_kind", errstr, errstr_size);
+    return kc_go_event_group_kind(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_event_shard(const krabka_event_t *ev, int32_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_shard", errstr, errstr_size);
+    return kc_go_event_shard(ev, out, errstr, errstr_size);
 }

@@ -54,8 +54,9 @@ type eventObj struct {
 	retryAt   int64                       // TRY_ACQUIRE not won
 	results   []coord.ProduceResult       // PRODUCE
 	term      termData                    // TERM (elector.go)
+	group     groupData                   // GROUP (group.go)
 	lease     C.krabka_lease_event_kind_t // LEASE
-	deadline  int64                       // TERM, LEASE: epoch ms
+	deadline  int64                       // TERM, LEASE, GROUP: epoch ms
 	confirmed bool                        // CONFIRM (confirm.go)
 
 	mu         sync.Mutex
@@ -138,6 +139,31 @@ func eventData[O any](p unsafe.Pointer, out *O, fn, what string, types ...C.krab
 	return nil, invalidArg("krabka: %s: a %s event carries no %s (only %s)", fn, eventTypeName(e.typ), what, strings.Join(names, " and "))
 }
 
+// eventScalar is a data accessor that writes one value of the event behind
+// p (of one of types): *out = get(e).
+func eventScalar[O any](p unsafe.Pointer, out *O, fn, what string, get func(*eventObj) O, errstr *C.char, errstrSize C.size_t, types ...C.krabka_event_type_t) C.krabka_err_t {
+	e, err := eventData(p, out, fn, what, types...)
+	if err != nil {
+		return fail(err, errstr, errstrSize)
+	}
+	*out = get(e)
+	return C.KRABKA_OK
+}
+
+// nameOut copies name into (buf, bufSize) with putNameBuf for the accessor
+// fn, whose errors name what.
+func nameOut(fn, what, name string, buf *C.char, bufSize C.size_t, n *C.size_t, errstr *C.char, errstrSize C.size_t) C.krabka_err_t {
+	switch code := putNameBuf(name, buf, bufSize, n); code {
+	case C.KRABKA_OK:
+		writeErrstr(errstr, errstrSize, "")
+		return code
+	case C.KRABKA_ERR_BUFFER_TOO_SMALL:
+		return fail(&cError{code, "krabka: " + fn + ": the buffer is too small for the " + what}, errstr, errstrSize)
+	default:
+		return fail(invalidArg("krabka: %s: buf is NULL with buf_size %d", fn, uint64(bufSize)), errstr, errstrSize)
+	}
+}
+
 // take hands out what *slot holds once (nil afterwards), under the event's
 // mutex.
 func take[T any](e *eventObj, slot **T) *T {
@@ -184,7 +210,7 @@ func kc_go_event_error(ev *C.kc_cevent_t, code *C.krabka_err_t, errstr *C.char, 
 //export kc_go_event_take_leadership
 func kc_go_event_take_leadership(ev *C.krabka_event_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE, C.KRABKA_EVENT_TERM)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

@@ -708,8 +708,18 @@ typedef enum krabka_event_type {
                                         confirmed */
     KRABKA_EVENT_CONSUME = 16,     /**< krabka_leadership_consume_async:
                                         take_input */
-    KRABKA_EVENT_POLL = 17         /**< krabka_input_poll_async:
+    KRABKA_EVENT_POLL = 17,        /**< krabka_input_poll_async:
                                         take_records */
+    KRABKA_EVENT_GROUP = 18,       /**< a group member's shard event
+                                        (krabka_group_join): group_kind,
+                                        shard, token, deadline,
+                                        take_leadership (ASSIGNED), error
+                                        (REVOKED) */
+    KRABKA_EVENT_GROUP_STOPPED = 19 /**< a group member stopped: its last
+                                        event; error: OK after
+                                        krabka_group_leave or
+                                        krabka_group_destroy, else why
+                                        (CLOSED: the client was destroyed) */
 } krabka_event_type_t;
 
 /** Log levels (syslog numbers, as librdkafka). */
@@ -769,7 +779,9 @@ krabka_err_t krabka_event_error(const krabka_event_t *ev, krabka_err_t *code,
 /** ACQUIRE, TRY_ACQUIRE: the leadership won, which passes to the caller
  *  (destroy with krabka_leadership_destroy); NULL when the call failed, when
  *  TRY_ACQUIRE did not win, or when it was taken already (a leadership is
- *  taken once). */
+ *  taken once). TERM (STARTED), GROUP (SHARD_ASSIGNED): a handle to the
+ *  elector's or group's leadership (see krabka_elector_new,
+ *  krabka_group_join). */
 krabka_err_t krabka_event_take_leadership(krabka_event_t *ev,
                                           krabka_leadership_t **out,
                                           char *errstr, size_t errstr_size);
@@ -1445,7 +1457,8 @@ krabka_err_t krabka_event_term_kind(const krabka_event_t *ev,
  *  RECOVERED and STOPPED of one term share it; 0 on NEW_LEADER). */
 krabka_err_t krabka_event_term(const krabka_event_t *ev, uint64_t *out,
                                char *errstr, size_t errstr_size);
-/** TERM: the term's token (NEW_LEADER: the new holder's). */
+/** TERM: the term's token (NEW_LEADER: the new holder's). GROUP: the
+ *  shard's term's token. */
 krabka_err_t krabka_event_token(const krabka_event_t *ev, krabka_token_t *out,
                                 char *errstr, size_t errstr_size);
 /** TERM: the holder (this member on term events, the new holder on
@@ -1455,7 +1468,7 @@ krabka_err_t krabka_event_token(const krabka_event_t *ev, krabka_token_t *out,
 krabka_err_t krabka_event_holder(const krabka_event_t *ev, char *buf,
                                  size_t buf_size, size_t *len, char *errstr,
                                  size_t errstr_size);
-/** TERM, LEASE: the lease deadline (epoch ms; 0 when unknown). */
+/** TERM, LEASE, GROUP: the lease deadline (epoch ms; 0 when unknown). */
 krabka_err_t krabka_event_deadline(const krabka_event_t *ev,
                                    int64_t *deadline_ms, char *errstr,
                                    size_t errstr_size);
@@ -1657,6 +1670,116 @@ krabka_err_t krabka_leadership_produce_offsets_async(
     size_t offset_count, const krabka_message_t *messages, size_t count,
     int64_t timeout_ms, krabka_queue_t *queue, uint64_t tag, char *errstr,
     size_t errstr_size);
+/* Role groups and semaphores (docs/GROUPS.md)                              */
+/* ------------------------------------------------------------------------ */
+
+/** A member of a role group: N shards, each an ordinary role, spread over
+ *  the group's members by weight (Go's coord.Group). The member campaigns
+ *  for, holds, renews and hands over the shards the group's plan gives it,
+ *  on the library's threads, and posts each change to a queue as a
+ *  KRABKA_EVENT_GROUP. Destroy with krabka_group_destroy. */
+typedef struct krabka_group krabka_group_t;
+
+/** What a KRABKA_EVENT_GROUP reports (Go's GroupEventKind, same numbers). */
+typedef enum krabka_group_event_kind {
+    KRABKA_SHARD_ASSIGNED = 1, /**< the member holds the shard: a term
+                                    begins (take_leadership: its
+                                    leadership, for guarded writes) */
+    KRABKA_SHARD_REVOKED = 2   /**< the member's term of the shard ended
+                                    (handed over by the plan: NOT_LEADER;
+                                    or FENCED, LEASE_EXPIRED, CLOSED):
+                                    stop the shard's work; writes under its
+                                    leadership fail from now on */
+} krabka_group_event_kind_t;
+
+/** The largest shard (or slot) count of a group (Go's MaxGroupShards). */
+#define KRABKA_GROUP_MAX_SHARDS 4096
+/** Join ineligible (Go's WithEligible(false)): a member that is assigned no
+ *  shard until krabka_group_set_eligible turns it on. */
+#define KRABKA_GROUP_INELIGIBLE 1
+
+/** Joins member (member_len bytes) to group (group_len bytes, valid UTF-8)
+ *  of shards shards (1 to KRABKA_GROUP_MAX_SHARDS; every member of a group
+ *  names the same count) with weight (at least 1: the member's share of
+ *  the shards is its weight over the sum of the eligible members'); every
+ *  shard event is posted to queue with tag (KRABKA_EVENT_GROUP), and
+ *  KRABKA_EVENT_GROUP_STOPPED last. flags: 0 or KRABKA_GROUP_INELIGIBLE; an
+ *  unknown bit is INVALID_ARG. Errors name the argument: INVALID_HANDLE
+ *  for a NULL or stale client or queue; INVALID_ARG for a NULL group or
+ *  member, invalid UTF-8, a shard count out of range, a weight <= 0, a
+ *  NULL out; ROLE_TOO_LONG when group is too long for its shards' role
+ *  names ("<group>/shard/<k>", with krabka.role.prefix).
+ *  Ownership (the elector's rule): the leadership of a SHARD_ASSIGNED
+ *  event stays the group's (it renews it, hands it over, resigns it);
+ *  krabka_event_take_leadership hands out a handle to it for guarded
+ *  writes, valid until the caller destroys it, whose calls fail (FENCED,
+ *  NOT_LEADER, CLOSED) once the shard was revoked. Destroying a taken
+ *  handle does not give up the shard. Returns at once; never waits on the
+ *  cluster. */
+krabka_err_t krabka_group_join(krabka_client_t *client, const char *group,
+                               size_t group_len, int32_t shards,
+                               const char *member, size_t member_len,
+                               int32_t weight, int flags,
+                               krabka_queue_t *queue, uint64_t tag,
+                               krabka_group_t **out, char *errstr,
+                               size_t errstr_size);
+/** Joins member to the semaphore name of slots slots (Go's
+ *  coord.NewSemaphore): a group whose shards are slots
+ *  ("<name>/slot/<k>") and whose members hold at most one slot each, so
+ *  at most slots members hold one at a time, each under its own token.
+ *  Events, errors and ownership as krabka_group_join's (a slot is a
+ *  shard). */
+krabka_err_t krabka_semaphore_join(krabka_client_t *client, const char *name,
+                                   size_t name_len, int32_t slots,
+                                   const char *member, size_t member_len,
+                                   int32_t weight, int flags,
+                                   krabka_queue_t *queue, uint64_t tag,
+                                   krabka_group_t **out, char *errstr,
+                                   size_t errstr_size);
+/** Makes the member eligible for shards (1) or not (0): the next plan
+ *  hands its shards over (REVOKED) or gives it its share. Never blocks. */
+krabka_err_t krabka_group_set_eligible(krabka_group_t *group, int eligible,
+                                       char *errstr, size_t errstr_size);
+/** Changes the member's weight (at least 1, else INVALID_ARG naming it).
+ *  Never blocks. */
+krabka_err_t krabka_group_set_weight(krabka_group_t *group, int32_t weight,
+                                     char *errstr, size_t errstr_size);
+/** The shards the member holds now, ascending: the first cap are copied
+ *  into shards (may be NULL when cap is 0), *count is how many it holds.
+ *  Never blocks. */
+krabka_err_t krabka_group_held(krabka_group_t *group, int32_t *shards,
+                               size_t cap, size_t *count, char *errstr,
+                               size_t errstr_size);
+/** The role of shard (0 <= shard < the group's count, else INVALID_ARG),
+ *  copied with a NUL into buf; *len its byte length (KRABKA_NAME_BUF
+ *  suffices; a smaller buffer: KRABKA_ERR_BUFFER_TOO_SMALL; len may be
+ *  NULL). Never blocks. */
+krabka_err_t krabka_group_shard_role(krabka_group_t *group, int32_t shard,
+                                     char *buf, size_t buf_size, size_t *len,
+                                     char *errstr, size_t errstr_size);
+/** Leaves the group: the member turns ineligible so that the plan hands
+ *  its shards over to their new owners (REVOKED each), waits until it
+ *  holds none or timeout_ms (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms)
+ *  passed, then resigns what it still holds and leaves the membership;
+ *  GROUP_STOPPED follows the last REVOKED. TIMEOUT when the handover did
+ *  not finish in time (the rest is done anyway). Blocks. Destroy the
+ *  handle afterwards. */
+krabka_err_t krabka_group_leave(krabka_group_t *group, int64_t timeout_ms,
+                                char *errstr, size_t errstr_size);
+/** Ends the member: without krabka_group_leave before, what it holds is
+ *  resigned at once (no handover: the plan moves the shards afterwards);
+ *  waits until its last event was posted. Blocks. */
+krabka_err_t krabka_group_destroy(krabka_group_t *group);
+
+/** GROUP: the kind. */
+krabka_err_t krabka_event_group_kind(const krabka_event_t *ev,
+                                     krabka_group_event_kind_t *out,
+                                     char *errstr, size_t errstr_size);
+/** GROUP: the shard (or slot) index. krabka_event_token gives the term's
+ *  token, krabka_event_deadline its lease deadline (epoch ms) when it
+ *  began. */
+krabka_err_t krabka_event_shard(const krabka_event_t *ev, int32_t *out,
+                                char *errstr, size_t errstr_size);
 
 #ifdef __cplusplus
 }

@@ -127,8 +127,10 @@ export type EventTypeName =
   | 'LEASE'
   | 'CONFIRM'
   | 'CONSUME'
-  | 'POLL';
-export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17;
+  | 'POLL'
+  | 'GROUP'
+  | 'GROUP_STOPPED';
+export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17 | 18 | 19;
 export interface EventTypeMap {
   readonly NONE: 0;
   readonly ACQUIRE: 1;
@@ -148,6 +150,8 @@ export interface EventTypeMap {
   readonly CONFIRM: 15;
   readonly CONSUME: 16;
   readonly POLL: 17;
+  readonly GROUP: 18;
+  readonly GROUP_STOPPED: 19;
 }
 
 // krabka_log_level_t
@@ -258,6 +262,16 @@ export interface LeaseEventKindMap {
   readonly AT_RISK: 1;
   readonly RECOVERED: 2;
   readonly ENDED: 3;
+}
+
+// krabka_group_event_kind_t
+export type GroupEventKindName =
+  | 'ASSIGNED'
+  | 'REVOKED';
+export type GroupEventKindNumber = 1 | 2;
+export interface GroupEventKindMap {
+  readonly ASSIGNED: 1;
+  readonly REVOKED: 2;
 }
 
 /** The category words of the data error codes (lib/abi.js DATA_CATEGORIES). */

@@ -13,6 +13,7 @@ import type {
   ErrorCodeMap,
   ErrorCodeName,
   EventTypeName,
+  GroupEventKindName,
   KindMap,
   LeadershipStateName,
   LogLevelName,
@@ -21,7 +22,7 @@ import type {
   WatchEventKindName,
 } from './abi';
 
-export type { DataCategory, ElectorStateName, ErrorCodeName, EventTypeName, LeadershipStateName, LogLevelName, StopReasonName, VerdictName, WatchEventKindName };
+export type { DataCategory, ElectorStateName, ErrorCodeName, EventTypeName, GroupEventKindName, LeadershipStateName, LogLevelName, StopReasonName, VerdictName, WatchEventKindName };
 
 /** A role name or member id: a string (encoded as UTF-8) or its UTF-8 bytes. */
 export type Name = string | Uint8Array;
@@ -326,6 +327,72 @@ export interface RoleStats {
   view_lag_ms: number;
 }
 
+/** The options of client.joinGroup and client.joinSemaphore. */
+export interface GroupOptions {
+  /** The member's weight (default 1; at least 1): its share of the shards
+   *  is its weight over the sum of the eligible members' weights. */
+  weight?: number;
+  /** Eligible for shards from the start (default true). */
+  eligible?: boolean;
+  /** Aborting it closes the member (what it holds is resigned). */
+  signal?: AbortSignal | null;
+}
+
+/** One change of a group member's shards. */
+export interface GroupEvent {
+  readonly kind: GroupEventKindName;
+  /** The shard (or slot) index. */
+  readonly shard: number;
+  /** The shard's role name. */
+  readonly role: string;
+  /** The shard's term's token. */
+  readonly token: FencingToken;
+  /** The term's lease deadline when the event was made (epoch ms; 0n when unknown). */
+  readonly deadline: bigint;
+  /** ASSIGNED: the shard's leadership, for guarded writes (the group renews,
+   *  hands over and resigns it); null on REVOKED. */
+  readonly leadership: Leadership | null;
+  /** REVOKED: why the term ended (NOT_LEADER: handed over; FENCED,
+   *  LEASE_EXPIRED, CLOSED); null on ASSIGNED. */
+  readonly error: KrabkaError | null;
+}
+
+/** client.joinGroup / joinSemaphore: a member of a role group, an
+ *  EventEmitter and an async iterable of its GroupEvents, in order; every
+ *  ASSIGNED of a shard is followed by its REVOKED before the next. */
+export class GroupMember extends EventEmitter implements AsyncIterableIterator<GroupEvent> {
+  private constructor();
+  readonly group: string;
+  readonly member: string;
+  readonly shards: number;
+  readonly closed: boolean;
+  /** Why the member stopped by itself (CLOSED: its client closed); null
+   *  while it runs and after leave() or close(). */
+  readonly error: KrabkaError | null;
+  /** The next event; { done: true } once the member stopped and every
+   *  event was taken. */
+  next(): Promise<IteratorResult<GroupEvent>>;
+  return(): Promise<IteratorResult<GroupEvent>>;
+  [Symbol.asyncIterator](): GroupMember;
+  [Symbol.asyncDispose](): Promise<void>;
+  /** The shards held now, ascending. Never blocks. */
+  held(): number[];
+  /** The role name of a shard. */
+  shardRole(shard: number): string;
+  /** Never blocks. */
+  setEligible(eligible: boolean): void;
+  /** Never blocks; KrabkaError INVALID_ARG for a weight below 1. */
+  setWeight(weight: number): void;
+  /** Hands the shards over and leaves the group (runs on the libuv pool). */
+  leave(options?: CallOptions): Promise<void>;
+  /** Resigns what is held (no handover) and ends the member. Idempotent. */
+  close(): Promise<void>;
+  on(event: 'assigned', listener: (e: GroupEvent) => void): this;
+  on(event: 'revoked', listener: (e: GroupEvent) => void): this;
+  on(event: 'stopped', listener: (error: KrabkaError | null) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
 /** The options of client.elect. */
 export interface ElectOptions {
   /** Aborting it resigns a held term (the first standby takes over at
@@ -478,6 +545,16 @@ export class Client extends EventEmitter {
    *  before the lease runs out, campaign again). Never waits on the
    *  cluster; throws TypeError/RangeError/KrabkaError for bad arguments. */
   elect(role: Name, member: Name, options?: ElectOptions | null): Elector;
+  /** Joins member to the role group `group` of `shards` shards (1 to
+   *  GROUP_MAX_SHARDS): the shards are spread over the members by weight,
+   *  each held under its own token. Never waits on the cluster; throws
+   *  TypeError/RangeError naming an argument of the wrong type, KrabkaError
+   *  for what the library refuses (INVALID_ARG: a count out of range, a
+   *  weight below 1; ROLE_TOO_LONG). */
+  joinGroup(group: Name, shards: number, member: Name, options?: GroupOptions | null): GroupMember;
+  /** Joins member to the semaphore `name` of `slots` slots: each member
+   *  holds at most one slot, under its own token. As joinGroup. */
+  joinSemaphore(name: Name, slots: number, member: Name, options?: GroupOptions | null): GroupMember;
   /** Idempotent: returns the same Promise every time. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -549,6 +626,8 @@ export class Verifier {
 
 /** Most bytes of metadata of a term or a member (4096). */
 export const MAX_METADATA_BYTES: number;
+/** The largest shard (or slot) count of a group (KRABKA_GROUP_MAX_SHARDS, 4096). */
+export const GROUP_MAX_SHARDS: number;
 
 /** The krabka_err_t numbers (they never change). */
 export const ErrorCode: ErrorCodeMap;

@@ -28,6 +28,7 @@ type options struct {
 	listen   string // exporter --listen
 	allRoles bool   // exporter --all-roles
 	interval string // exporter --interval, roles refresh
+	groups   string // exporter --group, comma separated
 	renewals bool   // watch --renewals
 
 	run runOptions // run's flags (run.go)

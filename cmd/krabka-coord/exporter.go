@@ -20,7 +20,7 @@ import (
 )
 
 var exporterCommand = &command{
-	name: "exporter", args: "ROLE... | --all-roles", summary: "serve Prometheus metrics of roles",
+	name: "exporter", args: "ROLE... | --all-roles | --group GROUP", summary: "serve Prometheus metrics of roles and role groups",
 	help: `Serves Prometheus metrics of the given roles (or of every role in the
 coordination topic with --all-roles) on http://LISTEN/metrics until SIGINT or
 SIGTERM. The roles are followed as a standby would (no epoch, no
@@ -38,7 +38,22 @@ Metrics (label role on each):
   krabka_role_members                             members in the roster
   krabka_role_observe_errors_total                failed reads of the role
 plus the library's client statistics (krabka_client_*) and the Go process
-metrics.`,
+metrics.
+
+With --group (comma separated), each role group's state from the group log
+(docs/GROUPS.md), read every second (label group on each; member where named):
+  krabka_group_shards                             shards (slots) of the group's newest plan
+  krabka_group_member_shards{member}              shards the member reports holding
+  krabka_group_member_target_shards{member}       shards the balance assigns it
+  krabka_group_member_weight{member}              its weight
+  krabka_group_member_live{member}                1 while its heartbeat is live and it is eligible
+  krabka_group_moves_total                        owner changes over the group's plans
+  krabka_group_moves_in_flight                    shards whose live holder is not their owner
+  krabka_group_unheld_shards                      shards no live member holds
+  krabka_group_converged                          1 when every shard is held by its target
+  krabka_group_last_converge_seconds              how long the last spell away from convergence lasted
+  krabka_group_convergences_total                 times the group converged again
+  krabka_group_observe_errors_total               failed reads of the group log`,
 	example: `krabka-coord -b kafka-1:9092 exporter --listen 0.0.0.0:9464 controller scheduler
 krabka-coord -F client.properties exporter --all-roles
 curl -s http://127.0.0.1:9464/metrics | grep krabka_role_leader_info`,
@@ -46,6 +61,7 @@ curl -s http://127.0.0.1:9464/metrics | grep krabka_role_leader_info`,
 		fs.StringVar(&o.listen, "listen", o.listen, "`HOST:PORT` to serve /metrics on (port 0: any free port, printed)")
 		fs.BoolVar(&o.allRoles, "all-roles", false, "export every role found in the coordination topic")
 		fs.StringVar(&o.interval, "interval", o.interval, "how often to look for new roles (--all-roles) or re-read (`DURATION`)")
+		fs.StringVar(&o.groups, "group", "", "also export these role groups (`GROUP[,GROUP...]`)")
 	},
 	run: runExporter,
 }
@@ -207,9 +223,13 @@ func runExporter(e *env, args []string) int {
 		e.errorf("--interval %q: a positive duration such as 30s", e.o.interval)
 		return exitUsage
 	}
-	if e.o.allRoles == (len(args) > 0) {
-		e.errorf("exporter needs ROLE arguments or --all-roles (one of the two)")
+	if e.o.allRoles && len(args) > 0 || !e.o.allRoles && len(args) == 0 && e.o.groups == "" {
+		e.errorf("exporter needs ROLE arguments or --all-roles (one of the two), or --group")
 		return exitUsage
+	}
+	groups, code := groupNames(e)
+	if code != exitOK {
+		return code
 	}
 	roles, code := e.roleArgs(args)
 	if code != exitOK {
@@ -222,7 +242,8 @@ func runExporter(e *env, args []string) int {
 	defer c.Close()
 	state := newExporterState(c)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(state, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gc := newGroupCollector(groups)
+	reg.MustRegister(state, gc, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	ln, err := net.Listen("tcp", e.o.listen)
 	if err != nil {
@@ -242,7 +263,11 @@ func runExporter(e *env, args []string) int {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	if code := observeRoles(ctx, &wg, e, c, state, roles, e.o.allRoles, interval); code != exitOK {
+	code = observeRoles(ctx, &wg, e, c, state, roles, e.o.allRoles, interval)
+	if code == exitOK {
+		code = observeGroups(ctx, &wg, e, gc, groups)
+	}
+	if code != exitOK {
 		cancel()
 		srv.Close()
 		wg.Wait()

@@ -261,7 +261,7 @@ func indent(s, pre string) string {
 
 func init() {
 	commands = append(commands,
-		describeCommand, rolesCommand, watchCommand, checkCommand, leaveCommand, fenceCommand, exporterCommand,
+		describeCommand, rolesCommand, watchCommand, checkCommand, leaveCommand, fenceCommand, exporterCommand, groupCommand,
 		runCommand,
 		&command{
 			name: "config", summary: "print the effective configuration (secrets redacted)",

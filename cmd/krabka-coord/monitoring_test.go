@@ -23,6 +23,7 @@ import (
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/core/kafka"
 )
 
 const (
@@ -388,7 +389,9 @@ func TestMonitoringArtifactsParseAndCoverTheExporter(t *testing.T) {
 	dash, rules := artifactExprs(t)
 	for _, m := range []string{"krabka_role_leader_info", "krabka_role_failovers_total", "krabka_role_lease_remaining_seconds",
 		"krabka_role_lease_live", "krabka_role_members", "krabka_role_seconds_since_last_change",
-		"krabka_role_observe_errors_total", "krabka_client_reads_total", "krabka_role_view_lag_seconds"} {
+		"krabka_role_observe_errors_total", "krabka_client_reads_total", "krabka_role_view_lag_seconds",
+		"krabka_group_member_shards", "krabka_group_member_target_shards", "krabka_group_moves_total",
+		"krabka_group_moves_in_flight", "krabka_group_last_converge_seconds"} {
 		if !uses(dash, m) {
 			t.Errorf("no dashboard panel shows %s", m)
 		}
@@ -445,9 +448,24 @@ func TestMonitoringArtifactsParseAndCoverTheExporter(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+// labelMetric returns the value of family's series whose label is value.
+func labelMetric(fams map[string]*dto.MetricFamily, family, label, value string) (float64, bool) {
+	for _, m := range fams[family].GetMetric() {
+		if labels(m)[label] != value {
+			continue
+		}
+		if m.Gauge != nil {
+			return m.GetGauge().GetValue(), true
+		}
+		return m.GetCounter().GetValue(), true
+	}
+	return 0, false
+}
+
 // Every metric and label the dashboard and the rules name is in the real
-// exporter's /metrics: a Go member holds the role with a standby, and the
-// exporter follows it on a real broker.
+// exporter's /metrics: a Go member holds the role with a standby, another
+// is the one member of a role group of 4 shards, and the exporter follows
+// both on a real broker.
 func TestMonitoringArtifactsUseOnlyTheExportersMetrics(t *testing.T) {
 	dash, rules := artifactExprs(t)
 	bs := tv2(t)
@@ -467,7 +485,24 @@ func TestMonitoringArtifactsUseOnlyTheExportersMetrics(t *testing.T) {
 	}
 	token := holder.Token().String()
 
-	ex, url := exporter(t, "-b", bs, "exporter", role)
+	// The exporter starts before the group, so that it sees the group
+	// converge (krabka_group_last_converge_seconds).
+	group := uniqueRole("cli-mon-group")
+	ex, url := exporter(t, "-b", bs, "exporter", "--group", group, role)
+	gcfg := coord.DefaultConfig()
+	if err := gcfg.Set("bootstrap.servers", bs); err != nil {
+		t.Fatal(err)
+	}
+	glog, err := kafka.NewGroupLog(gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer glog.Transport.Close()
+	g, err := coord.NewGroup(newClient(), glog, group, 4, core.MustMemberID("mon-g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close(context.Background())
 	// Until every family the artifacts use has its series: the holder,
 	// the roster of two, the view lag (after the first read) and reads.
 	var lastState string
@@ -479,11 +514,16 @@ func TestMonitoringArtifactsUseOnlyTheExportersMetrics(t *testing.T) {
 		if fr := f["krabka_client_reads_total"]; fr != nil && len(fr.GetMetric()) == 1 {
 			reads = fr.GetMetric()[0].GetCounter().GetValue()
 		}
-		if s := fmt.Sprintf("leader_info %v (want mon-1 %s), members %v, view lag %v %v, reads %v", li, token, members, lag, lagOK, reads); s != lastState {
+		conv, _ := labelMetric(f, "krabka_group_converged", "group", group)
+		_, lastConv := labelMetric(f, "krabka_group_last_converge_seconds", "group", group)
+		held, _ := labelMetric(f, "krabka_group_member_shards", "group", group)
+		if s := fmt.Sprintf("leader_info %v (want mon-1 %s), members %v, view lag %v %v, reads %v, group converged %v (last %v) held %v",
+			li, token, members, lag, lagOK, reads, conv, lastConv, held); s != lastState {
 			lastState = s
 			t.Log(s)
 		}
-		return len(li) == 1 && li[0] == [2]string{"mon-1", token} && lagOK && members == 2 && reads > 0
+		return len(li) == 1 && li[0] == [2]string{"mon-1", token} && lagOK && members == 2 && reads > 0 &&
+			conv == 1 && lastConv && held == 4
 	})
 	stopWith(t, ex, syscall.SIGTERM)
 	if code := ex.wait(t); code != exitOK {

@@ -46,6 +46,8 @@ const CONSTANTS = Object.freeze({
   MAX_METADATA_BYTES: 4096,
   ELECT_NO_RECAMPAIGN: 1,
   ELECT_INELIGIBLE: 2,
+  GROUP_MAX_SHARDS: 4096,
+  GROUP_INELIGIBLE: 1,
 });
 
 // Constants the header writes as a cast: load() gives their value on this platform.
@@ -175,6 +177,8 @@ const EventType = Object.freeze({
   CONFIRM: 15,
   CONSUME: 16,
   POLL: 17,
+  GROUP: 18,
+  GROUP_STOPPED: 19,
 });
 const EventTypeName = Object.freeze({
   0: 'NONE',
@@ -195,6 +199,8 @@ const EventTypeName = Object.freeze({
   15: 'CONFIRM',
   16: 'CONSUME',
   17: 'POLL',
+  18: 'GROUP',
+  19: 'GROUP_STOPPED',
 });
 
 // krabka_log_level_t
@@ -307,7 +313,17 @@ const LeaseEventKindName = Object.freeze({
   3: 'ENDED',
 });
 
-const ENUMS = Object.freeze({ ErrorCode, Kind, LeadershipState, EventType, LogLevel, WatchEventKind, Verdict, TermEventKind, StopReason, ElectorState, LeaseEventKind });
+// krabka_group_event_kind_t
+const GroupEventKind = Object.freeze({
+  ASSIGNED: 1,
+  REVOKED: 2,
+});
+const GroupEventKindName = Object.freeze({
+  1: 'ASSIGNED',
+  2: 'REVOKED',
+});
+
+const ENUMS = Object.freeze({ ErrorCode, Kind, LeadershipState, EventType, LogLevel, WatchEventKind, Verdict, TermEventKind, StopReason, ElectorState, LeaseEventKind, GroupEventKind });
 
 // coord.ErrorTable, in numeric order.
 const ERROR_DESCS = Object.freeze([
@@ -383,6 +399,7 @@ function defineTypes(koffi) {
   T.krabka_elector_t = koffi.pointer('krabka_elector_t', koffi.opaque('krabka_elector'));
   T.krabka_input_t = koffi.pointer('krabka_input_t', koffi.opaque('krabka_input'));
   T.krabka_records_t = koffi.pointer('krabka_records_t', koffi.opaque('krabka_records'));
+  T.krabka_group_t = koffi.pointer('krabka_group_t', koffi.opaque('krabka_group'));
   T.krabka_log_cb = koffi.proto('void krabka_log_cb(void *opaque, int level, const char *line)');
   T.krabka_err_desc_t = koffi.struct('krabka_err_desc_t', {
     code: 'int',
@@ -617,6 +634,16 @@ const DECLS = Object.freeze([
   ['krabka_input_destroy', 'int krabka_input_destroy(krabka_input_t input)'],
   ['krabka_leadership_produce_offsets', 'int krabka_leadership_produce_offsets(krabka_leadership_t leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, uint8_t *results, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_leadership_produce_offsets_async', 'int krabka_leadership_produce_offsets_async(krabka_leadership_t leadership, const krabka_offset_t *offsets, size_t offset_count, const krabka_message_t *messages, size_t count, int64_t timeout_ms, krabka_queue_t queue, uint64_t tag, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_group_join', 'int krabka_group_join(krabka_client_t client, const uint8_t *group, size_t group_len, int32_t shards, const uint8_t *member, size_t member_len, int32_t weight, int flags, krabka_queue_t queue, uint64_t tag, _Out_ krabka_group_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_semaphore_join', 'int krabka_semaphore_join(krabka_client_t client, const uint8_t *name, size_t name_len, int32_t slots, const uint8_t *member, size_t member_len, int32_t weight, int flags, krabka_queue_t queue, uint64_t tag, _Out_ krabka_group_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_group_set_eligible', 'int krabka_group_set_eligible(krabka_group_t group, int eligible, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_group_set_weight', 'int krabka_group_set_weight(krabka_group_t group, int32_t weight, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_group_held', 'int krabka_group_held(krabka_group_t group, _Out_ int32_t *shards, size_t cap, _Out_ size_t *count, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_group_shard_role', 'int krabka_group_shard_role(krabka_group_t group, int32_t shard, uint8_t *buf, size_t buf_size, _Out_ size_t *len, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_group_leave', 'int krabka_group_leave(krabka_group_t group, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_group_destroy', 'int krabka_group_destroy(krabka_group_t group)'],
+  ['krabka_event_group_kind', 'int krabka_event_group_kind(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_event_shard', 'int krabka_event_shard(krabka_event_t ev, _Out_ int32_t *out, uint8_t *errstr, size_t errstr_size)'],
 ]);
 
 /** A cast constant's value for this platform: a number, or a BigInt beyond 2**53. */
@@ -691,6 +718,8 @@ module.exports = {
   ElectorStateName,
   LeaseEventKind,
   LeaseEventKindName,
+  GroupEventKind,
+  GroupEventKindName,
   ENUMS,
   ERROR_DESCS,
   DATA_CATEGORIES,

@@ -365,6 +365,7 @@ const DESTROY = {
   watchEvent: 'krabka_watch_event_destroy',
   client: 'krabka_client_destroy',
   elector: 'krabka_elector_destroy',
+  group: 'krabka_group_destroy',
 };
 
 /** Takes what the event carries (kind: leadership, watch, status or
@@ -504,6 +505,30 @@ function stream(onEvent) {
   };
 }
 
+/** Makes a library object that posts to a stream of its own (an elector,
+ *  a group member): start(queue, tag, out, errbuf) is its C call. Returns
+ *  { handle, stream }, the stream held (an open object keeps the process
+ *  alive, like a listening server); throws the call's error, the stream
+ *  dropped. */
+function openStream(onEvent, start) {
+  const st = stream(onEvent);
+  const out = [null];
+  const eb = Buffer.alloc(ERRSTR_SIZE);
+  let code;
+  try {
+    code = start(queueHandle(), st.tag, out, eb);
+  } catch (e) {
+    st.drop();
+    throw e;
+  }
+  if (code !== 0) {
+    st.drop();
+    throw makeError(code, errText(eb));
+  }
+  st.hold();
+  return { handle: out[0], stream: st };
+}
+
 /** Destroys an event a stream kept. */
 function destroyEvent(ev) {
   fns().krabka_event_destroy(ev);
@@ -547,6 +572,7 @@ module.exports = {
   logTag,
   dropLogTag,
   stream,
+  openStream,
   destroyEvent,
   pendingCalls,
   stats,

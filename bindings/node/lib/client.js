@@ -15,13 +15,14 @@
 const EventEmitter = require('node:events');
 const { koffi, native, ERRSTR_SIZE } = require('./native');
 const { check, makeError, ErrorCode } = require('./errors');
-const { nameBytes, ptr, timeoutArg, signalArg, describe } = require('./args');
+const { nameBytes, ptr, timeoutArg, signalArg, describe, intArg } = require('./args');
 const { metadataArg, metadataTooLong } = require('./headers');
 const values = require('./values');
 const calls = require('./calls');
 const { Leadership } = require('./leadership');
 const { Watch } = require('./watch');
 const { Elector, electOptions } = require('./elect');
+const { GroupMember, groupOptions } = require('./group');
 
 const fns = () => native().fns;
 const syncErr = Buffer.alloc(ERRSTR_SIZE);
@@ -90,7 +91,7 @@ class Client extends EventEmitter {
   #handle;
   #closed = null; // the close() promise once closing
   #logTag;
-  #electors = new Set(); // open electors on this client (closed after it)
+  #electors = new Set(); // open electors and group members on this client (closed after it)
 
   constructor(config = {}) {
     if (config === null || typeof config !== 'object' || Array.isArray(config)) {
@@ -240,6 +241,49 @@ class Client extends EventEmitter {
     const el = withAcquireOptions(meta, eb, (o) => new Elector(h, r, m, { ...opts, acquireOptions: o }, (e) => this.#electors.delete(e)));
     if (!el.closed) this.#electors.add(el);
     return el;
+  }
+
+  /**
+   * Joins `member` to the role group `group` of `shards` shards
+   * (docs/GROUPS.md) and returns a GroupMember: an EventEmitter ('assigned',
+   * 'revoked', 'stopped') and an async iterable of its shard events, each
+   * { kind: 'ASSIGNED' | 'REVOKED', shard, role, token, deadline,
+   * leadership (ASSIGNED: for guarded writes under the shard's own token),
+   * error (REVOKED: why) }:
+   *
+   *   const m = client.joinGroup('dispatch', 16, 'node-1', { weight: 2 });
+   *   m.on('assigned', (e) => start(e.shard, e.leadership));
+   *   m.on('revoked', (e) => stop(e.shard));
+   *
+   * options: weight (default 1), eligible (default true), signal (aborting
+   * it closes the member). Never waits on the cluster. Throws TypeError /
+   * RangeError naming an argument of the wrong type, KrabkaError for what
+   * the library refuses (INVALID_ARG: a shard count out of [1, 4096], a
+   * weight below 1; ROLE_TOO_LONG: a group too long for its shards' roles).
+   * Closing the client closes its members.
+   */
+  joinGroup(group, shards, member, options) {
+    return this.#join(group, shards, member, options, false);
+  }
+
+  /**
+   * Joins `member` to the semaphore `name` of `slots` slots: a group whose
+   * members hold at most one slot each, so at most `slots` members hold one
+   * at a time, each under its own token. As joinGroup (a slot is a shard).
+   */
+  joinSemaphore(name, slots, member, options) {
+    return this.#join(name, slots, member, options, true);
+  }
+
+  #join(group, count, member, options, semaphore) {
+    const what = semaphore ? 'joinSemaphore' : 'joinGroup';
+    const g = copyBytes(nameBytes(group, semaphore ? 'name' : 'group'));
+    const n = intArg(count, `${what}: ${semaphore ? 'slots' : 'shards'}`, 32);
+    const m = copyBytes(nameBytes(member, 'member'));
+    const opts = groupOptions(options, what);
+    const gm = new GroupMember(this.#live(), g, n, m, opts, semaphore, (x) => this.#electors.delete(x));
+    if (!gm.closed) this.#electors.add(gm);
+    return gm;
   }
 
   /**

@@ -102,24 +102,11 @@ class Elector extends EventEmitter {
     const n = fns();
     const c = native().constants;
     const flags = (opts.recampaign ? 0 : c.ELECT_NO_RECAMPAIGN) | (opts.eligible ? 0 : c.ELECT_INELIGIBLE);
-    const st = calls.stream((_n, ev) => this.#event(ev));
-    const out = [null];
-    const eb = Buffer.alloc(ERRSTR_SIZE);
-    let code;
-    try {
-      // opts.acquireOptions: the client's krabka_acquire_options_t (the metadata), copied by the call
-      code = n.krabka_elector_new_opts(clientHandle, roleBytes, roleBytes.length, memberBytes, memberBytes.length, opts.acquireOptions, flags, calls.queueHandle(), st.tag, out, eb, eb.length);
-    } catch (e) {
-      st.drop();
-      throw e;
-    }
-    if (code !== 0) {
-      st.drop();
-      throw makeError(code, errText(eb));
-    }
-    this.#handle = out[0];
-    this.#stream = st;
-    st.hold(); // an open elector keeps the process alive, like a listening server
+    // opts.acquireOptions: the client's krabka_acquire_options_t (the metadata), copied by the call
+    const { handle, stream } = calls.openStream((_n, ev) => this.#event(ev), (q, tag, out, eb) =>
+      n.krabka_elector_new_opts(clientHandle, roleBytes, roleBytes.length, memberBytes, memberBytes.length, opts.acquireOptions, flags, q, tag, out, eb, eb.length));
+    this.#handle = handle;
+    this.#stream = stream;
     if (opts.signal) {
       this.#signal = opts.signal;
       this.#onAbort = () => {

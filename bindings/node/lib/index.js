@@ -10,6 +10,7 @@ const { Leadership } = require('./leadership');
 const { Input } = require('./input');
 const { Watch } = require('./watch');
 const { Elector, Term } = require('./elect');
+const { GroupMember } = require('./group');
 const { Verifier, MAX_METADATA_BYTES } = require('./headers');
 const { pendingCalls } = require('./calls');
 
@@ -19,6 +20,7 @@ module.exports = {
   Input,
   Watch,
   Elector,
+  GroupMember,
   Term,
   Verifier,
   FencingToken: pure.FencingToken,
@@ -51,5 +53,7 @@ module.exports = {
   libraryPath,
   ABI_VERSION,
   MAX_METADATA_BYTES,
+  /** The largest shard (or slot) count of a group (KRABKA_GROUP_MAX_SHARDS). */
+  GROUP_MAX_SHARDS: require('./abi').CONSTANTS.GROUP_MAX_SHARDS,
   pendingCalls,
 };

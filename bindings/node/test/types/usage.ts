@@ -24,6 +24,9 @@ import {
   type DataCategory,
   type ErrorCodeName,
   type Elector,
+  type GroupMember,
+  type GroupEvent,
+  type GroupEventKindName,
   type Term,
   type TermStop,
   type StopReasonName,
@@ -133,6 +136,29 @@ async function main(): Promise<void> {
     console.log(em);
     break;
   }
+
+  const member: GroupMember = client.joinGroup('dispatch', 16, 'node-1', { weight: 2, eligible: true });
+  member.on('assigned', (e: GroupEvent) => {
+    const gk: GroupEventKindName = e.kind;
+    if (e.leadership) void e.leadership.produce(`commands-${e.shard}`, 'x');
+    console.log(gk, e.role, e.token.toString(), e.deadline + 1n);
+  });
+  member.on('stopped', (err) => console.log(err?.codeName));
+  for await (const e of member) {
+    console.log(e.kind === 'REVOKED' ? e.error?.codeName : e.shard);
+    break;
+  }
+  const held: number[] = member.held();
+  member.setWeight(3);
+  member.setEligible(false);
+  console.log(held, member.shardRole(0), member.shards);
+  // @ts-expect-error: group kinds are UPPER_SNAKE too
+  const gkLower: GroupEventKindName = 'assigned';
+  console.log(gkLower);
+  await member.leave({ timeoutMs: 30000 });
+  await member.close();
+  const sem: GroupMember = client.joinSemaphore('locks', 3, 'node-1');
+  await sem.close();
 
   await leadership.resign();
   console.log(leadership.state === 'RESIGNED');

@@ -73,6 +73,7 @@ from ._input import Input, InputRecord, Offset
 from ._leadership import Leadership, TryAcquireResult
 from ._watch import Watch
 from ._elect import Elector, ElectorState, Health, StopReason, Term, TermEvent, TermEventKind
+from ._group import MAX_SHARDS, GroupEvent, GroupEventKind, GroupMember
 from ._client import Client
 
 __version__ = "2.0.0"
@@ -93,6 +94,10 @@ MAX_METADATA_BYTES = _abi.MAX_METADATA_BYTES
 """Most bytes of metadata of a term or of a member (KRABKA_MAX_METADATA_BYTES)."""
 
 __all__ = [
+    "GroupEvent",
+    "GroupEventKind",
+    "GroupMember",
+    "MAX_SHARDS",
     "Elector",
     "ElectorState",
     "Health",

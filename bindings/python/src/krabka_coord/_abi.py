@@ -62,6 +62,8 @@ WATCH_RENEWALS = 1
 MAX_METADATA_BYTES = 4096
 ELECT_NO_RECAMPAIGN = 1
 ELECT_INELIGIBLE = 2
+GROUP_MAX_SHARDS = 4096
+GROUP_INELIGIBLE = 1
 
 
 class ErrorCode(enum.IntEnum):
@@ -142,6 +144,8 @@ class EventType(enum.IntEnum):
     CONFIRM = 15
     CONSUME = 16
     POLL = 17
+    GROUP = 18
+    GROUP_STOPPED = 19
 
 
 class LogLevel(enum.IntEnum):
@@ -211,6 +215,13 @@ class LeaseEventKind(enum.IntEnum):
     AT_RISK = 1
     RECOVERED = 2
     ENDED = 3
+
+
+class GroupEventKind(enum.IntEnum):
+    """krabka_group_event_kind_t."""
+
+    ASSIGNED = 1
+    REVOKED = 2
 
 
 # coord.ErrorTable: (code, name, text, retriable, fatal), in numeric order.
@@ -562,6 +573,16 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_input_destroy": (c_int, [c_void_p]),
     "krabka_leadership_produce_offsets": (c_int, [c_void_p, POINTER(Offset), c_size_t, POINTER(Message), c_size_t, c_int64, POINTER(ProduceResult), c_char_p, c_size_t]),
     "krabka_leadership_produce_offsets_async": (c_int, [c_void_p, POINTER(Offset), c_size_t, POINTER(Message), c_size_t, c_int64, c_void_p, c_uint64, c_char_p, c_size_t]),
+    "krabka_group_join": (c_int, [c_void_p, c_char_p, c_size_t, c_int32, c_char_p, c_size_t, c_int32, c_int, c_void_p, c_uint64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_semaphore_join": (c_int, [c_void_p, c_char_p, c_size_t, c_int32, c_char_p, c_size_t, c_int32, c_int, c_void_p, c_uint64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_group_set_eligible": (c_int, [c_void_p, c_int, c_char_p, c_size_t]),
+    "krabka_group_set_weight": (c_int, [c_void_p, c_int32, c_char_p, c_size_t]),
+    "krabka_group_held": (c_int, [c_void_p, POINTER(c_int32), c_size_t, POINTER(c_size_t), c_char_p, c_size_t]),
+    "krabka_group_shard_role": (c_int, [c_void_p, c_int32, c_char_p, c_size_t, POINTER(c_size_t), c_char_p, c_size_t]),
+    "krabka_group_leave": (c_int, [c_void_p, c_int64, c_char_p, c_size_t]),
+    "krabka_group_destroy": (c_int, [c_void_p]),
+    "krabka_event_group_kind": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_event_shard": (c_int, [c_void_p, POINTER(c_int32), c_char_p, c_size_t]),
 }
 
 

@@ -18,6 +18,7 @@ from . import _abi, _calls, _dispose, _log
 from ._args import Bytes, Name, Timeout, metadata_bytes, name_bytes, timeout_ms
 from ._errors import ClosedError, ConfigError, ErrorCode, KrabkaError, error_for, raise_for
 from ._elect import Elector
+from ._group import GroupMember, _check_bool, _check_count, _check_weight
 from ._leadership import Leadership, TryAcquireResult, leadership_of, release_leadership, release_try_result, try_result_of
 from ._native import Handle, glib, lib
 from ._pure import validate_member, validate_role
@@ -343,6 +344,51 @@ class Client:
                                                                       buf, len(buf)))
 
         return Elector(self, ptr, role_s, member_s, flags, start)
+
+    def join_group(self, group: Name, shards: int, member: Name, *, weight: int = 1,
+                   eligible: bool = True) -> GroupMember:
+        """Join `member` to the role group `group` of `shards` shards
+        (docs/GROUPS.md): the group spreads the shards over its eligible
+        members by weight, and this member campaigns for, holds, renews and
+        hands over the shards it is given, each under a token of its own.
+        Returns at once a GroupMember: use it as a context manager (leaving
+        the block leaves the group, handing the shards over) and iterate it,
+        with `for` or `async for`, for one GroupEvent per change::
+
+            with client.join_group("dispatch", 16, "node-1") as m:
+                for ev in m:
+                    if ev.kind == GroupEventKind.ASSIGNED:
+                        ev.leadership.produce("commands-%d" % ev.shard, b"...")
+
+        Every member of a group names the same shard count (1 to
+        MAX_SHARDS). TypeError names an argument of the wrong type; the
+        library's InvalidArgumentError names a count out of range, a weight
+        below 1 or an empty group, RoleTooLongError a group too long for
+        its shards' role names."""
+        return self._join(lib.krabka_group_join, group, shards, "shards", member, weight, eligible, False)
+
+    def join_semaphore(self, name: Name, slots: int, member: Name, *, weight: int = 1,
+                       eligible: bool = True) -> GroupMember:
+        """Join `member` to the semaphore `name` of `slots` slots: a group
+        whose members hold at most one slot each, so at most `slots`
+        members hold one at a time, each under its own token. The events,
+        errors and the GroupMember are join_group's (a slot is a shard)."""
+        return self._join(lib.krabka_semaphore_join, name, slots, "slots", member, weight, eligible, True)
+
+    def _join(self, fn: Any, group: Name, count: object, what: str, member: Name, weight: object,
+              eligible: object, semaphore: bool) -> GroupMember:
+        g = name_bytes(group, "semaphore name" if semaphore else "group")
+        n = _check_count(count, what)
+        m = name_bytes(member, "member")
+        w = _check_weight(weight)
+        flags = 0 if _check_bool(eligible, "eligible") else _abi.GROUP_INELIGIBLE
+        member_s = validate_member(m)
+        ptr = self._ptr()
+
+        def start(q: int, out: Any, buf: Any) -> int:
+            return fn(ptr, g, len(g), n, m, len(m), w, flags, q, 0, out, buf, len(buf))  # type: ignore[no-any-return]
+
+        return GroupMember(self, g.decode("utf-8", "replace"), n, member_s, semaphore, start)
 
     def stats(self) -> Dict[str, Any]:
         """The client's statistics as a dict (schema: docs/STATISTICS.md):

@@ -27,24 +27,22 @@ from __future__ import annotations
 import asyncio
 import collections
 import ctypes
-import os
-import select
-import threading
 from typing import Any, AsyncIterator, Callable, Deque, Iterator, List, Optional
 
-from . import _abi, _calls
+from . import _abi
 from ._args import Timeout, timeout_ms
-from ._elect_events import (_NOT_YET, ElectorState, Health, StopReason, TermEvent, TermEventKind, _now, _read_event,
-                            _run_blocking, _settle, _Stream)
+from ._elect_events import (_NOT_YET, ElectorState, Health, StopReason, TermEvent, TermEventKind, _read_event,
+                            _run_blocking, _Stream)
 from ._errors import ClosedError, ErrorCode, KrabkaError, raise_for
 from ._leadership import Leadership
-from ._native import Handle, glib, lib
+from ._native import glib, lib
+from ._pump import _Pump
 from ._term import Term
 
 __all__ = ["Elector", "Term", "TermEvent", "TermEventKind", "StopReason", "ElectorState", "Health"]
 
 
-class Elector:
+class Elector(_Pump):
     """The election loop of one member for one role (Client.elect): it
     campaigns, renews the won lease in the background, stops the term
     before the lease runs out when renewals keep failing, and campaigns
@@ -79,6 +77,8 @@ class Elector:
     its thread, "krabka-elector", keeps it alive) until the process exits.
     """
 
+    _what = "elector"
+
     def __init__(self, client: Any, client_ptr: int, role: str, member: str, flags: int,
                  start: Callable[[int, Any, Any], int]) -> None:
         self._client = client  # keeps the client (and its handle) alive
@@ -86,8 +86,7 @@ class Elector:
         self.member = member
         self._recampaign = not flags & _abi.ELECT_NO_RECAMPAIGN
         self._eligible = not flags & _abi.ELECT_INELIGIBLE
-        self._cond = threading.Condition(threading.Lock())
-        self._futures: List["asyncio.Future[None]"] = []
+        self._init_pump()
         self._pending: Deque[Term] = collections.deque()  # started, not yet yielded
         self._current: Optional[Term] = None  # yielded, not yet handed back
         self._terms: List[Term] = []  # every term, in order (until handed back)
@@ -95,53 +94,13 @@ class Elector:
         self._loop_ended = False  # the C loop returned (its ELECTOR_STOPPED event came)
         self._end_error: Optional[KrabkaError] = None  # why, unless it was closed
         self._closed = False
-        self._closing = False
-        self._close_lock = threading.Lock()
-        self._pump_lock = threading.Lock()
-        self._stop_pump = False
-        self._queue = _calls.Queue()
-        self._wake_r, self._wake_w = os.pipe()
-        out = ctypes.c_void_p()
-        buf = _calls.errbuf()
-        try:
-            raise_for(start(self._queue.ptr or 0, ctypes.byref(out), buf), buf)
-            if not out.value:
-                raise KrabkaError(ErrorCode.INTERNAL, "krabka_elector_new returned no handle")
-        except BaseException:
-            self._queue.close()
-            os.close(self._wake_r)
-            os.close(self._wake_w)
-            raise
-        self._h = Handle(out.value, lib.krabka_elector_destroy)
-        self._thread = threading.Thread(target=self._pump_loop, name="krabka-elector", daemon=True)
-        self._thread.start()
+        self._h = self._open(start, "krabka_elector_new", lib.krabka_elector_destroy, "krabka-elector")
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("ended" if self._loop_ended else "running")
         return "<Elector %s/%s %s>" % (self.role, self.member, state)
 
-    # -- the pump (on the elector's thread) ---------------------------------------
-    def _pump_loop(self) -> None:
-        poller = select.poll()
-        poller.register(self._queue.fd, select.POLLIN)
-        poller.register(self._wake_r, select.POLLIN)
-        while not self._stop_pump:
-            poller.poll()
-            try:
-                self._pump()
-            except Exception:  # never let a bug stop the delivery
-                _calls.logger.exception("krabka_coord: elector %s/%s: handling an event failed", self.role, self.member)
-
-    def _pump(self) -> None:
-        """Takes every event of the queue, in order, into Python state."""
-        with self._pump_lock:
-            q = self._queue.ptr
-            if q is None:
-                return
-            out = ctypes.c_void_p()
-            while glib.krabka_queue_poll(q, ctypes.byref(out)) == 0 and out.value:
-                self._handle(out.value)
-
+    # -- the events (on the elector's thread) ---------------------------------------
     def _handle(self, ev: int) -> None:
         keep = False
         try:
@@ -198,45 +157,6 @@ class Elector:
             if t.number == n:
                 return t
         return None
-
-    def _notify_locked(self) -> None:
-        self._cond.notify_all()
-        futs, self._futures = self._futures, []
-        for f in futs:
-            try:
-                f.get_loop().call_soon_threadsafe(_settle, f)
-            except RuntimeError:  # that loop is closed: nobody waits there
-                pass
-
-    # -- waiting ------------------------------------------------------------------
-    def _wait(self, pick: Callable[[], Any], timeout: Optional[float]) -> Any:
-        """pick() under the lock until it answers something other than
-        _NOT_YET, or `timeout` seconds passed (then _NOT_YET). In slices on
-        the main thread (Ctrl-C)."""
-        main = threading.current_thread() is threading.main_thread()
-        end = None if timeout is None else _now() + timeout
-        with self._cond:
-            while True:
-                got = pick()
-                if got is not _NOT_YET:
-                    return got
-                left = None if end is None else end - _now()
-                if left is not None and left <= 0:
-                    return _NOT_YET
-                if main:
-                    left = _calls.SLICE if left is None else min(left, _calls.SLICE)
-                self._cond.wait(left)
-
-    async def _wait_async(self, pick: Callable[[], Any]) -> Any:
-        loop = asyncio.get_running_loop()
-        while True:
-            with self._cond:
-                got = pick()
-                if got is not _NOT_YET:
-                    return got
-                fut: "asyncio.Future[None]" = loop.create_future()
-                self._futures.append(fut)
-            await fut
 
     # -- the terms ------------------------------------------------------------------
     def _hand_back_pick(self) -> Any:
@@ -309,7 +229,7 @@ class Elector:
         with self._cond:
             return self._leaders[-1] if self._leaders else None
 
-    def leaders(self) -> _Stream:
+    def leaders(self) -> "_Stream[TermEvent]":
         """The NEW_LEADER notices from the last one on (if any), then each
         change of holder or token; iterate with `for` or `async for`; ends
         when the elector is closed."""
@@ -413,14 +333,7 @@ class Elector:
         try:
             self._h.release()
         finally:
-            self._stop_pump = True
-            try:
-                os.write(self._wake_w, b"x")
-            except OSError:
-                pass
-            if threading.current_thread() is not self._thread:
-                self._thread.join()
-            self._pump()  # what the destroy posted
+            self._stop_pump_thread()  # and delivers what the destroy posted
             with self._cond:
                 self._closed = True
                 self._loop_ended = True
@@ -431,17 +344,7 @@ class Elector:
                 self._notify_locked()
             for t in terms:
                 t._release()
-            with self._pump_lock:
-                self._queue.close()
-            os.close(self._wake_r)
-            os.close(self._wake_w)
-
-    def _begin_close(self) -> bool:
-        with self._close_lock:
-            if self._closing:
-                return False
-            self._closing = True
-            return True
+            self._close_queue()
 
     def close(self) -> None:
         """End the election: a held term is resigned (the first standby

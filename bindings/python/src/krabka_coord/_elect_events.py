@@ -12,7 +12,7 @@ import datetime
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterator, List, Optional, Protocol, TypeVar
+from typing import Any, AsyncIterator, Callable, Generic, Iterator, List, Optional, Protocol, TypeVar
 
 from . import _abi, _calls
 from ._args import Timeout, timeout_ms
@@ -20,6 +20,15 @@ from ._errors import KrabkaError, error_for, raise_for
 from ._native import glib
 from ._values import FencingToken, text
 
+
+
+class _Waiter(Protocol):
+    """What an event stream uses of its owner (an Elector, a GroupMember):
+    the waits of _pump._Pump."""
+
+    def _wait(self, pick: Callable[[], Any], timeout: Optional[float]) -> Any: ...
+
+    async def _wait_async(self, pick: Callable[[], Any]) -> Any: ...
 
 
 class _ElectorLike(Protocol):
@@ -49,6 +58,7 @@ StopReason = _abi.StopReason
 ElectorState = _abi.ElectorState
 
 T = TypeVar("T")
+E = TypeVar("E")
 
 _NOT_YET = object()  # a wait predicate's "keep waiting"
 
@@ -170,12 +180,12 @@ def _run_blocking(fn: Callable[[], T]) -> T:
     return box[0]  # type: ignore[no-any-return]
 
 
-class _Stream:
-    """An iterator (sync and async) over a growing list of TermEvents the
-    elector appends to, ending when `finished()` is true and every event
-    was taken."""
+class _Stream(Generic[E]):
+    """An iterator (sync and async) over a growing list of events (an
+    elector's TermEvents, a group member's GroupEvents) its owner appends
+    to, ending when `finished()` is true and every event was taken."""
 
-    def __init__(self, elector: _ElectorLike, log: Callable[[], List[TermEvent]], start: int,
+    def __init__(self, elector: _Waiter, log: Callable[[], List[E]], start: int,
                  finished: Callable[[], bool]) -> None:
         self._el = elector
         self._log = log
@@ -192,26 +202,26 @@ class _Stream:
             return None
         return _NOT_YET
 
-    def next(self, timeout: Timeout = None) -> Optional[TermEvent]:
+    def next(self, timeout: Timeout = None) -> Optional[E]:
         """The next event; None when `timeout` seconds passed first, or
         when the stream ended. Interruptible (Ctrl-C)."""
         seconds = None if timeout is None else timeout_ms(timeout) / 1000.0
         got = self._el._wait(self._pick, seconds)
         return None if got is _NOT_YET else got
 
-    def __iter__(self) -> Iterator[TermEvent]:
+    def __iter__(self) -> Iterator[E]:
         return self
 
-    def __next__(self) -> TermEvent:
+    def __next__(self) -> E:
         got = self._el._wait(self._pick, None)
         if got is None or got is _NOT_YET:
             raise StopIteration
         return got  # type: ignore[no-any-return]
 
-    def __aiter__(self) -> AsyncIterator[TermEvent]:
+    def __aiter__(self) -> AsyncIterator[E]:
         return self
 
-    async def __anext__(self) -> TermEvent:
+    async def __anext__(self) -> E:
         got = await self._el._wait_async(self._pick)
         if got is None:
             raise StopAsyncIteration

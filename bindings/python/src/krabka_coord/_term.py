@@ -132,7 +132,7 @@ class Term:
         with self._el._cond:
             return None if self._stop is None else self._stop.error
 
-    def events(self) -> _Stream:
+    def events(self) -> "_Stream[TermEvent]":
         """The term's events from its STARTED on: AT_RISK and RECOVERED as
         they happen, STOPPED last (then the iteration ends). Iterate with
         `for` or `async for`; every call starts from the STARTED again."""

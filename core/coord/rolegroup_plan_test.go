@@ -1,0 +1,193 @@
+package coord
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+)
+
+func names(n int) []liveMember {
+	out := make([]liveMember, n)
+	for i := range out {
+		out[i] = liveMember{Name: fmt.Sprintf("m%02d", i), Weight: 1}
+	}
+	return out
+}
+
+func countOf(a []string) map[string]int {
+	c := map[string]int{}
+	for _, m := range a {
+		c[m]++
+	}
+	return c
+}
+
+// checkBalanced: every member owns floor or ceil of its weighted share and
+// every shard is owned.
+func checkBalanced(t *testing.T, what string, n int, ms []liveMember, target []string) {
+	t.Helper()
+	w := 0
+	for _, m := range ms {
+		w += m.Weight
+	}
+	c := countOf(target)
+	if c[""] != 0 {
+		t.Fatalf("%s: %d shards unowned", what, c[""])
+	}
+	for _, m := range ms {
+		lo := n * m.Weight / w
+		hi := (n*m.Weight + w - 1) / w
+		if c[m.Name] < lo || c[m.Name] > hi {
+			t.Fatalf("%s: %s (weight %d of %d) owns %d of %d, want %d..%d", what, m.Name, m.Weight, w, c[m.Name], n, lo, hi)
+		}
+	}
+}
+
+func TestGroupQuotasWeighted(t *testing.T) {
+	rng := rand.New(rand.NewSource(36))
+	for i := 0; i < 2000; i++ {
+		n := 1 + rng.Intn(300)
+		ms := names(1 + rng.Intn(9))
+		for j := range ms {
+			ms[j].Weight = 1 + rng.Intn(5)
+		}
+		q := groupQuotas(n, ms, nil, 0)
+		sum := 0
+		for _, v := range q {
+			sum += v
+		}
+		if sum != n {
+			t.Fatalf("quotas of %d shards over %v sum to %d", n, ms, sum)
+		}
+		target := groupTarget(n, ms, nil, 0)
+		checkBalanced(t, fmt.Sprintf("case %d", i), n, ms, target)
+	}
+	// A cap of one (a semaphore): at most one each, every slot filled while
+	// there are members.
+	for m := 1; m <= 6; m++ {
+		q := groupQuotas(4, names(m), nil, 1)
+		sum := 0
+		for _, v := range q {
+			if v > 1 {
+				t.Fatalf("cap 1: a quota of %d", v)
+			}
+			sum += v
+		}
+		if want := min(4, m); sum != want {
+			t.Fatalf("4 slots over %d members: %d given, want %d", m, sum, want)
+		}
+	}
+}
+
+// TestGroupTargetSticky: a join moves only shards to the joiner, at most its
+// share plus one; a leave moves only the leaver's shards; both stay balanced.
+func TestGroupTargetSticky(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for i := 0; i < 1000; i++ {
+		n := 4 + rng.Intn(400)
+		k := 1 + rng.Intn(8)
+		ms := names(k + 1)
+		before := groupTarget(n, ms[:k], nil, 0)
+		after := groupTarget(n, ms, before, 0)
+		checkBalanced(t, "join", n, ms, after)
+		moves := 0
+		for s := range after {
+			if after[s] != before[s] {
+				moves++
+				if after[s] != ms[k].Name {
+					t.Fatalf("join: shard %d moved %s -> %s", s, before[s], after[s])
+				}
+			}
+		}
+		if share := (n + k) / (k + 1); moves > share+1 {
+			t.Fatalf("join of 1 to %d over %d shards moved %d (share %d)", k, n, moves, share)
+		}
+		// One leaves (a random one).
+		gone := rng.Intn(k + 1)
+		rest := append(append([]liveMember{}, ms[:gone]...), ms[gone+1:]...)
+		left := groupTarget(n, rest, after, 0)
+		if len(rest) > 0 {
+			checkBalanced(t, "leave", n, rest, left)
+		}
+		for s := range left {
+			if left[s] != after[s] && after[s] != ms[gone].Name {
+				t.Fatalf("leave of %s: shard %d moved %s -> %s", ms[gone].Name, s, after[s], left[s])
+			}
+		}
+		// Nothing changed: nothing moves.
+		again := groupTarget(n, rest, left, 0)
+		for s := range again {
+			if again[s] != left[s] {
+				t.Fatalf("a stable group moved shard %d", s)
+			}
+		}
+	}
+}
+
+// TestGroupStepBound: from any holders towards any target, no step puts
+// more than maxMoves shards in flight (owner != live holder) beyond those
+// already in flight, shards without a live holder are placed at once, and
+// repeated steps with the holders following the plan reach the target.
+func TestGroupStepBound(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	for i := 0; i < 500; i++ {
+		n := 1 + rng.Intn(200)
+		ms := names(1 + rng.Intn(6))
+		live := map[string]bool{}
+		for _, m := range ms {
+			live[m.Name] = true
+		}
+		holder := make([]string, n)
+		for s := range holder {
+			if rng.Intn(4) > 0 {
+				holder[s] = ms[rng.Intn(len(ms))].Name
+			}
+		}
+		target := groupTarget(n, ms, holder, 0)
+		owner := append([]string{}, holder...)
+		max := 1 + rng.Intn(8)
+		for round := 0; ; round++ {
+			next, _ := groupStep(owner, target, holder, live, max)
+			inflight := 0
+			for s := range next {
+				if holder[s] == "" && next[s] != target[s] {
+					t.Fatalf("shard %d has no holder and was not placed", s)
+				}
+				if holder[s] != "" && next[s] != holder[s] {
+					inflight++
+				}
+			}
+			if inflight > max {
+				t.Fatalf("round %d: %d moves in flight, bound %d", round, inflight, max)
+			}
+			owner = next
+			done := true
+			for s := range owner {
+				if owner[s] != target[s] {
+					done = false
+				}
+			}
+			if done {
+				break
+			}
+			if round > n+2 {
+				t.Fatalf("no convergence after %d rounds", round)
+			}
+			// The members follow the plan.
+			copy(holder, owner)
+		}
+	}
+}
+
+func TestGroupKeyRoundTrip(t *testing.T) {
+	k := groupKey(groupKindMember, "fleet", "node-1")
+	kind, g, m, ok := decodeGroupKey(k)
+	if !ok || kind != groupKindMember || g != "fleet" || m != "node-1" {
+		t.Fatalf("decode: %v %v %q %q", ok, kind, g, m)
+	}
+	for _, bad := range [][]byte{nil, k[:5], append(append([]byte{}, k...), 0), groupKey(3, "fleet", "")} {
+		if _, _, _, ok := decodeGroupKey(bad); ok {
+			t.Fatalf("decoded %x", bad)
+		}
+	}
+}

@@ -1,0 +1,388 @@
+package coord_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/core/memtransport"
+)
+
+// groupEnv runs members of one group on an in-memory cluster with the
+// system clock and short leases (the group's timers are real time).
+type groupEnv struct {
+	t       *testing.T
+	cluster *memtransport.Cluster
+	log     coord.GroupLog
+}
+
+const groupTopic = "__coordination_state.groups"
+
+func newGroupEnv(t *testing.T) *groupEnv {
+	c := memtransport.NewCluster(8)
+	return &groupEnv{t: t, cluster: c, log: coord.GroupLog{Transport: c.Transport(groupTopic), Topic: groupTopic}}
+}
+
+func (e *groupEnv) client() *coord.Client {
+	cfg := coord.DefaultConfig()
+	for _, kv := range [][2]string{{"bootstrap.servers", "mem:9092"}, {"krabka.lease.ms", "2000"}, {"krabka.renew.interval.ms", "500"},
+		{"krabka.challenge.stagger.ms", "100"}, {"krabka.poll.interval.ms", "50"}, {"krabka.txn.timeout.ms", "2000"}} {
+		if err := cfg.Set(kv[0], kv[1]); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	c, err := coord.NewClient(cfg, e.cluster.Transport(cfg.Topic), nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (e *groupEnv) join(name string, shards int, opts ...coord.GroupOption) *coord.Group {
+	g, err := coord.NewGroup(e.client(), e.log, "fleet", shards, core.MustMemberID(name), opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { g.Close(context.Background()) })
+	return g
+}
+
+// waitConverged waits until the group log says every shard is held by its
+// owner and the owners are the targets, and the members' own Held agree.
+func (e *groupEnv) waitConverged(members ...*coord.Group) *coord.GroupStatus {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		st, err := coord.DescribeGroup(context.Background(), e.log, "fleet", nil)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if st.Converged && heldAgree(st, members) && planned(st, members) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, _ := coord.DescribeGroup(context.Background(), e.log, "fleet", nil)
+	e.t.Fatalf("no convergence: %+v", summary(st))
+	return nil
+}
+
+// planned: the plan accounts for every member as it is now (live, and
+// given shards exactly when eligible).
+func planned(st *coord.GroupStatus, members []*coord.Group) bool {
+	for _, g := range members {
+		found := false
+		for _, m := range st.Members {
+			if m.Member == g.Member().String() {
+				found = m.Live && m.Eligible == g.Eligible() && (m.Target > 0) == (g.Eligible() && st.Kind == "shards")
+			}
+		}
+		if !found && st.Kind == "shards" {
+			return false
+		}
+	}
+	return true
+}
+
+func heldAgree(st *coord.GroupStatus, members []*coord.Group) bool {
+	for _, g := range members {
+		held := g.Held()
+		n := 0
+		for k, o := range st.Owner {
+			if o == g.Member().String() {
+				n++
+				if held[k] == nil {
+					return false
+				}
+			}
+		}
+		if n != len(held) {
+			return false
+		}
+	}
+	return true
+}
+
+func summary(st *coord.GroupStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seq %d converged %v inflight %d unheld %d pending %d;", st.Seq, st.Converged, st.MovesInFlight, st.Unheld, st.Pending)
+	for _, m := range st.Members {
+		fmt.Fprintf(&b, " %s(w%d e%v live%v held %d owned %d target %d)", m.Member, m.Weight, m.Eligible, m.Live, len(m.Held), m.Owned, m.Target)
+	}
+	return b.String()
+}
+
+// counts returns the shards per member by owner.
+func counts(st *coord.GroupStatus) map[string]int {
+	out := map[string]int{}
+	for _, o := range st.Owner {
+		out[o]++
+	}
+	return out
+}
+
+func moved(a, b *coord.GroupStatus) int {
+	n := 0
+	for k := range a.Owner {
+		if a.Owner[k] != b.Owner[k] {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGroupMemBalanceJoinLeave(t *testing.T) {
+	e := newGroupEnv(t)
+	const n = 16
+	a := e.join("a", n)
+	b := e.join("b", n)
+	st := e.waitConverged(a, b)
+	if c := counts(st); c["a"] != 8 || c["b"] != 8 {
+		t.Fatalf("two members of 16 shards: %v", c)
+	}
+	c := e.join("c", n)
+	st2 := e.waitConverged(a, b, c)
+	cnt := counts(st2)
+	for _, m := range []string{"a", "b", "c"} {
+		if cnt[m] < 5 || cnt[m] > 6 {
+			t.Fatalf("three members of 16 shards, not within one of 16/3: %v", cnt)
+		}
+	}
+	if mv := moved(st, st2); mv > cnt["c"]+1 || mv < cnt["c"] {
+		t.Fatalf("join moved %d shards, c got %d", mv, cnt["c"])
+	}
+	// a leaves: only a's shards move.
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st3 := e.waitConverged(b, c)
+	for k := range st3.Owner {
+		if st2.Owner[k] != "a" && st3.Owner[k] != st2.Owner[k] {
+			t.Fatalf("shard %d moved from %s to %s when a left", k, st2.Owner[k], st3.Owner[k])
+		}
+	}
+	if cnt := counts(st3); cnt["b"] != 8 || cnt["c"] != 8 {
+		t.Fatalf("after a left: %v", cnt)
+	}
+}
+
+func TestGroupMemWeightsEligibility(t *testing.T) {
+	e := newGroupEnv(t)
+	const n = 12
+	a := e.join("a", n, coord.WithWeight(2))
+	b := e.join("b", n)
+	st := e.waitConverged(a, b)
+	if c := counts(st); c["a"] != 8 || c["b"] != 4 {
+		t.Fatalf("weights 2:1 of 12: %v", c)
+	}
+	b.SetEligible(false)
+	st = e.waitConverged(a, b)
+	if c := counts(st); c["a"] != 12 {
+		t.Fatalf("b not eligible: %v", c)
+	}
+	b.SetEligible(true)
+	st2 := e.waitConverged(a, b)
+	if c := counts(st2); c["a"] != 8 || c["b"] != 4 {
+		t.Fatalf("b eligible again: %v", c)
+	}
+	if mv := moved(st, st2); mv != 4 {
+		t.Fatalf("b back: %d moves, want its share 4", mv)
+	}
+}
+
+// TestGroupMemEvents: the events of the members say exactly what each won
+// and lost: a shard b takes over was revoked from a, and b's term of it has
+// a newer token than a's.
+func TestGroupMemEvents(t *testing.T) {
+	e := newGroupEnv(t)
+	const n = 8
+	a := e.join("a", n)
+	e.waitConverged(a)
+	tokens := map[int]core.FencingToken{}
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ev, err := a.Next(ctx)
+		cancel()
+		if err != nil || ev.Kind != coord.ShardAssigned {
+			t.Fatalf("a's event %d: %v %v", i, ev.Kind, err)
+		}
+		tokens[ev.Shard] = ev.Leadership.Token()
+	}
+	if len(tokens) != n {
+		t.Fatalf("a was assigned %d distinct shards, want %d", len(tokens), n)
+	}
+	var mu sync.Mutex
+	revokedA, assignedB := map[int]error{}, map[int]core.FencingToken{}
+	follow := func(g *coord.Group, fn func(coord.GroupEvent)) {
+		for {
+			ev, err := g.Next(context.Background())
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			fn(ev)
+			mu.Unlock()
+		}
+	}
+	var problems []string
+	go follow(a, func(ev coord.GroupEvent) {
+		if ev.Kind != coord.ShardRevoked {
+			problems = append(problems, fmt.Sprintf("a: %v of shard %d", ev.Kind, ev.Shard))
+			return
+		}
+		revokedA[ev.Shard] = ev.Err
+	})
+	b := e.join("b", n)
+	go follow(b, func(ev coord.GroupEvent) {
+		if ev.Kind != coord.ShardAssigned {
+			problems = append(problems, fmt.Sprintf("b: %v of shard %d", ev.Kind, ev.Shard))
+			return
+		}
+		assignedB[ev.Shard] = ev.Leadership.Token()
+	})
+	e.waitConverged(a, b)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		done := len(revokedA) == n/2 && len(assignedB) == n/2
+		mu.Unlock()
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if len(assignedB) != n/2 || len(revokedA) != n/2 {
+		t.Fatalf("b was assigned %v, a revoked %v; want %d each", assignedB, revokedA, n/2)
+	}
+	for k, tok := range assignedB {
+		err, ok := revokedA[k]
+		if !ok {
+			t.Errorf("b was assigned shard %d, which a was never told it lost", k)
+		} else if !errors.Is(err, coord.ErrNotLeader) {
+			t.Errorf("a lost shard %d with %v, want ErrNotLeader (resigned to b)", k, err)
+		}
+		if !tok.Supersedes(tokens[k]) {
+			t.Errorf("shard %d: b's token %s does not supersede a's %s", k, tok, tokens[k])
+		}
+	}
+}
+
+func TestGroupMemSemaphore(t *testing.T) {
+	e := newGroupEnv(t)
+	var gs []*coord.Group
+	for _, m := range []string{"a", "b", "c"} {
+		g, err := coord.NewSemaphore(e.client(), e.log, "fleet", 2, core.MustMemberID(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close(context.Background()) })
+		gs = append(gs, g)
+	}
+	st := e.waitConverged(gs...)
+	holders := 0
+	for _, g := range gs {
+		if h := len(g.Held()); h > 1 {
+			t.Fatalf("%s holds %d slots", g.Member(), h)
+		} else {
+			holders += h
+		}
+	}
+	if holders != 2 || st.Kind != "slots" {
+		t.Fatalf("2 slots, 3 members: %d holders (%s)", holders, summary(st))
+	}
+}
+
+func TestGroupBadInput(t *testing.T) {
+	e := newGroupEnv(t)
+	c := e.client()
+	m := core.MustMemberID("a")
+	for _, tc := range []struct {
+		name   string
+		group  string
+		shards int
+		opts   []coord.GroupOption
+		want   string
+	}{
+		{"zero shards", "g", 0, nil, "shards count 0"},
+		{"too many shards", "g", coord.MaxGroupShards + 1, nil, "shards count 4097"},
+		{"zero weight", "g", 4, []coord.GroupOption{coord.WithWeight(0)}, "weight 0"},
+		{"negative weight", "g", 4, []coord.GroupOption{coord.WithWeight(-3)}, "weight -3"},
+		{"empty name", "", 4, nil, "group name is empty"},
+		{"name too long", strings.Repeat("x", 241), 100, nil, "too long for its role"},
+		{"zero max moves", "g", 4, []coord.GroupOption{coord.WithMaxMoves(0)}, "max moves 0"},
+	} {
+		_, err := coord.NewGroup(c, e.log, tc.group, tc.shards, m, tc.opts...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := coord.NewGroup(c, coord.GroupLog{}, "g", 4, m); !errors.Is(err, coord.ErrInvalidArgument) {
+		t.Errorf("no group log: %v", err)
+	}
+	// The longest name that fits: 249 bytes for "<group>/shard/99".
+	long := strings.Repeat("y", core.MaxNameBytes-len("/shard/99"))
+	if _, err := coord.ShardRole(long, 99); err != nil {
+		t.Errorf("a name that fits: %v", err)
+	}
+	if _, err := coord.ShardRole(long+"y", 99); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("a name one byte too long: %v", err)
+	}
+	if r, _ := coord.ShardRole("fleet", 7); r.String() != "fleet/shard/7" {
+		t.Errorf("ShardRole(fleet, 7) = %q", r)
+	}
+}
+
+// TestGroupMemMovesBounded: with WithMaxMoves(2), a join that moves 8
+// shards never has more than 2 in flight (sampled from the group log all
+// along), and still converges.
+func TestGroupMemMovesBounded(t *testing.T) {
+	e := newGroupEnv(t)
+	const n = 32
+	var gs []*coord.Group
+	for _, m := range []string{"a", "b", "c"} {
+		gs = append(gs, e.join(m, n, coord.WithMaxMoves(2)))
+	}
+	before := e.waitConverged(gs...)
+	stop := make(chan struct{})
+	seen := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			select {
+			case <-stop:
+				seen <- most
+				return
+			default:
+			}
+			if st, err := coord.DescribeGroup(context.Background(), e.log, "fleet", nil); err == nil && st.MovesInFlight > most {
+				most = st.MovesInFlight
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	gs = append(gs, e.join("d", n, coord.WithMaxMoves(2)))
+	after := e.waitConverged(gs...)
+	close(stop)
+	most := <-seen
+	if mv := moved(before, after); mv != 8 {
+		t.Fatalf("the join moved %d shards, want d's share 8", mv)
+	}
+	if most > 2 {
+		t.Fatalf("%d moves in flight seen, the bound is 2", most)
+	}
+	if most == 0 {
+		t.Fatalf("no move was ever seen in flight: the sampling saw nothing")
+	}
+}

@@ -1,0 +1,250 @@
+package coord
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// groupView is the fold of one group's records in the group log: the
+// newest heartbeat of each member and the newest plan (committed records
+// only; the newest is the one of the highest offset).
+type groupView struct {
+	group     string
+	next      int64
+	started   bool
+	txn       *core.TxnFolder
+	members   map[string]memberRecord
+	memberOff map[string]int64
+	plan      *planRecord
+	planOff   int64
+	skipped   int
+}
+
+func newGroupView(group string) *groupView {
+	v := &groupView{group: group}
+	v.reset()
+	return v
+}
+
+func (v *groupView) reset() {
+	v.members, v.memberOff, v.plan, v.planOff, v.skipped = map[string]memberRecord{}, map[string]int64{}, nil, -1, 0
+	v.txn = core.NewTxnFolder(v.add)
+}
+
+// add folds one committed record (any order: a record only replaces one of
+// a lower offset).
+func (v *groupView) add(r core.RawRecord) {
+	kind, group, member, ok := decodeGroupKey(r.Key)
+	if !ok || group != v.group {
+		return
+	}
+	switch kind {
+	case groupKindMember:
+		if off, seen := v.memberOff[member]; seen && off >= r.Offset {
+			return
+		}
+		v.memberOff[member] = r.Offset
+		if core.IsTombstone(r.Value) {
+			delete(v.members, member)
+			return
+		}
+		var m memberRecord
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			v.skipped++
+			delete(v.members, member)
+			return
+		}
+		v.members[member] = m
+	case groupKindPlan:
+		if r.Offset <= v.planOff || core.IsTombstone(r.Value) {
+			return
+		}
+		p, err := decodePlan(r.Value)
+		if err != nil {
+			v.skipped++
+			return
+		}
+		v.plan, v.planOff = p, r.Offset
+	}
+}
+
+// apply folds one Fetch answer.
+func (v *groupView) apply(f Fetched) {
+	if f.Reset {
+		v.reset()
+	}
+	for _, r := range f.Records {
+		v.add(r)
+	}
+	for _, b := range f.Batches {
+		v.txn.Add(b)
+	}
+	v.next = f.Next
+}
+
+// copyView returns a snapshot safe to read while the original goes on.
+func (v *groupView) snapshot() groupView {
+	s := groupView{group: v.group, next: v.next, plan: v.plan, planOff: v.planOff, skipped: v.skipped,
+		members: make(map[string]memberRecord, len(v.members))}
+	for k, m := range v.members {
+		s.members[k] = m
+	}
+	return s
+}
+
+// GroupMember is one member of a group as its newest heartbeat says.
+type GroupMember struct {
+	Member   string
+	Weight   int
+	Eligible bool
+	// Live: the heartbeat's deadline has not passed (by the reader's clock).
+	Live     bool
+	Deadline time.Time
+	Held     []int // the shards it reports holding
+	Owned    int   // the shards the plan gives it now
+	Target   int   // the shards the balance wants it to have
+	Moves    int64 // shards it took over so far (its own count)
+}
+
+// GroupStatus is a group's state read from the group log.
+type GroupStatus struct {
+	Group   string
+	Kind    string // "shards" or "slots" ("" before the first plan)
+	Shards  int    // from the plan (0 before the first plan)
+	Seq     int64  // the plan's sequence number
+	Leader  string // the member that wrote the plan
+	Token   string // the leader role's token the plan was written under
+	PlanAt  time.Time
+	Members []GroupMember // sorted by id
+	// Owner and Holder are per shard: the member the plan gives it to and
+	// the live member that reports holding it ("" none).
+	Owner, Holder []string
+	// MovesInFlight counts the shards whose live holder is not their owner.
+	MovesInFlight int
+	// Unheld counts the shards no live member reports holding.
+	Unheld int
+	// Pending counts the shards whose owner is not yet their target (moves
+	// the bound holds back).
+	Pending int
+	// Converged: every shard is held by its owner and every owner is the
+	// target.
+	Converged bool
+	// Moves is the leaders' running count of owner changes.
+	Moves int64
+	// Skipped counts the group's records that did not decode.
+	Skipped int
+}
+
+// status builds a GroupStatus at now.
+func (v *groupView) status(now int64) *GroupStatus {
+	s := &GroupStatus{Group: v.group, Skipped: v.skipped}
+	var owners, targets []string
+	if p := v.plan; p != nil {
+		s.Kind, s.Shards, s.Seq, s.Leader, s.Token, s.PlanAt, s.Moves = p.Kind, p.Shards, p.Seq, p.Leader, p.Token, time.UnixMilli(p.At), p.Moves
+		owners, targets = p.owners(), p.targets()
+	}
+	s.Holder = v.holders(s.Shards, now)
+	s.Owner = owners
+	if s.Owner == nil {
+		s.Owner = make([]string, s.Shards)
+	}
+	owned, target := map[string]int{}, map[string]int{}
+	s.Converged = s.Shards > 0
+	for k := 0; k < s.Shards; k++ {
+		owned[owners[k]]++
+		target[targets[k]]++
+		if owners[k] != targets[k] {
+			s.Pending++
+			s.Converged = false
+		}
+		switch {
+		case s.Holder[k] == "":
+			s.Unheld++
+			s.Converged = false
+		case s.Holder[k] != owners[k]:
+			s.MovesInFlight++
+			s.Converged = false
+		}
+	}
+	for name, m := range v.members {
+		s.Members = append(s.Members, GroupMember{Member: name, Weight: m.Weight, Eligible: m.Eligible, Live: m.Deadline > now,
+			Deadline: time.UnixMilli(m.Deadline), Held: slices.Clone(m.Held), Owned: owned[name], Target: target[name], Moves: m.Moves})
+	}
+	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Member < s.Members[j].Member })
+	return s
+}
+
+// holders returns each shard's live holder as the heartbeats report it; of
+// two live members reporting one shard the newer heartbeat counts.
+func (v *groupView) holders(n int, now int64) []string {
+	out := make([]string, n)
+	at := make([]int64, n)
+	for name, m := range v.members {
+		if m.Deadline <= now {
+			continue
+		}
+		for _, k := range m.Held {
+			if k >= 0 && k < n && (out[k] == "" || m.At > at[k]) {
+				out[k], at[k] = name, m.At
+			}
+		}
+	}
+	return out
+}
+
+// groupLogPartition is the partition of the group log a group's records go
+// to: the partition of its name (docs/PROTOCOL.md 4's formula).
+func groupLogPartition(ctx context.Context, log GroupLog, group string) (int32, error) {
+	n, err := log.Transport.Partitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r, err := core.NewRole(group)
+	if err != nil {
+		return 0, WrapError(ErrInvalidArgument, err, "group name %q", group)
+	}
+	return core.RolePartition(r, n)
+}
+
+// DescribeGroup reads group's records from the group log (committed, to the
+// end at the time of the call) and returns its members, plan and holders.
+// A group nobody joined has no members and Shards 0. Blocks for the read;
+// errors are the transport's (ErrTransport, ErrTimeout, ErrAuthorization)
+// or ErrInvalidArgument for a bad group name.
+func DescribeGroup(ctx context.Context, log GroupLog, group string, clock core.Clock) (*GroupStatus, error) {
+	if err := checkGroupName(group); err != nil {
+		return nil, err
+	}
+	if log.Transport == nil {
+		return nil, WrapError(ErrInvalidArgument, nil, "group %q: no group log", group)
+	}
+	if clock == nil {
+		clock = core.SystemClock
+	}
+	p, err := groupLogPartition(ctx, log, group)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := log.Transport.Read(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	v := newGroupView(group)
+	for _, r := range recs {
+		v.add(r)
+	}
+	return v.status(clock.NowMs()), nil
+}
+
+// Status returns the group's state as this member's view of the group log
+// has it now (no I/O).
+func (g *Group) Status() *GroupStatus {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.view.status(g.c.clock.NowMs())
+}
