@@ -198,17 +198,18 @@ func (v *groupView) holders(n int, now int64) []string {
 }
 
 // groupLogPartition is the partition of the group log a group's records go
-// to: the partition of its name (docs/PROTOCOL.md 4's formula).
+// to: docs/PROTOCOL.md 4's formula on the group's name.
 func groupLogPartition(ctx context.Context, log GroupLog, group string) (int32, error) {
 	n, err := log.Transport.Partitions(ctx)
 	if err != nil {
 		return 0, err
 	}
-	r, err := core.NewRole(group)
-	if err != nil {
-		return 0, WrapError(ErrInvalidArgument, err, "group name %q", group)
+	if n < 1 {
+		return 0, WrapError(ErrTransport, nil, "the group log has %d partitions", n)
 	}
-	return core.RolePartition(r, n)
+	// Section 4's formula on the group name (not a role of the
+	// coordination topic: no krabka.role.prefix).
+	return (core.Murmur2([]byte(group)) & 0x7fffffff) % n, nil
 }
 
 // DescribeGroup reads group's records from the group log (committed, to the
