@@ -558,6 +558,10 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		acked[name] = x.Result.Acked
 	}
 	rep.Shortfalls = append(rep.Shortfalls, RoleShortfalls(rep.Minimums, opts.Duration, acked)...)
+	if p := rep.Pipeline; p != nil && p.Requests < rep.Minimums.Acked {
+		// A run with no requests would pass the exactly-once check.
+		rep.Shortfalls = append(rep.Shortfalls, fmt.Sprintf("minimum missed: %d pipeline requests written, want at least %d in a %s campaign", p.Requests, rep.Minimums.Acked, opts.Duration))
+	}
 	rep.Elapsed = time.Since(c.start).Round(time.Second).String()
 	c.summary(rep)
 	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
