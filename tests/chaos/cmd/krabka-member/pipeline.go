@@ -18,9 +18,11 @@ import (
 //
 //	in=<partition>/<offset> <request> member=<m> token=<t> writer=<w>
 //
-// committed with the request's offset (Leadership.ProduceOffsets), one
-// writer per input partition, one request per transaction (the writers of
-// a term share transactions: group commit). A failed write's outcome may be
+// committed with the offset after the request (Leadership.ProduceOffsets),
+// one writer per input partition. A writer takes the requests of its
+// partition that are waiting, maxPipeBatch at most, and writes their
+// commands and the offset after the last one in one call (the writers of a
+// term share transactions: group commit). A failed write's outcome may be
 // unknown (a timeout): it is never retried with the same request. The
 // round ends instead, and the next one (in this leadership after the
 // rejoin delay, or the successor's) starts again from the committed
@@ -80,7 +82,20 @@ func (h *host) pipeRound(l *coord.Leadership, t *term, gate *sync.RWMutex, role,
 		go func(w int) {
 			defer wg.Done()
 			for r := range ch {
-				if err := h.pipeOne(ctx, l, gate, role, commands, w, r); err != nil {
+				batch := []coord.InputRecord{r}
+			more:
+				for len(batch) < maxPipeBatch {
+					select {
+					case x, ok := <-ch:
+						if !ok {
+							break more
+						}
+						batch = append(batch, x)
+					default:
+						break more
+					}
+				}
+				if err := h.pipeBatch(ctx, l, gate, role, commands, w, batch); err != nil {
 					cancel(err)
 					return
 				}
@@ -118,22 +133,33 @@ func (h *host) pipeRound(l *coord.Leadership, t *term, gate *sync.RWMutex, role,
 	}
 }
 
-// pipeOne turns request r into its command, committed with r's offset.
-func (h *host) pipeOne(ctx context.Context, l *coord.Leadership, gate *sync.RWMutex, role, commands string, w int, r coord.InputRecord) error {
+// maxPipeBatch is the most requests one call of a writer carries.
+const maxPipeBatch = 50
+
+// pipeBatch turns the requests of batch (one partition's, in offset order)
+// into their commands, committed with the offset after the last one.
+func (h *host) pipeBatch(ctx context.Context, l *coord.Leadership, gate *sync.RWMutex, role, commands string, w int, batch []coord.InputRecord) error {
 	gate.RLock()
 	defer gate.RUnlock()
 	token := l.Token().String()
-	value := fmt.Sprintf("in=%d/%d %s member=%s token=%s writer=%d", r.Partition, r.Offset, r.Value, h.member, token, w)
+	msgs := make([]coord.Message, len(batch))
+	for i, r := range batch {
+		value := fmt.Sprintf("in=%d/%d %s member=%s token=%s writer=%d", r.Partition, r.Offset, r.Value, h.member, token, w)
+		msgs[i] = coord.Message{Topic: commands, Partition: 0, Key: []byte(h.member), Value: []byte(value)}
+	}
+	last := batch[len(batch)-1]
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	done := []coord.Offset{{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset + 1}}
-	res, err := l.ProduceOffsets(pctx, done, coord.Message{Topic: commands, Partition: 0, Key: []byte(h.member), Value: []byte(value)})
-	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("produce returned %d results", len(res))
+	done := []coord.Offset{{Topic: last.Topic, Partition: last.Partition, Offset: last.Offset + 1}}
+	res, err := l.ProduceOffsets(pctx, done, msgs...)
+	if err == nil && len(res) != len(batch) {
+		err = fmt.Errorf("produce returned %d results for %d commands", len(res), len(batch))
 	}
 	if err != nil {
 		return err
 	}
-	h.emit("PIPED", role, "in", fmt.Sprintf("%d/%d", r.Partition, r.Offset), "token", token, "offset", res[0].Offset)
+	for i, r := range batch {
+		h.emit("PIPED", role, "in", fmt.Sprintf("%d/%d", r.Partition, r.Offset), "token", token, "offset", res[i].Offset)
+	}
 	return nil
 }
