@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -209,33 +210,44 @@ func (c *campaign) pipeArg() string {
 }
 
 // writeRequests writes numbered requests until ctx ends, one every
-// RequestMs, and returns how many were acknowledged and how many failed.
+// RequestMs without waiting for the previous one's answer (an idempotent
+// producer keeps each partition's order), and returns, once every write was
+// answered, how many were acknowledged and how many failed.
 func (c *campaign) writeRequests(ctx context.Context) (sent, failed int) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.net.brokerBootstrap()...), kgo.Dialer(c.net.ctl.Dialer()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(30*time.Second))
 	if err != nil {
 		c.say("the request writer: %v", err)
 		return 0, 0
 	}
 	defer cl.Close()
+	var mu sync.Mutex
 	tick := time.NewTicker(time.Duration(c.opts.RequestMs) * time.Millisecond)
 	defer tick.Stop()
-	for n := 1; ; n++ {
+	for n := 1; ctx.Err() == nil; n++ {
 		select {
 		case <-ctx.Done():
-			return sent, failed
+			continue
 		case <-tick.C:
 		}
-		pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		rec := &kgo.Record{Topic: c.pipe.Input, Partition: int32(n % PipeInputPartitions), Value: []byte("req=" + strconv.Itoa(n))}
-		err := cl.ProduceSync(pctx, rec).FirstErr()
-		cancel()
-		if err != nil {
-			failed++
-		} else {
-			sent++
-		}
+		cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+			} else {
+				sent++
+			}
+		})
 	}
+	fctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = cl.Flush(fctx)
+	mu.Lock()
+	defer mu.Unlock()
+	return sent, failed
 }
 
 // drainPipe waits until the offsets committed for the pipeline role reach
