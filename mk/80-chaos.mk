@@ -11,7 +11,11 @@
 # roles held by two Go processes (tests/chaos/cmd/krabka-member, one client
 # for several roles), on the primary role's partition of the coordination
 # topic and on one more; a healthy holder deposed fails the run like a lost
-# command (tests/chaos/deposed.go).
+# command (tests/chaos/deposed.go). The Go processes also hold a pipeline
+# role (tests/chaos/pipeline.go): numbered requests are written during the
+# faults, its leader turns each into one command with ProduceOffsets, the
+# last leader drains the input, and a request missing or duplicated fails
+# the run (CHAOS_FLAGS='-no-pipeline' leaves it out).
 # Each run prints its seed first and last; logs and result.json go to build/chaos/<seed>/.
 GO ?= go
 CHAOS_SEED ?= 0

@@ -73,6 +73,8 @@ type Options struct {
 	CoordPartitions int32 // partitions of the coordination topic the campaign creates (default 4)
 	RoleWriters     int   // concurrent writers per leadership of an extra role (default 2)
 	RolePaceMs      int64 // an extra role's writer's pause between commands (default 200)
+	NoPipeline      bool  // leave out the pipeline role (pipeline.go)
+	RequestMs       int64 // the pipeline's request writer's interval (default 100)
 
 	LeaseMs, RenewMs, StaggerMs, DispatchMs, RequestTimeoutMs int64
 }
@@ -127,6 +129,7 @@ func (o *Options) defaults() {
 	def(&o.DispatchMs, 100)
 	def(&o.RequestTimeoutMs, 2500)
 	def(&o.RolePaceMs, 200)
+	def(&o.RequestMs, 100)
 }
 
 // SkewBound is the largest clock offset of the clock-skew fault (faults.go).
@@ -164,6 +167,7 @@ type Report struct {
 	Roles        map[string]*RoleReport `json:"roles"`
 	Deposed      *DeposeResult          `json:"healthy_holders_deposed"`
 	MidTxn       []MidTxnRecord         `json:"midtxn_faults"`
+	Pipeline     *PipeResult            `json:"pipeline,omitempty"` // the exactly-once figures (pipeline.go)
 	MemberFaults []MemberFault          `json:"member_faults"`
 	Skews        []SkewSpan             `json:"clock_skews"`
 }
@@ -200,7 +204,7 @@ func (r *Report) OK() bool {
 			return false
 		}
 	}
-	return true
+	return r.Pipeline == nil || r.Pipeline.ExactlyOnce()
 }
 
 type member struct {
@@ -241,6 +245,7 @@ type campaign struct {
 	base    *member
 	gos     []*member    // the Go processes of the extra roles
 	roles   []*extraRole // the extra roles
+	pipe    *pipeRole    // the pipeline role (nil: NoPipeline)
 	p0      int32        // the primary role's partition of the coordination topic
 	admin   *kgo.Client
 	adm     *kadm.Client
@@ -415,6 +420,12 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		}
 		c.say("extra role %s on partition %d of %s: %s; command topic %s", r.Name, r.Partition, CoordTopic, strings.Join(r.Members, ", "), r.Topic)
 	}
+	if !opts.NoPipeline {
+		if err := c.setupPipe(ctx); err != nil {
+			return nil, err
+		}
+		rep.Coordination.Roles[c.pipe.Partition] = append(rep.Coordination.Roles[c.pipe.Partition], c.pipe.Name)
+	}
 	c.baseTxn, err = c.baselineTxnID(ctx)
 	if err != nil {
 		return nil, err
@@ -429,8 +440,19 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		}
 	}
 	faultCtx, cancel := context.WithTimeout(ctx, opts.Duration)
+	var reqSent, reqFailed int
+	reqDone := make(chan struct{})
+	if c.pipe != nil {
+		go func() {
+			defer close(reqDone)
+			reqSent, reqFailed = c.writeRequests(faultCtx)
+		}()
+	} else {
+		close(reqDone)
+	}
 	c.schedule(faultCtx)
 	cancel()
+	<-reqDone
 	c.wg.Wait() // a broker fault in flight ends (its nodes restarted, its filters removed)
 	c.say("faults over: healing every link, resuming, restarting what is down")
 	c.healAll()
@@ -440,6 +462,13 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	select {
 	case <-quiet.C:
 	case <-ctx.Done():
+	}
+	var drained bool
+	var drainTook time.Duration
+	if c.pipe != nil {
+		c.say("pipeline: %d requests written (%d writes failed); letting the last leader drain the input (%s at most)", reqSent, reqFailed, PipeDrainWait)
+		drained, drainTook = c.drainPipe(ctx)
+		c.say("pipeline: drained=%v after %s", drained, drainTook.Round(100*time.Millisecond))
 	}
 	c.stopMembers()
 
@@ -470,6 +499,18 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		rep.Roles[r.Name] = rr
 		for _, v := range rr.Result.Violations {
 			rep.Violations = append(rep.Violations, r.Name+": "+v.String())
+		}
+	}
+	if c.pipe != nil {
+		pr, err := c.checkPipe(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		pr.RequestsSent, pr.SendErrors, pr.Drained, pr.DrainTook = reqSent, reqFailed, drained, drainTook.Round(100*time.Millisecond).String()
+		rep.Pipeline = pr
+		if !pr.ExactlyOnce() {
+			rep.Violations = append(rep.Violations, fmt.Sprintf("pipeline-not-exactly-once: %d missing, %d duplicated, %d out of order, %d unknown of %d requests (drained: %v): %s",
+				pr.Missing, pr.Duplicated, pr.OutOfOrder, pr.Unknown, pr.Requests, pr.Drained, strings.Join(pr.Examples, "; ")))
 		}
 	}
 	c.mu.Lock()
@@ -517,6 +558,10 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		acked[name] = x.Result.Acked
 	}
 	rep.Shortfalls = append(rep.Shortfalls, RoleShortfalls(rep.Minimums, opts.Duration, acked)...)
+	if p := rep.Pipeline; p != nil && p.Requests < rep.Minimums.Acked {
+		// A run with no requests would pass the exactly-once check.
+		rep.Shortfalls = append(rep.Shortfalls, fmt.Sprintf("minimum missed: %d pipeline requests written, want at least %d in a %s campaign", p.Requests, rep.Minimums.Acked, opts.Duration))
+	}
 	rep.Elapsed = time.Since(c.start).Round(time.Second).String()
 	c.summary(rep)
 	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
@@ -949,6 +994,14 @@ func (c *campaign) summary(rep *Report) {
 	for _, m := range rep.MidTxn {
 		mid[m.Kind]++
 		midParts[m.Partition]++
+	}
+	if p := rep.Pipeline; p != nil {
+		c.say("pipeline %s (partition %d; %s): exactly once=%v: requests written=%d (acknowledged %d, failed writes %d), with their command=%d, missing=%d, duplicated=%d, out of order=%d, unknown commands=%d; commands=%d in %d terms; drained=%v after %s; requests by input partition %v",
+			p.Name, p.Partition, strings.Join(p.Members, ", "), p.ExactlyOnce(), p.Requests, p.RequestsSent, p.SendErrors, p.Done, p.Missing, p.Duplicated,
+			p.OutOfOrder, p.Unknown, p.Commands, p.Terms, p.Drained, p.DrainTook, p.PerPartition)
+		for _, e := range p.Examples {
+			c.say("  pipeline: %s", e)
+		}
 	}
 	c.say("mid-transaction faults that took effect: kill=%d pause=%d cut=%d (by partition: %v)", mid["midtxn-kill"], mid["midtxn-pause"], mid["midtxn-cut"], midParts)
 	if d := rep.Deposed; d != nil {

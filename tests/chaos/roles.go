@@ -167,6 +167,9 @@ func (c *campaign) goArgs(m *member) []string {
 			}
 		}
 	}
+	if c.pipe != nil {
+		args = append(args, c.pipeArg())
+	}
 	return args
 }
 
@@ -247,7 +250,7 @@ func (c *campaign) goLine(m *member, line string) {
 		if c.holders[role] == m.name {
 			delete(c.holders, role)
 		}
-	case demo.Renewed, demo.Error, demo.Standby:
+	case demo.Renewed, demo.Error, demo.Standby, "PIPED":
 		return
 	}
 	if kind != demo.Stopped || c.opts.Verbose {

@@ -3,7 +3,7 @@
 // share its client, its connections and its fate (a kill, a pause or a cut
 // hits every role it holds or stands by for).
 //
-//	krabka-member <bootstrap> <member> <role>=<topic> [<role>=<topic> ...]
+//	krabka-member <bootstrap> <member> <role>=<topic>[:<input topic>] ...
 //
 // For each role it does what the demo hosts do for theirs (demo/hosts): it
 // acquires the role, and while it leads it dispatches numbered commands to
@@ -21,6 +21,12 @@
 //
 // plus MINTED (every producer epoch the library minted or recovered, with
 // at_ms, from the library's own log line) and MIDTXN (below).
+//
+// A role given as <role>=<topic>:<input topic> is a pipeline role
+// (pipeline.go): while it leads, the process reads the input topic under
+// its term (Leadership.Consume) and turns each request into one command on
+// the role's command topic with Leadership.ProduceOffsets, one writer per
+// input partition, reporting each as PIPED.
 //
 // Mid-transaction faults. A line "ARM" on stdin arms the process: at its
 // next renewal whose Produce request was answered (the lease record is
@@ -192,7 +198,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (h *host) runRole(ctx context.Context, roleName, topic string) {
+func (h *host) runRole(ctx context.Context, roleName, topic, input string) {
 	role, err := core.NewRole(roleName)
 	if err != nil {
 		h.emit("ERROR", roleName, "op", "acquire", "code", "INVALID_ARG", "msg", err.Error())
@@ -232,7 +238,7 @@ func (h *host) runRole(ctx context.Context, roleName, topic string) {
 			continue
 		}
 		standby = false
-		h.lead(ctx, roleName, topic, l)
+		h.lead(ctx, roleName, topic, input, l)
 		if ctx.Err() != nil {
 			return
 		}
@@ -280,7 +286,10 @@ func (h *host) ended(t *term, role, op string, err error, token string) {
 	}
 }
 
-func (h *host) lead(ctx context.Context, role, topic string, l *coord.Leadership) {
+// lead holds one leadership: it renews the lease when due and, for a plain
+// role, runs the writers; for a pipeline role (input not empty), the
+// pipeline (pipeline.go).
+func (h *host) lead(ctx context.Context, role, topic, input string, l *coord.Leadership) {
 	defer l.Close()
 	h.emit("ACQUIRED", role, "token", l.Token().String(), "deadline", l.Lease().Deadline)
 	h.setLead(role, l)
@@ -288,7 +297,14 @@ func (h *host) lead(ctx context.Context, role, topic string, l *coord.Leadership
 	t := &term{stop: make(chan struct{})}
 	var gate sync.RWMutex // writers share it; a renewal takes it alone
 	var wg sync.WaitGroup
-	for w := 1; w <= h.writers; w++ {
+	if input != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.pipeline(l, t, &gate, role, topic, input)
+		}()
+	}
+	for w := 1; input == "" && w <= h.writers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
@@ -433,7 +449,7 @@ func (m mintLog) WithGroup(name string) slog.Handler {
 
 func main() {
 	if len(os.Args) < 4 {
-		fmt.Fprintln(os.Stderr, "usage: krabka-member <bootstrap> <member> <role>=<topic> [<role>=<topic> ...]")
+		fmt.Fprintln(os.Stderr, "usage: krabka-member <bootstrap> <member> <role>=<topic>[:<input topic>] ...")
 		os.Exit(2)
 	}
 	h := &host{member: os.Args[2], out: os.Stdout, renewing: map[string]bool{}, leads: map[string]*coord.Leadership{},
@@ -441,15 +457,16 @@ func main() {
 		rejoin:  time.Duration(envMs("KRABKA_REJOIN_DELAY_MS", 1000)) * time.Millisecond,
 		poll:    250 * time.Millisecond,
 		writers: int(max(1, envMs("KRABKA_WRITERS", 1)))}
-	type roleTopic struct{ role, topic string }
+	type roleTopic struct{ role, topic, input string }
 	var roles []roleTopic
 	for _, a := range os.Args[3:] {
 		r, t, ok := strings.Cut(a, "=")
-		if !ok || r == "" || t == "" {
-			fmt.Fprintf(os.Stderr, "krabka-member: %q is not <role>=<topic>\n", a)
+		t, in, pipe := strings.Cut(t, ":")
+		if !ok || r == "" || t == "" || (pipe && in == "") {
+			fmt.Fprintf(os.Stderr, "krabka-member: %q is not <role>=<topic> or <role>=<topic>:<input topic>\n", a)
 			os.Exit(2)
 		}
-		roles = append(roles, roleTopic{r, t})
+		roles = append(roles, roleTopic{r, t, in})
 	}
 	cfg := coord.DefaultConfig()
 	set := func(k, v string) {
@@ -487,7 +504,7 @@ func main() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h.runRole(ctx, rt.role, rt.topic)
+			h.runRole(ctx, rt.role, rt.topic, rt.input)
 		}()
 	}
 	wg.Wait()
