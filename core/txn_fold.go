@@ -132,6 +132,39 @@ func (f *TxnFolder) OpenHolds(r Role) bool {
 	return false
 }
 
+// OpenLease returns the latest deadline of the leases of role r that open
+// transactions hold, leaving out the leases of member skip (a caller's own
+// earlier attempt), and whether there is one. A lease of an open
+// transaction is a renewal or a challenge whose marker this reader has not
+// read: it may be committed already (docs/PROTOCOL.md 12.1), so a challenger
+// honours it until its deadline.
+func (f *TxnFolder) OpenLease(r Role, skip MemberID) (int64, bool) {
+	var deadline int64
+	found := false
+	for _, t := range f.open {
+		if !slices.Contains(t.roles, r.s) {
+			continue
+		}
+		for _, rec := range t.recs {
+			if rec.Key == nil || IsTombstone(rec.Value) {
+				continue
+			}
+			kv, err := decodeKeyView(rec.Key)
+			if err != nil || kv.kind != KindLease || string(kv.role) != r.s {
+				continue
+			}
+			m, l, lerr := decodeLeaseView(rec.Value)
+			if lerr != nil || string(m) == skip.s {
+				continue
+			}
+			if !found || l.Deadline > deadline {
+				deadline, found = l.Deadline, true
+			}
+		}
+	}
+	return deadline, found
+}
+
 // Stable returns the offset of the first record of the oldest open
 // transaction (the last stable offset as this reader sees it), or -1 when
 // no transaction is open.

@@ -68,3 +68,36 @@ func TestTxnFolderFeedsThePartitionFold(t *testing.T) {
 		t.Fatalf("lease %+v, want the renewal past the open transaction", st.Lease)
 	}
 }
+
+// OpenLease: the latest deadline of the role's leases in open transactions,
+// the caller's own member left out; committed, aborted, other roles' and
+// tombstones' records do not count.
+func TestTxnFolderOpenLease(t *testing.T) {
+	lease := func(off int64, role, member string, deadline int64) RawRecord {
+		v := EncodeLease(Lease{Member: MustMemberID(member), Token: FencingToken{ProducerID: 1}, GrantedAt: deadline - 1000, Deadline: deadline})
+		return RawRecord{Offset: off, Key: EncodeKey(LeaseKey(MustRole(role))), Value: v}
+	}
+	f := NewTxnFolder(func(RawRecord) {})
+	a, me := MustRole("a"), MustMemberID("me")
+	if _, ok := f.OpenLease(a, me); ok {
+		t.Fatal("nothing open, yet an open lease")
+	}
+	f.Add(Batch{ProducerID: 1, Transactional: true, Records: []RawRecord{lease(0, "a", "h", 5000)}})
+	f.Add(Batch{ProducerID: 2, Transactional: true, Records: []RawRecord{lease(1, "a", "h", 9000)}})
+	f.Add(Batch{ProducerID: 3, Transactional: true, Records: []RawRecord{lease(2, "a", "me", 20000), lease(3, "b", "h", 30000)}})
+	f.Add(Batch{ProducerID: 4, Transactional: true, Records: []RawRecord{{Offset: 4, Key: EncodeKey(LeaseKey(a))}}}) // a tombstone
+	if d, ok := f.OpenLease(a, me); !ok || d != 9000 {
+		t.Fatalf("open lease of a: %d %v, want 9000 (me's 20000 and b's 30000 left out)", d, ok)
+	}
+	f.Add(Batch{ProducerID: 2, Transactional: true, Control: ControlAbort})
+	if d, ok := f.OpenLease(a, me); !ok || d != 5000 {
+		t.Fatalf("after the abort: %d %v, want 5000", d, ok)
+	}
+	f.Add(Batch{ProducerID: 1, Transactional: true, Control: ControlCommit})
+	if d, ok := f.OpenLease(a, me); ok {
+		t.Fatalf("after the commit: open lease %d", d)
+	}
+	if d, ok := f.OpenLease(a, MustMemberID("other")); !ok || d != 20000 {
+		t.Fatalf("another caller sees me's open lease: %d %v", d, ok)
+	}
+}

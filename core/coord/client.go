@@ -343,6 +343,19 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 					return nil, 0, c.fail(cctx, err)
 				}
 				continue
+			} else if dl, open := v.openLease(role, member); d2.Kind == core.Challenge && open && dl > now {
+				// A lease of the role in a transaction whose marker did not
+				// reach the view within sync's wait: its holder may have
+				// committed it already (a marker late to this view, a loaded
+				// follower), so it counts until its deadline; abandoned, the
+				// mint after that aborts it (docs/PROTOCOL.md 12.1).
+				if try {
+					return nil, dl, nil
+				}
+				if err := c.waitChange(cctx, changed, min(poll, time.Duration(dl-now)*time.Millisecond)); err != nil {
+					return nil, 0, c.fail(cctx, err)
+				}
+				continue
 			}
 			l, err := c.challenge(cctx, role, member, p, st, now, o.meta)
 			c.stats.role(role).challenge(member, st.Lease, err)

@@ -152,3 +152,47 @@ func TestStandbyWaitsForTheMarkerOfItsOwnRolesOpenTransaction(t *testing.T) {
 		t.Fatalf("standby won although the committed renewal moved the deadline: %v %v", r.l, r.err)
 	}
 }
+
+// A lease of the role in a transaction whose marker does not come within
+// the marker wait (a view the marker reaches late: the holder may well have
+// committed it) counts until its deadline: the standby does not challenge
+// before it, and takes the role after it (its mint would abort the
+// transaction if it was abandoned). Without the rule the standby challenged
+// a second after the old deadline: the campaign's seed 3601 deposed a
+// healthy holder that way (tests/chaos/testdata/issue36-deposed-seed3601*).
+func TestStandbyHonoursAnOpenLeaseOfItsRoleUntilItsDeadline(t *testing.T) {
+	x := newCrossRole(t, 1, false)
+	l := x.holders[0]
+	cfg := x.e.config()
+	renewed := core.Lease{Member: ma, Token: l.Token(), GrantedAt: l.Lease().Deadline - 1000, Deadline: l.Lease().Deadline + 29000}
+	open := x.e.cluster.OpenTxn(cfg.Topic, 0, core.EncodeKey(core.LeaseKey(x.roles[0])), core.EncodeLease(renewed))
+	defer open.Abort()
+	x.e.clock.Set(l.Lease().Deadline)
+	// Well past the marker wait, short of the open lease's deadline.
+	for i := 0; i < 20; i++ {
+		time.Sleep(20 * time.Millisecond)
+		x.e.clock.Advance(time.Second)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(x.standbys[0]) > 0 {
+		r := <-x.standbys[0]
+		t.Fatalf("standby challenged %d ms before the deadline of the open lease: %v %v",
+			renewed.Deadline-x.e.clock.NowMs(), r.l, r.err)
+	}
+	// Past it: the marker wait runs on the clock too, so move it on.
+	x.e.clock.Set(renewed.Deadline + 1)
+	for i := 0; i < 100 && len(x.standbys[0]) == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+		x.e.clock.Advance(500 * time.Millisecond)
+	}
+	if len(x.standbys[0]) == 0 {
+		t.Fatal("standby did not take the role within 50 s after the open lease's deadline")
+	}
+	r := <-x.standbys[0]
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := r.l.Lease().GrantedAt; got <= renewed.Deadline {
+		t.Fatalf("standby's lease granted at %d, not after the open lease's deadline %d", got, renewed.Deadline)
+	}
+}

@@ -247,6 +247,15 @@ func (v *partView) sync(ctx context.Context, role wireRole) error {
 // that hold a record of the role being decided (see sync).
 const openTxnWait = time.Second
 
+// openLease returns the latest deadline of a lease of role, other than
+// member's own, that a transaction the view reads as open holds (a marker
+// not read yet), and whether there is one (core.TxnFolder.OpenLease).
+func (v *partView) openLease(role wireRole, member core.MemberID) (int64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.txns.OpenLease(role.r, member)
+}
+
 // openTxns returns how many transactions the view reads as open, and the
 // offset of the oldest one's first record (-1: none).
 func (v *partView) openTxns() (int, int64) {
