@@ -59,11 +59,11 @@ type partView struct {
 	// restarts; the next snapshot of the role makes a new one.
 	roleWait map[string]chan struct{}
 	wakes    map[string]int64 // role channels closed since the view started, by role (tests)
-	err     error           // the follower's last error; nil after a fetch succeeded
-	folded  int64           // records folded since the view started
-	resets  int64           // times the fold restarted from the log start
-	heardMs int64           // when a fetch last answered (client clock; 0: never)
-	skipped int             // records of the partition skipped by the fold so far
+	err      error            // the follower's last error; nil after a fetch succeeded
+	folded   int64            // records folded since the view started
+	resets   int64            // times the fold restarted from the log start
+	heardMs  int64            // when a fetch last answered (client clock; 0: never)
+	skipped  int              // records of the partition skipped by the fold so far
 }
 
 // follow returns the client's view of partition p, starting its follower
