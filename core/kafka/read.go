@@ -12,11 +12,11 @@ package kafka
 // nothing past a transaction that another producer left open (a holder of
 // another role killed between its renewal's Produce and its EndTxn) until
 // the coordinator aborts it; this one sees every transaction that committed
-// after it. Followers long-poll on kgo clients of
-// their own (one per followed partition): a fetch that waits at the broker
-// holds its connection, and Kafka answers the requests of one connection in
-// order, so a long poll on a shared connection would hold up every other
-// request behind it.
+// after it. Followers long-poll on a kgo client of their own, one long poll
+// per broker for every followed partition it leads (follow.go): a fetch
+// that waits at the broker holds its connection, and Kafka answers the
+// requests of one connection in order, so a long poll on a shared
+// connection would hold up every other request behind it.
 
 import (
 	"cmp"
@@ -153,33 +153,39 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 				return fetched{}, t.classify(e, "fetch of "+topic, readACL)
 			}
 		}
-		iso := kgo.ReadUncommitted()
-		if committed {
-			iso = kgo.ReadCommitted()
-		}
-		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset: offset, IsolationLevel: iso, Topic: topic, Partition: partition,
-			KeepControlRecords: !committed,
-		}, got, kgo.DefaultDecompressor(), nil)
-		if fp.Err != nil {
-			return fetched{}, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
-		}
-		out := fetched{next: next, lso: got.LastStableOffset, hwm: got.HighWatermark}
-		if next < offset {
-			out.next = offset
-		}
-		t.fetchedTo(partition, out.next)
-		if committed {
-			for _, r := range fp.Records {
-				if !r.Attrs.IsControl() {
-					out.recs = append(out.recs, rawRecord(r))
-				}
-			}
-		} else {
-			out.batches = batchesOf(fp.Records)
-		}
-		return out, nil
+		return t.decodeFetched(got, offset, committed)
 	}
+}
+
+// decodeFetched decodes one partition of a Fetch answer asked from offset:
+// committed records (read_committed) or every batch and marker.
+func (t *Transport) decodeFetched(got *kmsg.FetchResponseTopicPartition, offset int64, committed bool) (fetched, error) {
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+		Offset: offset, IsolationLevel: iso, Topic: t.cfg.Topic, Partition: got.Partition,
+		KeepControlRecords: !committed,
+	}, got, kgo.DefaultDecompressor(), nil)
+	if fp.Err != nil {
+		return fetched{}, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", got.Partition)
+	}
+	out := fetched{next: next, lso: got.LastStableOffset, hwm: got.HighWatermark}
+	if next < offset {
+		out.next = offset
+	}
+	t.fetchedTo(got.Partition, out.next)
+	if committed {
+		for _, r := range fp.Records {
+			if !r.Attrs.IsControl() {
+				out.recs = append(out.recs, rawRecord(r))
+			}
+		}
+	} else {
+		out.batches = batchesOf(fp.Records)
+	}
+	return out, nil
 }
 
 // rawRecord is r as the fold takes it.
@@ -357,19 +363,16 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 }
 
 // Fetch implements coord.Transport: one long-polling read_uncommitted fetch
-// of a followed partition from offset, on the partition's own follower
-// client.
+// of a followed partition from offset, in the round of the follower of the
+// partition's leader (follow.go: one long poll per broker carries every
+// followed partition it leads).
 func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (coord.Fetched, error) {
 	if err := t.checkOpen(); err != nil {
 		return coord.Fetched{}, err
 	}
-	cl, err := t.follower(partition)
-	if err != nil {
-		return coord.Fetched{}, err
-	}
 	bctx, cancel := context.WithTimeout(ctx, maxWait+t.cfg.RequestTimeout)
 	defer cancel()
-	f, err := t.fetchOnce(bctx, cl, partition, offset, maxWait)
+	f, err := t.followFetch(bctx, partition, offset, maxWait)
 	if err != nil {
 		if ctx.Err() != nil {
 			return coord.Fetched{}, t.classify(ctx.Err(), "fetch", "")
@@ -379,34 +382,10 @@ func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, ma
 	return coord.Fetched{Batches: f.batches, Next: f.next, Reset: f.reset, LastStable: f.lso}, nil
 }
 
-// follower returns the kgo client that long-polls partition (built once).
-func (t *Transport) follower(partition int32) (*kgo.Client, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil, coord.WrapError(coord.ErrClosed, nil, "transport closed")
-	}
-	if cl, ok := t.followers[partition]; ok {
-		return cl, nil
-	}
-	cl, err := kgo.NewClient(t.clientOpts("follower", "")...)
-	if err != nil {
-		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building a follower client")
-	}
-	t.followers[partition] = cl
-	return cl, nil
-}
-
-// Unfollow implements coord.Transport: it releases the follower client of
-// partition (the view stopped following it).
+// Unfollow implements coord.Transport: the follower of the partition's
+// leader stops waiting for it between rounds.
 func (t *Transport) Unfollow(partition int32) {
-	t.mu.Lock()
-	cl, ok := t.followers[partition]
-	delete(t.followers, partition)
-	t.mu.Unlock()
-	if ok {
-		go cl.Close()
-	}
+	t.follow.forget(partition)
 }
 
 // markerWait bounds how long a read waits for commit markers of
