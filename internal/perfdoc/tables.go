@@ -20,6 +20,7 @@ var tables = map[string]func(*gen) (string, error){
 	"goals":       goalsTable,
 	"procs":       procsTable,
 	"crossrole":   crossroleTable,
+	"scale":       scaleTable,
 }
 
 // The clusters of the side-by-side tables, in column order.
