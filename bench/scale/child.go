@@ -112,6 +112,25 @@ func (c *childFlags) config(clientID string, background bool) (coord.Config, err
 
 func (c *childFlags) role(i int) core.Role { return core.MustRole(fmt.Sprintf("%s-%d", c.prefix, i)) }
 
+// client builds the child's client (background renewal) and reports the
+// process before any role as "base"; false (reported as "err") when the
+// client cannot be built.
+func (c *childFlags) client(out *childproc.Out[event], clientID string) (*coord.Client, bool) {
+	cfg, err := c.config(clientID, true)
+	var cl *coord.Client
+	if err == nil {
+		cl, err = kafka.NewClient(cfg)
+	}
+	if err != nil {
+		out.Send(event{Ev: "err", Msg: err.Error()})
+		return nil, false
+	}
+	base := sample(nil)
+	base.Ev = "base"
+	out.Send(base)
+	return cl, true
+}
+
 func parseChild(args []string) childFlags {
 	var c childFlags
 	fs := flag.NewFlagSet("child", flag.ExitOnError)
@@ -202,19 +221,10 @@ func commands(fn func(string)) {
 func runHolder(args []string) {
 	c := parseChild(args)
 	out := childproc.NewOut[event](os.Stdout)
-	cfg, err := c.config("scale-holder", true)
-	if err != nil {
-		out.Send(event{Ev: "err", Msg: err.Error()})
+	cl, ok := c.client(out, "scale-holder")
+	if !ok {
 		return
 	}
-	cl, err := kafka.NewClient(cfg)
-	if err != nil {
-		out.Send(event{Ev: "err", Msg: err.Error()})
-		return
-	}
-	base := sample(nil)
-	base.Ev = "base"
-	out.Send(base)
 
 	ls := make([]*coord.Leadership, c.roles)
 	lat := make([]float64, c.roles)
@@ -316,19 +326,10 @@ func runHolder(args []string) {
 func runStandby(args []string) {
 	c := parseChild(args)
 	out := childproc.NewOut[event](os.Stdout)
-	cfg, err := c.config("scale-standby", true)
-	if err != nil {
-		out.Send(event{Ev: "err", Msg: err.Error()})
+	cl, ok := c.client(out, "scale-standby")
+	if !ok {
 		return
 	}
-	cl, err := kafka.NewClient(cfg)
-	if err != nil {
-		out.Send(event{Ev: "err", Msg: err.Error()})
-		return
-	}
-	base := sample(nil)
-	base.Ev = "base"
-	out.Send(base)
 	var mu sync.Mutex
 	wins := map[string]int64{}
 	failures := 0

@@ -282,27 +282,11 @@ func (t *Transport) fetchRound(ctx context.Context, cl *kgo.Client, leader int32
 	t.mu.Lock()
 	id := t.topicID
 	t.mu.Unlock()
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = 16 << 20
-	req.SessionID = 0
-	req.SessionEpoch = -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
-	rt.TopicID = id
-	for _, c := range calls {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = c.p
-		rp.FetchOffset = c.offset
-		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = 16 << 20
-		rp.CurrentLeaderEpoch = -1
-		rp.LastFetchedEpoch = -1
-		rt.Partitions = append(rt.Partitions, rp)
+	parts := make([]partOffset, len(calls))
+	for i, c := range calls {
+		parts[i] = partOffset{c.p, c.offset}
 	}
-	req.Topics = append(req.Topics, rt)
+	req := t.fetchRequest(id, maxWait, 16<<20, false, parts...)
 	kresp, err := cl.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
 		t.forgetLeaders()
@@ -345,7 +329,6 @@ func (t *Transport) fetchRound(ctx context.Context, cl *kgo.Client, leader int32
 // the partition's current leader while ctx lasts, as fetchOnce retries
 // them.
 func (t *Transport) followFetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (fetched, error) {
-	readACL := topicACL(t.cfg.Topic, "READ")
 	for {
 		leader, _, err := t.meta(ctx, partition)
 		if err != nil {
@@ -371,35 +354,22 @@ func (t *Transport) followFetch(ctx context.Context, partition int32, offset int
 			return a.f, nil
 		}
 		e := a.err
-		switch {
-		case errors.Is(e, kerr.OffsetOutOfRange):
-			start, err := t.listStart(ctx, partition)
-			if err != nil {
-				return fetched{}, err
+		var ke *kerr.Error
+		if errors.As(e, &ke) && ke.Code != 0 && coord.ClientErrorKind(e) == nil {
+			// A partition error: a reset, a leader moving, or a failure.
+			out, again, err := t.partitionError(ctx, e, partition, offset)
+			if err != nil || !again {
+				return out, err
 			}
-			if start == offset {
-				continue // raced with a retention step; ask again
+			if errors.Is(e, kerr.OffsetOutOfRange) {
+				continue
 			}
-			return fetched{next: start, reset: true, lso: -1}, nil
-		case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
-			errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
-			errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
-			errors.Is(e, kerr.InconsistentTopicID):
-			t.forgetLeaders()
-			if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
-				return fetched{}, rerr
-			}
-		default:
-			var ke *kerr.Error
-			if errors.As(e, &ke) && !ke.Retriable {
-				return fetched{}, t.classify(e, "fetch of "+t.cfg.Topic, readACL)
-			}
-			// A retriable partition error, or the request failed (the
-			// connection, the broker): try again (retryable returns the
-			// errors that will not pass, and ctx's end).
-			if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
-				return fetched{}, rerr
-			}
+		}
+		// A leader moving, or the request failed (the connection, the
+		// broker): try again (retryable returns the errors that will not
+		// pass, and ctx's end).
+		if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
+			return fetched{}, rerr
 		}
 	}
 }

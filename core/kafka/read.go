@@ -74,28 +74,7 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 			}
 			continue
 		}
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID = -1
-		req.MaxWaitMillis = int32(maxWait / time.Millisecond)
-		req.MinBytes = 1
-		req.MaxBytes = maxBytes
-		if committed {
-			req.IsolationLevel = 1
-		}
-		req.SessionID = 0
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rt.TopicID = id
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = partition
-		rp.FetchOffset = offset
-		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = maxBytes
-		rp.CurrentLeaderEpoch = -1
-		rp.LastFetchedEpoch = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := t.fetchRequest(id, maxWait, maxBytes, committed, partOffset{partition, offset})
 		kresp, err := cl.Broker(int(leader)).Request(ctx, req)
 		if err != nil {
 			t.forgetLeaders()
@@ -123,38 +102,86 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 			return fetched{}, coord.WrapError(coord.ErrTransport, nil, "fetch response without partition %d", partition)
 		}
 		if e := kerr.ErrorForCode(got.ErrorCode); e != nil {
+			out, again, err := t.partitionError(ctx, e, partition, offset)
 			switch {
-			case errors.Is(e, kerr.OffsetOutOfRange):
-				start, err := t.listStart(ctx, partition)
-				if err != nil {
-					return fetched{}, err
-				}
-				if start == offset {
-					// Raced with a retention step; ask again.
-					if !retry {
-						return fetched{}, e
-					}
-					continue
-				}
-				return fetched{next: start, reset: true, lso: -1}, nil
-			case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
-				errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
-				errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
-				errors.Is(e, kerr.InconsistentTopicID):
-				t.forgetLeaders()
-				if !retry {
-					return fetched{}, e
-				}
+			case err != nil:
+				return fetched{}, err
+			case !again:
+				return out, nil
+			case !retry:
+				return fetched{}, e
+			case !errors.Is(e, kerr.OffsetOutOfRange):
 				if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
 					return fetched{}, rerr
 				}
-				continue
-			default:
-				return fetched{}, t.classify(e, "fetch of "+topic, readACL)
 			}
+			continue
 		}
 		return t.decodeFetched(got, offset, committed)
 	}
+}
+
+// partOffset is one partition of a Fetch and the offset it is read from.
+type partOffset struct {
+	p      int32
+	offset int64
+}
+
+// fetchRequest builds a sessionless Fetch of the coordination topic (topic
+// id id) from each partition at its offset, answered once a byte is there
+// or after maxWait at the broker; read_committed when committed.
+func (t *Transport) fetchRequest(id [16]byte, maxWait time.Duration, maxBytes int32, committed bool, parts ...partOffset) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = maxBytes
+	if committed {
+		req.IsolationLevel = 1
+	}
+	req.SessionID = 0
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = t.cfg.Topic
+	rt.TopicID = id
+	for _, po := range parts {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = po.p
+		rp.FetchOffset = po.offset
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = maxBytes
+		rp.CurrentLeaderEpoch = -1
+		rp.LastFetchedEpoch = -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// partitionError handles the error code e of one partition of a Fetch
+// asked from offset: a log start past the offset answers the reset (the
+// reader folds again from there); a retention race, or a leader moving
+// (the cached leaders are forgotten), asks the caller to fetch again
+// (again); anything else is returned classified.
+func (t *Transport) partitionError(ctx context.Context, e error, partition int32, offset int64) (out fetched, again bool, err error) {
+	switch {
+	case errors.Is(e, kerr.OffsetOutOfRange):
+		start, err := t.listStart(ctx, partition)
+		if err != nil {
+			return fetched{}, false, err
+		}
+		if start == offset {
+			return fetched{}, true, nil // raced with a retention step; ask again
+		}
+		return fetched{next: start, reset: true, lso: -1}, false, nil
+	case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
+		errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
+		errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
+		errors.Is(e, kerr.InconsistentTopicID):
+		t.forgetLeaders()
+		return fetched{}, true, nil
+	}
+	return fetched{}, false, t.classify(e, "fetch of "+t.cfg.Topic, topicACL(t.cfg.Topic, "READ"))
 }
 
 // decodeFetched decodes one partition of a Fetch answer asked from offset:
