@@ -7,6 +7,8 @@
 # SCALE_DURATION (default 10m) with lease SCALE_LEASE (30s) and renew
 # SCALE_RENEW (10s). Each writes bench/results/scale-<label>-<roles>n-...json
 # (SCALE_LABEL, default after; SCALE_OUT_DIR, default bench/results).
+# SCALE_BIN runs a bench binary built elsewhere, for example from an older
+# commit of the library with this bench/scale copied in (the "before" runs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 label="${SCALE_LABEL:-after}"
@@ -23,7 +25,11 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-go build -o "$bin" ./bench/scale
+if [[ -n "${SCALE_BIN:-}" ]]; then
+  bin="$SCALE_BIN" # a bench binary built elsewhere (for example from an older commit)
+else
+  go build -o "$bin" ./bench/scale
+fi
 bootstrap="${SCALE_BOOTSTRAP:-}"
 if [[ -z "$bootstrap" ]]; then
   bootstrap="$(tests/kafka/cluster.sh start --name scale --dir "$tmp/kafka" --port "$port" --owner $$ | tail -n 1)"

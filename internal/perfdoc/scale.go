@@ -33,7 +33,8 @@ var scaleRows = []struct {
 	{"renewals-missed", "renewals missed (+ leaderships ended)", single},
 	{"takeovers", "takeovers while the holder lived", single},
 	{"takeover-past-deadline", "standby takes over after the holder's SIGKILL, past the deadline, p50 / p99", lat},
-	{"fold", "a fresh process folds the whole topic", scaleFold},
+	{"fold", "a fresh process folds the whole topic (both processes running)", scaleFold},
+	{"fold-after-kill", "the same right after the holder's SIGKILL (waits for the markers the kill left open)", scaleFold},
 }
 
 func scaleFold(m *Measure) string {
