@@ -68,12 +68,14 @@ func main() {
 		label    string
 		outDir   string
 		kafkaLib string
+		commit   string
 	)
 	c.register(flag.CommandLine)
 	flag.DurationVar(&duration, "duration", 10*time.Minute, "how long both processes run before the holder is killed")
 	flag.StringVar(&label, "label", "", "before | after (in the results file's name and settings)")
 	flag.StringVar(&outDir, "out-dir", "bench/results", "directory of the results file ('': write none)")
 	flag.StringVar(&kafkaLib, "kafka-lib", "tests/kafka/lib", "directory of the broker jars (their name gives the Kafka version)")
+	flag.StringVar(&commit, "commit", "", "commit of the library recorded in the results (default: git rev-parse --short HEAD of the working directory)")
 	flag.Parse()
 	if c.bootstrap == "" {
 		c.bootstrap = os.Getenv("KRABKA_BOOTSTRAP")
@@ -92,6 +94,9 @@ func main() {
 		c.prefix = fmt.Sprintf("sc%d", run)
 	}
 	f := perfdoc.NewFile("scale")
+	if commit != "" {
+		f.Commit, f.Dirty = commit, false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	kinfo, err := perfdoc.AskKafka(ctx, strings.Split(c.bootstrap, ","), perfdoc.KafkaVersion(kafkaLib))
 	cancel()

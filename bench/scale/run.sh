@@ -8,7 +8,8 @@
 # SCALE_RENEW (10s). Each writes bench/results/scale-<label>-<roles>n-...json
 # (SCALE_LABEL, default after; SCALE_OUT_DIR, default bench/results).
 # SCALE_BIN runs a bench binary built elsewhere, for example from an older
-# commit of the library with this bench/scale copied in (the "before" runs).
+# commit of the library with this bench/scale copied in (the "before" runs;
+# give SCALE_FLAGS="-commit <that commit>" so that the results name it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 label="${SCALE_LABEL:-after}"
