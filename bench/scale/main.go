@@ -186,15 +186,18 @@ func main() {
 		return float64(t)
 	}
 	renewals := hEnd.RenewOK - acq.RenewOK
+	// The bench's goroutines still blocked in Acquire (the others returned:
+	// a role won while the holder lived, or an error).
+	blocked := c.roles - len(sEnd.Wins) - sEnd.Failures
 	ms := []perfdoc.Measure{
 		perfdoc.Summarize("acquire", "one Acquire of a free role by the holder process ("+strconv.Itoa(c.conc)+" in flight)", "ms", acq.AcquireMs),
 		perfdoc.Value("acquire-all", "the holder process acquires every free role (first call to last return)", "s", acq.TotalMs/1000),
 		perfdoc.Value("held-mem-per-role", "holder process: Go heap (HeapAlloc) + goroutine stacks after a GC, end of the window minus before the first Acquire, per held role", "KiB", perRole(hEnd, hBase)),
 		perfdoc.Value("standby-mem-per-role", "standby process: Go heap + goroutine stacks after a GC, end of the window minus before the first Acquire, per standby role (includes the bench's goroutine blocked in Acquire per role)", "KiB", perRole(sEnd, sBase)),
 		perfdoc.Value("held-goroutines-per-role", "holder process: goroutines at the end of the window minus before the first Acquire, per held role", "goroutines", float64(hEnd.Goroutines-hBase.Goroutines)/n),
-		perfdoc.Value("standby-goroutines-per-role", "standby process: goroutines at the end minus before, per standby role, without the bench's own goroutine per role blocked in Acquire", "goroutines", float64(sEnd.Goroutines-sBase.Goroutines-c.roles)/n),
+		perfdoc.Value("standby-goroutines-per-role", "standby process: goroutines at the end minus before, per standby role, without the bench's own goroutine per role still blocked in Acquire", "goroutines", float64(sEnd.Goroutines-sBase.Goroutines-blocked)/n),
 		perfdoc.Value("holder-goroutines", "holder process: goroutines at the end of the window", "goroutines", float64(hEnd.Goroutines)),
-		perfdoc.Value("standby-goroutines", "standby process: goroutines at the end of the window, without the bench's own goroutine per role blocked in Acquire", "goroutines", float64(sEnd.Goroutines-c.roles)),
+		perfdoc.Value("standby-goroutines", "standby process: goroutines at the end of the window, without the bench's own goroutine per role still blocked in Acquire", "goroutines", float64(sEnd.Goroutines-blocked)),
 		perfdoc.Value("holder-sockets-per-broker", "holder process: TCP sockets to the busiest broker at the end of the window", "sockets", maxPerBroker(hEnd)),
 		perfdoc.Value("standby-sockets-per-broker", "standby process: TCP sockets to the busiest broker at the end of the window", "sockets", maxPerBroker(sEnd)),
 		perfdoc.Value("holder-sockets", "holder process: TCP sockets at the end of the window", "sockets", total(hEnd)),
