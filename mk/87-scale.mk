@@ -19,7 +19,7 @@ GO ?= go
 SCALE_LABEL ?= after
 SCALE_PORT ?= 27400
 
-.PHONY: scale-bench scale-smoke
+.PHONY: scale-bench
 BENCH_TARGETS += scale-bench
 
 scale-bench: kafka-fetch
