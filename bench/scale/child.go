@@ -38,7 +38,9 @@ type event struct {
 	CPUMs      float64        `json:"cpu_ms,omitempty"`  // user + system CPU since the process started
 	RenewOK    int64          `json:"renew_ok,omitempty"`
 	RenewFail  int64          `json:"renew_failed,omitempty"`
-	Held       int            `json:"held,omitempty"` // leaderships ACTIVE
+	Held       int            `json:"held,omitempty"`       // leaderships ACTIVE
+	ViewWaits  int64          `json:"view_waits,omitempty"` // Stats.ViewWaits: waits on the live views, one per start and wake-up of a waiter
+	AtMs       int64          `json:"at_ms,omitempty"`      // when the sample was taken (epoch ms)
 
 	// The holder's acquisitions.
 	AcquireMs []float64 `json:"acquire_ms,omitempty"`
@@ -146,10 +148,10 @@ func sample(cl *coord.Client) event {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	e := event{Ev: "sample", HeapBytes: ms.HeapAlloc, StackBytes: ms.StackInuse,
-		Goroutines: runtime.NumGoroutine(), Sockets: sockets(), CPUMs: cpuMs()}
+		Goroutines: runtime.NumGoroutine(), Sockets: sockets(), CPUMs: cpuMs(), AtMs: time.Now().UnixMilli()}
 	if cl != nil {
 		st := cl.Stats()
-		e.RenewOK, e.RenewFail, e.Held = st.RenewalsOK, st.RenewalsFailed, st.Leaders
+		e.RenewOK, e.RenewFail, e.Held, e.ViewWaits = st.RenewalsOK, st.RenewalsFailed, st.Leaders, st.ViewWaits
 	}
 	return e
 }
@@ -350,7 +352,9 @@ func runStandby(args []string) {
 			}
 		}()
 	}
-	out.Send(event{Ev: "started"})
+	started := sample(cl) // the window's start: CPU and view waits
+	started.Ev = "started"
+	out.Send(started)
 	commands(func(cmd string) {
 		switch {
 		case cmd == "sample":

@@ -116,7 +116,7 @@ func main() {
 	standby := start(c, "standby")
 	defer standby.Kill()
 	sBase := must(standby.Wait("base", 2*time.Minute))
-	must(standby.Wait("started", 2*time.Minute))
+	sStart := must(standby.Wait("started", 2*time.Minute))
 	fmt.Printf("  standby: waiting for %d roles; running for %v\n", c.roles, duration)
 	time.Sleep(duration)
 
@@ -206,6 +206,21 @@ func main() {
 	if renewals > 0 {
 		ms = append(ms, perfdoc.Value("cpu-per-renewal", "holder process: user + system CPU over the window divided by the renewals granted in it", "ms", (hEnd.CPUMs-acq.CPUMs)/float64(renewals)))
 	}
+	// The wake-up cost (issue 35, item 2): every wait of a waiter on the
+	// live view (the holder's leadership watchers, the standby's Acquire
+	// calls) per second of the window, and the standby's CPU.
+	perS := func(d float64, from, to event) float64 {
+		if to.AtMs <= from.AtMs {
+			return 0
+		}
+		return d / (float64(to.AtMs-from.AtMs) / 1000)
+	}
+	ms = append(ms,
+		perfdoc.Value("holder-view-waits", "holder process: waits of its waiters on the live views (Stats.ViewWaits: one per start and per wake-up) per second, from the last acquisition to the end of the window", "waits/s", perS(float64(hEnd.ViewWaits-acq.ViewWaits), acq, hEnd)),
+		perfdoc.Value("standby-view-waits", "standby process: the same per second, from its Acquire calls started to the end of the window", "waits/s", perS(float64(sEnd.ViewWaits-sStart.ViewWaits), sStart, sEnd)),
+		perfdoc.Value("standby-cpu", "standby process: user + system CPU per second, from its Acquire calls started to the end of the window", "ms/s", perS(sEnd.CPUMs-sStart.CPUMs, sStart, sEnd)),
+		perfdoc.Value("holder-cpu", "holder process: user + system CPU per second, from the last acquisition to the end of the window", "ms/s", perS(hEnd.CPUMs-acq.CPUMs, acq, hEnd)),
+	)
 	if len(hEnd.GapMs) > 0 {
 		m := perfdoc.Summarize("renew-gap", "holder: time between two grants of one role's lease (the renew interval when on time)", "ms", hEnd.GapMs)
 		m.Extra = map[string]float64{"late": float64(hEnd.Late), "missed": float64(hEnd.Missed), "ended": float64(hEnd.Ended),

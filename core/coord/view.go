@@ -227,6 +227,7 @@ func (v *partView) wakeLocked() {
 // folds the partition again from its start). Records of other roles do not
 // close it.
 func (v *partView) snapshot(role wireRole) (core.State, int64, <-chan struct{}) {
+	v.c.stats.viewWaits.Add(1)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	k := role.r.String()

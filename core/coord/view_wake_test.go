@@ -147,6 +147,7 @@ func TestStandbyWokenByItsRoleOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := coord.ViewWakes(c1, rb)
+	wakesA, waits := coord.ViewWakes(c1, ra), c1.Stats().ViewWaits
 	for i := 0; i < 20; i++ {
 		if err := la.Renew(bg()); err != nil {
 			t.Fatal(err)
@@ -157,6 +158,17 @@ func TestStandbyWokenByItsRoleOnly(t *testing.T) {
 	}
 	if got := coord.ViewWakes(c1, rb); got != before {
 		t.Fatalf("A's renewals woke B's standby: wake-ups of B %d -> %d", before, got)
+	}
+	// Stats.ViewWaits: A's leadership watcher reads its state again after
+	// each wake-up of A (the manual clock fires no poll timer); B's standby
+	// reads nothing, so the waits grow by at most A's wake-ups.
+	for deadline := time.Now().Add(30 * time.Second); c1.Stats().ViewWaits == waits; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("view_waits stayed at %d through A's renewals", waits)
+		}
+	}
+	if got, woken := c1.Stats().ViewWaits-waits, coord.ViewWakes(c1, ra)-wakesA; got > woken {
+		t.Fatalf("view_waits grew by %d over A's renewals, which woke A's waiters %d times", got, woken)
 	}
 	select {
 	case err := <-won:
