@@ -116,6 +116,12 @@ type offsetClock struct {
 
 func (c offsetClock) NowMs() int64 { return c.Clock.NowMs() + c.offsetMs }
 
+// AfterFunc implements core.TimerClock: the offset moves every instant
+// alike, so a delay is the system clock's.
+func (c offsetClock) AfterFunc(d time.Duration, f func()) core.Timer {
+	return core.AfterFunc(c.Clock, d, f)
+}
+
 // Transport implements coord.Transport on franz-go.
 type Transport struct {
 	cfg  coord.Config
