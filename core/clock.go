@@ -39,9 +39,11 @@ func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 // clock has been advanced to (or past) the end of the sleep, or ctx is done.
 // It is safe for concurrent use.
 type ManualClock struct {
-	mu      sync.Mutex
-	now     int64
-	waiters []manualWaiter
+	mu       sync.Mutex
+	now      int64
+	waiters  []manualWaiter
+	timers   []*manualTimer // pending AfterFunc calls (timer.go)
+	timerSeq uint64
 }
 
 type manualWaiter struct {
@@ -60,19 +62,26 @@ func (c *ManualClock) NowMs() int64 {
 }
 
 // Advance moves the clock forward by d (truncated to milliseconds,
-// saturating) and wakes the sleepers whose time has come.
+// saturating), wakes the sleepers whose time has come and then runs the
+// AfterFunc calls whose time has come (in the calling goroutine: Advance
+// returns when they have).
 func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.setLocked(satAdd(c.now, d.Milliseconds()))
+	due := c.dueTimersLocked()
+	c.mu.Unlock()
+	runTimers(due)
 }
 
-// Set moves the clock to ms (forwards or backwards) and wakes the sleepers
-// whose time has come.
+// Set moves the clock to ms (forwards or backwards), wakes the sleepers
+// whose time has come and runs the AfterFunc calls whose time has come, as
+// Advance does.
 func (c *ManualClock) Set(ms int64) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.setLocked(ms)
+	due := c.dueTimersLocked()
+	c.mu.Unlock()
+	runTimers(due)
 }
 
 func (c *ManualClock) setLocked(ms int64) {

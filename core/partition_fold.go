@@ -12,6 +12,7 @@ import "slices"
 type PartitionFolder struct {
 	roles      map[string]*Folder
 	keySkipped int
+	skipped    int // keySkipped plus the values every role's folder skipped
 }
 
 // NewPartitionFolder returns an empty PartitionFolder.
@@ -20,15 +21,23 @@ func NewPartitionFolder() *PartitionFolder {
 }
 
 // AddRaw folds one raw record into the state of the role its key names.
-func (f *PartitionFolder) AddRaw(rec RawRecord) {
+func (f *PartitionFolder) AddRaw(rec RawRecord) { f.AddRawRole(rec) }
+
+// AddRawRole is AddRaw, returning the role the record was folded into;
+// false when its key is null or does not decode (the record counts as
+// skipped for every role). Its cost does not grow with the roles of the
+// partition.
+func (f *PartitionFolder) AddRawRole(rec RawRecord) (Role, bool) {
 	if rec.Key == nil {
 		f.keySkipped++
-		return
+		f.skipped++
+		return Role{}, false
 	}
 	kv, err := decodeKeyView(rec.Key)
 	if err != nil {
 		f.keySkipped++
-		return
+		f.skipped++
+		return Role{}, false
 	}
 	rf, ok := f.roles[string(kv.role)]
 	if !ok {
@@ -36,7 +45,10 @@ func (f *PartitionFolder) AddRaw(rec RawRecord) {
 		rf = NewFolder(Role{string(kv.role)})
 		f.roles[rf.role.s] = rf
 	}
+	before := rf.skipped
 	rf.AddRaw(rec)
+	f.skipped += rf.skipped - before
+	return rf.role, true
 }
 
 // State returns role r's state: the same as FoldRaw(r, records) over every
@@ -52,14 +64,9 @@ func (f *PartitionFolder) State(r Role) State {
 }
 
 // Skipped returns how many records of the partition were skipped: keys that
-// do not decode, and values of a role that do not decode.
-func (f *PartitionFolder) Skipped() int {
-	n := f.keySkipped
-	for _, rf := range f.roles {
-		n += rf.skipped
-	}
-	return n
-}
+// do not decode, and values of a role that do not decode. It is counted as
+// the records are folded (no walk over the roles).
+func (f *PartitionFolder) Skipped() int { return f.skipped }
 
 // Roles returns every role that has a record in the partition, sorted by name.
 func (f *PartitionFolder) Roles() []Role {

@@ -75,3 +75,56 @@ func TestStateRemovedCountsDeregisteredMembers(t *testing.T) {
 		t.Fatalf("got removed %d roster %+v, want 1 and [c b]", st.Removed, st.Roster)
 	}
 }
+
+// AddRawRole names the role each record was folded into (false for a key
+// that does not decode), and Skipped, counted as the records are folded,
+// equals the skips of every role's own fold.
+func TestPartitionFolderAddRawRoleAndSkipped(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	roles := []Role{MustRole("a"), MustRole("b"), MustRole("c")}
+	m := MustMemberID("m1")
+	for round := 0; round < 200; round++ {
+		pf := NewPartitionFolder()
+		var recs []RawRecord
+		badKeys := 0
+		for off := int64(0); off < int64(rng.IntN(50)); off++ {
+			r := roles[rng.IntN(len(roles))]
+			rec := RawRecord{Offset: off}
+			switch rng.IntN(5) {
+			case 0:
+				rec.Key, rec.Value = []byte{0, 9}, []byte{1} // undecodable key
+				badKeys++
+			case 1:
+				rec.Key, rec.Value = EncodeKey(LeaseKey(r)), []byte{0, 0, 1} // undecodable value
+			case 2:
+				rec.Key = nil // no key
+				badKeys++
+			default:
+				rec.Key = EncodeKey(RegistrationKey(r, m))
+				rec.Value = EncodeRegistration(Registration{Member: m, RegisteredAt: off})
+			}
+			recs = append(recs, rec)
+			got, ok := pf.AddRawRole(rec)
+			k, err := DecodeKey(rec.Key)
+			if rec.Key == nil {
+				err = errNilKeyForTest
+			}
+			if ok != (err == nil) || (ok && got != k.Role) {
+				t.Fatalf("round %d offset %d: AddRawRole = %s, %v; the key decodes to %+v, %v", round, off, got, ok, k, err)
+			}
+		}
+		want := badKeys
+		for _, r := range roles {
+			want += FoldRaw(r, recs).Skipped - badKeys
+		}
+		if pf.Skipped() != want {
+			t.Fatalf("round %d: Skipped() = %d, want %d", round, pf.Skipped(), want)
+		}
+	}
+}
+
+var errNilKeyForTest = errorString("nil key")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -290,6 +290,7 @@ export interface Stats {
   reads: number;
   records_folded: number;
   records_skipped: number;
+  view_waits: number;
   acquisitions: number;
   handoffs: number;
   challenges_won: number;

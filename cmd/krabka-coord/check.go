@@ -34,9 +34,13 @@ under every WARN and FAIL:
                    readers, the reference members, can then see a healthy lease expire)
   describe         DescribeTransactions allowed on the role prefix
   topic            the coordination topic: partitions, replication, min.insync.replicas,
-                   cleanup.policy=compact, segment.ms (about an hour) and
+                   cleanup.policy=compact, segment.ms (at most a day; 5 min for a new topic) and
                    min.cleanable.dirty.ratio (about 0.1), as docs/PROTOCOL.md section 8 asks;
                    WARN where the library itself warns (kafka.TopicProblems)
+  cold start       what a new member reads before its first decision: the offsets of
+                   every partition (log start to high watermark), and the largest
+                   partition read and folded once, timed; WARN when that fold takes
+                   longer than krabka.renew.interval.ms (docs/OPERATIONS.md, "Cold start")
   acl              the ACLs this principal has on the role prefix (TransactionalId
                    WRITE and DESCRIBE) and on the coordination topic
 It only reads: it creates nothing and writes nothing. A FAIL stops the checks
@@ -274,6 +278,7 @@ func runCheck(e *env, args []string) int {
 			}
 		}
 		checkTopic(ch, cfg, ti, len(ci.Brokers), problems)
+		checkColdStart(ctx, ch, cfg, t, ti)
 	}
 
 	// 6. ACLs.
@@ -454,6 +459,66 @@ func checkTopic(ch *checker, cfg coord.Config, ti kafka.TopicInfo, brokers int, 
 				alter("min.cleanable.dirty.ratio="+kafka.TopicConfigs["min.cleanable.dirty.ratio"]))
 		}
 	}
+}
+
+// checkColdStart measures what a new member folds before its first
+// decision: the offsets of every partition, and one read and fold of the
+// largest partition (the slowest a member waits for one role), timed.
+func checkColdStart(ctx context.Context, ch *checker, cfg coord.Config, t *kafka.Transport, ti kafka.TopicInfo) {
+	spans, err := t.Spans(ctx)
+	if err != nil {
+		ch.warn("cold start", fmt.Sprintf("cannot list the offsets of %s: %v", ti.Name, err), aclFix(cfg, principal(cfg), "Describe", "--topic", ti.Name))
+		return
+	}
+	var total int64
+	largest := kafka.PartitionSpan{Partition: -1}
+	for _, s := range spans {
+		total += s.End - s.Start
+		if largest.Partition < 0 || s.End-s.Start > largest.End-largest.Start {
+			largest = s
+		}
+	}
+	if largest.Partition < 0 {
+		ch.ok("cold start", "%s has no partitions listed", ti.Name)
+		return
+	}
+	start := time.Now()
+	recs, err := t.Read(ctx, largest.Partition)
+	if err != nil {
+		ch.warn("cold start", fmt.Sprintf("cannot read partition %d of %s: %v", largest.Partition, ti.Name, err), aclFix(cfg, principal(cfg), "Read", "--topic", ti.Name))
+		return
+	}
+	f := core.NewPartitionFolder()
+	for _, r := range recs {
+		f.AddRaw(r)
+	}
+	took := time.Since(start)
+	status, detail, fix := coldStartVerdict(ti, total, largest, len(recs), len(f.Roles()), took, cfg.Lease.RenewIntervalMs)
+	ch.add(status, "cold start", detail, fix)
+}
+
+// coldStartVerdict words checkColdStart's line: WARN when folding the
+// largest partition took longer than the renew interval (a member deciding
+// for a role of that partition waits that long after it starts), with the
+// settings that bound the uncompacted tail as the fix.
+func coldStartVerdict(ti kafka.TopicInfo, total int64, largest kafka.PartitionSpan, records, roles int, took time.Duration, renewMs int64) (status, detail, fix string) {
+	detail = fmt.Sprintf("%s: a new member reads up to %d offsets over %d partitions; the largest, partition %d (%d offsets, %d records of %d roles), read and folded in %d ms (segment.ms=%s, segment.bytes=%s)",
+		ti.Name, total, ti.Partitions, largest.Partition, largest.End-largest.Start, records, roles, took.Milliseconds(),
+		orUnknown(ti.Configs["segment.ms"]), orUnknown(ti.Configs["segment.bytes"]))
+	if took.Milliseconds() <= renewMs {
+		return "OK", detail, ""
+	}
+	detail += fmt.Sprintf(": longer than krabka.renew.interval.ms=%d", renewMs)
+	fix = fmt.Sprintf("kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config segment.ms=%s,segment.bytes=%s (compaction then reaches the renewals sooner), or more partitions for a new topic; see docs/OPERATIONS.md",
+		ti.Name, kafka.TopicConfigs["segment.ms"], kafka.TopicConfigs["segment.bytes"])
+	return "WARN", detail, fix
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "unknown"
+	}
+	return v
 }
 
 func msText(v string) string {

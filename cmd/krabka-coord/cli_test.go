@@ -328,3 +328,21 @@ func TestTxnFreezeJudgement(t *testing.T) {
 		t.Errorf("fix with a 1 s scan: %s", l.Fix)
 	}
 }
+
+func TestColdStartVerdict(t *testing.T) {
+	ti := kafka.TopicInfo{Name: "coord", Partitions: 4, Configs: map[string]string{"segment.ms": "300000", "segment.bytes": "8388608"}}
+	largest := kafka.PartitionSpan{Partition: 2, Start: 100, End: 5100}
+	st, detail, fix := coldStartVerdict(ti, 9000, largest, 4000, 37, 800*time.Millisecond, 10000)
+	want := "coord: a new member reads up to 9000 offsets over 4 partitions; the largest, partition 2 (5000 offsets, 4000 records of 37 roles), read and folded in 800 ms (segment.ms=300000, segment.bytes=8388608)"
+	if st != "OK" || detail != want || fix != "" {
+		t.Fatalf("fast fold: %s %q %q", st, detail, fix)
+	}
+	// A fold of the largest partition slower than the renew interval warns,
+	// with the settings of a new topic as the fix.
+	ti.Configs = map[string]string{"segment.ms": "604800000"}
+	st, detail, fix = coldStartVerdict(ti, 9000, largest, 4000, 37, 12*time.Second, 10000)
+	if st != "WARN" || !strings.Contains(detail, "read and folded in 12000 ms (segment.ms=604800000, segment.bytes=unknown): longer than krabka.renew.interval.ms=10000") ||
+		!strings.Contains(fix, "--entity-name coord --add-config segment.ms="+kafka.TopicConfigs["segment.ms"]+",segment.bytes="+kafka.TopicConfigs["segment.bytes"]) {
+		t.Fatalf("slow fold: %s %q %q", st, detail, fix)
+	}
+}

@@ -161,13 +161,15 @@ var (
 		"Records read and folded by the exporter's client.", nil, nil)
 	descSkipped = prometheus.NewDesc("krabka_client_records_skipped_total",
 		"Undecodable records of the folded roles skipped by the exporter's client.", nil, nil)
+	descViewWaits = prometheus.NewDesc("krabka_client_view_waits_total",
+		"Waits of the exporter's client on its live views: one per start and per wake-up of a waiter.", nil, nil)
 	descViewLag = prometheus.NewDesc("krabka_role_view_lag_seconds",
 		"Age of the exporter's newest view of the role's partition.", []string{"role"}, nil)
 )
 
 func (s *exporterState) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLeaderInfo, descLeaseLive, descLeaseRemaining, descFailovers,
-		descLastChange, descSinceChange, descMembers, descErrors, descReads, descFolded, descSkipped, descViewLag} {
+		descLastChange, descSinceChange, descMembers, descErrors, descReads, descFolded, descSkipped, descViewWaits, descViewLag} {
 		ch <- d
 	}
 }
@@ -210,6 +212,7 @@ func (s *exporterState) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descReads, prometheus.CounterValue, float64(st.Reads))
 	ch <- prometheus.MustNewConstMetric(descFolded, prometheus.CounterValue, float64(st.RecordsFolded))
 	ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(st.RecordsSkipped))
+	ch <- prometheus.MustNewConstMetric(descViewWaits, prometheus.CounterValue, float64(st.ViewWaits))
 	for r, rs := range st.Roles {
 		if rs.ViewLagMs >= 0 {
 			ch <- prometheus.MustNewConstMetric(descViewLag, prometheus.GaugeValue, float64(rs.ViewLagMs)/1000, r)

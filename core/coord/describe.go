@@ -101,7 +101,7 @@ func (c *Client) stateOf(ctx context.Context, role wireRole, p int32) (core.Stat
 	if err := v.sync(ctx, role); err != nil {
 		return core.State{}, err
 	}
-	st, _, _ := v.snapshot(role)
+	st := v.state(role)
 	return st, nil
 }
 

@@ -828,8 +828,8 @@ func TestElectPanicResignsThenRepanics(t *testing.T) {
 			if len(stops) != nStarted {
 				t.Fatalf("OnStarted called %d times, OnStopped %d", nStarted, len(stops))
 			}
-			b := runElector(t, "b", cb, bg(), mb)
 			if where == "OnStopped" {
+				b := runElector(t, "b", cb, bg(), mb)
 				if stops[0] != "CLOSED" {
 					t.Fatalf("stopped %v", stops)
 				}
@@ -841,11 +841,13 @@ func TestElectPanicResignsThenRepanics(t *testing.T) {
 			if nStarted == 1 && (stops[0] != "RESIGNED" || !errors.As(stopErr, &sp) || sp != p) {
 				t.Fatalf("stopped %v %v, leadership %s", stops, stopErr, l.State())
 			}
-			// Resigned (announced or not): the lease is no longer live and
-			// b takes over without the clock moving.
+			// Resigned (announced or not): the lease is no longer live (read
+			// before b starts, which would take it over at once) and b takes
+			// over without the clock moving.
 			if st := describe(t, ca); st.Lease == nil || st.Lease.LiveAt(e.clock.NowMs()) {
 				t.Fatalf("a's lease after the panic: %+v", st.Lease)
 			}
+			b := runElector(t, "b", cb, bg(), mb)
 			waitFor(t, "b's term", func() bool { return b.count(coord.TermStarted) == 1 })
 		})
 	}

@@ -33,6 +33,14 @@ type Stats struct {
 	// RecordsSkipped: records of the folded roles that could not be decoded
 	// (a poisoned or foreign record), over every read.
 	RecordsSkipped int64 `json:"records_skipped"`
+	// ViewWaits: times an Acquire, a leadership's fence watcher or a Watch
+	// read its role's state from the client's live view of the partition to
+	// wait for the role's next change: once when it starts waiting, then once
+	// per wake-up (a folded record of its role, the fold restarting, or the
+	// waiter's own timer). Its rate is the wake-up cost of the waiting roles
+	// (issue 35: a fetch answer wakes only the waiters of the roles it
+	// folded).
+	ViewWaits int64 `json:"view_waits"`
 	// Roles: one entry per role this client acquired, tried, renewed, wrote
 	// through, read or watched, keyed by role name.
 	Roles map[string]RoleStats `json:"roles"`
@@ -119,6 +127,7 @@ type roleCounters struct {
 // clientStats holds the counters of a client.
 type clientStats struct {
 	reads, folded, skipped atomic.Int64
+	viewWaits              atomic.Int64 // Stats.ViewWaits
 
 	mu    sync.Mutex
 	roles map[wireRole]*roleCounters
@@ -266,7 +275,8 @@ func (c *Client) Stats() Stats {
 	out := Stats{
 		TimeMs: now, ClientID: c.cfg.ClientID,
 		Reads: s.reads.Load(), RecordsFolded: s.folded.Load(), RecordsSkipped: s.skipped.Load(),
-		Roles: map[string]RoleStats{},
+		ViewWaits: s.viewWaits.Load(),
+		Roles:     map[string]RoleStats{},
 	}
 	out.GuardedWriteLatency = Histogram{
 		Buckets: make([]int64, len(LatencyBucketsMs)+1), BoundsMs: append([]int64(nil), LatencyBucketsMs...),

@@ -17,6 +17,15 @@ import (
 // Every acquire, leadership and watch of the client on that partition
 // shares the view; the follower stops when the last of them lets go.
 //
+// A waiter waits for its own role: snapshot hands it a channel of that role
+// alone, closed when a fetch answer folds a record of the role (or the fold
+// restarts, which may change every role). The fold knows each record's
+// role, so a fetch answer costs O(its records), not O(the roles of the
+// partition), and a renewal of one role wakes no waiter of another
+// (issue 35). sync, which waits for the view to reach an offset, waits on
+// the partition-wide channel, closed whenever the next offset moves or the
+// follower fails.
+//
 // A transport that reads past the last stable offset (Fetched.Batches)
 // hands the view every batch with its producer; the view's core.TxnFolder
 // folds a transaction when its COMMIT marker arrives, so a transaction left
@@ -44,12 +53,17 @@ type partView struct {
 	txns    *core.TxnFolder // resolves Fetched.Batches into fold
 	next    int64           // the next offset to fetch
 	lso     int64           // the last stable offset the broker last reported
-	changed chan struct{}   // closed and replaced whenever next moves or the fold restarts
-	err     error           // the follower's last error; nil after a fetch succeeded
-	folded  int64           // records folded since the view started
-	resets  int64           // times the fold restarted from the log start
-	heardMs int64           // when a fetch last answered (client clock; 0: never)
-	skipped int             // records of the partition skipped by the fold so far
+	changed chan struct{}   // closed and replaced whenever next moves, the fold restarts or a fetch fails
+	// roleWait holds a channel for each role somebody waits on (snapshot),
+	// closed and removed when a record of that role is folded or the fold
+	// restarts; the next snapshot of the role makes a new one.
+	roleWait map[string]chan struct{}
+	wakes    map[string]int64 // role channels closed since the view started, by role (tests)
+	err      error            // the follower's last error; nil after a fetch succeeded
+	folded   int64            // records folded since the view started
+	resets   int64            // times the fold restarted from the log start
+	heardMs  int64            // when a fetch last answered (client clock; 0: never)
+	skipped  int              // records of the partition skipped by the fold so far
 }
 
 // follow returns the client's view of partition p, starting its follower
@@ -69,7 +83,8 @@ func (c *Client) follow(p int32) (*partView, error) {
 	ctx, cancel := context.WithCancel(c.root)
 	v := &partView{
 		c: c, p: p, stop: cancel, done: make(chan struct{}), refs: 1,
-		lso: -1, changed: make(chan struct{}),
+		lso: -1, changed: make(chan struct{}), roleWait: map[string]chan struct{}{},
+		wakes: map[string]int64{},
 	}
 	v.restartFold()
 	c.views[p] = v
@@ -138,11 +153,12 @@ func (v *partView) run(ctx context.Context) {
 			v.next = f.Next
 			v.resets++
 			moved = true
+			v.wakeRolesLocked()
 			v.c.log().Info("krabka: the coordination partition's log start moved past the view; folding it again from the start",
 				"partition", v.p, "from", next, "log_start", f.Next)
 		} else {
 			for _, r := range f.Records {
-				v.fold.AddRaw(r)
+				v.addLocked(r)
 			}
 			n := len(f.Records)
 			for _, b := range f.Batches {
@@ -171,10 +187,34 @@ func (v *partView) run(ctx context.Context) {
 }
 
 // restartFold starts the fold afresh (a new view, or the log start moved).
+// The caller holds v.mu, or owns v alone.
 func (v *partView) restartFold() {
-	fold := core.NewPartitionFolder()
-	v.fold = fold
-	v.txns = core.NewTxnFolder(fold.AddRaw)
+	v.fold = core.NewPartitionFolder()
+	v.skipped = 0
+	v.txns = core.NewTxnFolder(v.addLocked)
+}
+
+// addLocked folds one committed record and wakes the waiters of its role.
+// The caller holds v.mu.
+func (v *partView) addLocked(r core.RawRecord) {
+	role, ok := v.fold.AddRawRole(r)
+	if !ok {
+		return // a key that does not decode: counted as skipped, no role's state moved
+	}
+	if ch, ok := v.roleWait[role.String()]; ok {
+		close(ch)
+		delete(v.roleWait, role.String())
+		v.wakes[role.String()]++
+	}
+}
+
+// wakeRolesLocked wakes the waiters of every role (the fold restarted).
+func (v *partView) wakeRolesLocked() {
+	for k, ch := range v.roleWait {
+		close(ch)
+		delete(v.roleWait, k)
+		v.wakes[k]++
+	}
 }
 
 func (v *partView) wakeLocked() {
@@ -183,11 +223,28 @@ func (v *partView) wakeLocked() {
 }
 
 // snapshot returns role's state as the view has it, the view's next offset
-// and a channel closed at the view's next change.
+// and a channel closed when the view folds the role's next record (or
+// folds the partition again from its start). Records of other roles do not
+// close it.
 func (v *partView) snapshot(role wireRole) (core.State, int64, <-chan struct{}) {
+	v.c.stats.viewWaits.Add(1)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return role.stateIn(v.fold), v.next, v.changed
+	k := role.r.String()
+	ch, ok := v.roleWait[k]
+	if !ok {
+		ch = make(chan struct{})
+		v.roleWait[k] = ch
+	}
+	return role.stateIn(v.fold), v.next, ch
+}
+
+// state returns role's state as the view has it (no channel: for a caller
+// that does not wait).
+func (v *partView) state(role wireRole) core.State {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return role.stateIn(v.fold)
 }
 
 // sync brings the view up to the offset the transport lists now (one

@@ -12,11 +12,11 @@ package kafka
 // nothing past a transaction that another producer left open (a holder of
 // another role killed between its renewal's Produce and its EndTxn) until
 // the coordinator aborts it; this one sees every transaction that committed
-// after it. Followers long-poll on kgo clients of
-// their own (one per followed partition): a fetch that waits at the broker
-// holds its connection, and Kafka answers the requests of one connection in
-// order, so a long poll on a shared connection would hold up every other
-// request behind it.
+// after it. Followers long-poll on a kgo client of their own, one long poll
+// per broker for every followed partition it leads (follow.go): a fetch
+// that waits at the broker holds its connection, and Kafka answers the
+// requests of one connection in order, so a long poll on a shared
+// connection would hold up every other request behind it.
 
 import (
 	"cmp"
@@ -74,28 +74,7 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 			}
 			continue
 		}
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID = -1
-		req.MaxWaitMillis = int32(maxWait / time.Millisecond)
-		req.MinBytes = 1
-		req.MaxBytes = maxBytes
-		if committed {
-			req.IsolationLevel = 1
-		}
-		req.SessionID = 0
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rt.TopicID = id
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = partition
-		rp.FetchOffset = offset
-		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = maxBytes
-		rp.CurrentLeaderEpoch = -1
-		rp.LastFetchedEpoch = -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
+		req := t.fetchRequest(id, maxWait, maxBytes, committed, partOffset{partition, offset})
 		kresp, err := cl.Broker(int(leader)).Request(ctx, req)
 		if err != nil {
 			t.forgetLeaders()
@@ -123,63 +102,117 @@ func (t *Transport) fetchMax(ctx context.Context, cl *kgo.Client, partition int3
 			return fetched{}, coord.WrapError(coord.ErrTransport, nil, "fetch response without partition %d", partition)
 		}
 		if e := kerr.ErrorForCode(got.ErrorCode); e != nil {
+			out, again, err := t.partitionError(ctx, e, partition, offset)
 			switch {
-			case errors.Is(e, kerr.OffsetOutOfRange):
-				start, err := t.listStart(ctx, partition)
-				if err != nil {
-					return fetched{}, err
-				}
-				if start == offset {
-					// Raced with a retention step; ask again.
-					if !retry {
-						return fetched{}, e
-					}
-					continue
-				}
-				return fetched{next: start, reset: true, lso: -1}, nil
-			case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
-				errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
-				errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
-				errors.Is(e, kerr.InconsistentTopicID):
-				t.forgetLeaders()
-				if !retry {
-					return fetched{}, e
-				}
+			case err != nil:
+				return fetched{}, err
+			case !again:
+				return out, nil
+			case !retry:
+				return fetched{}, e
+			case !errors.Is(e, kerr.OffsetOutOfRange):
 				if rerr := t.retryable(ctx, e, "fetch"); rerr != nil {
 					return fetched{}, rerr
 				}
-				continue
-			default:
-				return fetched{}, t.classify(e, "fetch of "+topic, readACL)
 			}
+			continue
 		}
-		iso := kgo.ReadUncommitted()
-		if committed {
-			iso = kgo.ReadCommitted()
-		}
-		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset: offset, IsolationLevel: iso, Topic: topic, Partition: partition,
-			KeepControlRecords: !committed,
-		}, got, kgo.DefaultDecompressor(), nil)
-		if fp.Err != nil {
-			return fetched{}, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", partition)
-		}
-		out := fetched{next: next, lso: got.LastStableOffset, hwm: got.HighWatermark}
-		if next < offset {
-			out.next = offset
-		}
-		t.fetchedTo(partition, out.next)
-		if committed {
-			for _, r := range fp.Records {
-				if !r.Attrs.IsControl() {
-					out.recs = append(out.recs, rawRecord(r))
-				}
-			}
-		} else {
-			out.batches = batchesOf(fp.Records)
-		}
-		return out, nil
+		return t.decodeFetched(got, offset, committed)
 	}
+}
+
+// partOffset is one partition of a Fetch and the offset it is read from.
+type partOffset struct {
+	p      int32
+	offset int64
+}
+
+// fetchRequest builds a sessionless Fetch of the coordination topic (topic
+// id id) from each partition at its offset, answered once a byte is there
+// or after maxWait at the broker; read_committed when committed.
+func (t *Transport) fetchRequest(id [16]byte, maxWait time.Duration, maxBytes int32, committed bool, parts ...partOffset) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = maxBytes
+	if committed {
+		req.IsolationLevel = 1
+	}
+	req.SessionID = 0
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = t.cfg.Topic
+	rt.TopicID = id
+	for _, po := range parts {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = po.p
+		rp.FetchOffset = po.offset
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = maxBytes
+		rp.CurrentLeaderEpoch = -1
+		rp.LastFetchedEpoch = -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// partitionError handles the error code e of one partition of a Fetch
+// asked from offset: a log start past the offset answers the reset (the
+// reader folds again from there); a retention race, or a leader moving
+// (the cached leaders are forgotten), asks the caller to fetch again
+// (again); anything else is returned classified.
+func (t *Transport) partitionError(ctx context.Context, e error, partition int32, offset int64) (out fetched, again bool, err error) {
+	switch {
+	case errors.Is(e, kerr.OffsetOutOfRange):
+		start, err := t.listStart(ctx, partition)
+		if err != nil {
+			return fetched{}, false, err
+		}
+		if start == offset {
+			return fetched{}, true, nil // raced with a retention step; ask again
+		}
+		return fetched{next: start, reset: true, lso: -1}, false, nil
+	case errors.Is(e, kerr.NotLeaderForPartition), errors.Is(e, kerr.UnknownTopicID),
+		errors.Is(e, kerr.FencedLeaderEpoch), errors.Is(e, kerr.UnknownLeaderEpoch),
+		errors.Is(e, kerr.LeaderNotAvailable), errors.Is(e, kerr.UnknownTopicOrPartition),
+		errors.Is(e, kerr.InconsistentTopicID):
+		t.forgetLeaders()
+		return fetched{}, true, nil
+	}
+	return fetched{}, false, t.classify(e, "fetch of "+t.cfg.Topic, topicACL(t.cfg.Topic, "READ"))
+}
+
+// decodeFetched decodes one partition of a Fetch answer asked from offset:
+// committed records (read_committed) or every batch and marker.
+func (t *Transport) decodeFetched(got *kmsg.FetchResponseTopicPartition, offset int64, committed bool) (fetched, error) {
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+		Offset: offset, IsolationLevel: iso, Topic: t.cfg.Topic, Partition: got.Partition,
+		KeepControlRecords: !committed,
+	}, got, kgo.DefaultDecompressor(), nil)
+	if fp.Err != nil {
+		return fetched{}, coord.WrapError(coord.ErrTransport, fp.Err, "decoding a fetch of partition %d", got.Partition)
+	}
+	out := fetched{next: next, lso: got.LastStableOffset, hwm: got.HighWatermark}
+	if next < offset {
+		out.next = offset
+	}
+	t.fetchedTo(got.Partition, out.next)
+	if committed {
+		for _, r := range fp.Records {
+			if !r.Attrs.IsControl() {
+				out.recs = append(out.recs, rawRecord(r))
+			}
+		}
+	} else {
+		out.batches = batchesOf(fp.Records)
+	}
+	return out, nil
 }
 
 // rawRecord is r as the fold takes it.
@@ -357,19 +390,16 @@ func (t *Transport) Read(ctx context.Context, partition int32) ([]core.RawRecord
 }
 
 // Fetch implements coord.Transport: one long-polling read_uncommitted fetch
-// of a followed partition from offset, on the partition's own follower
-// client.
+// of a followed partition from offset, in the round of the follower of the
+// partition's leader (follow.go: one long poll per broker carries every
+// followed partition it leads).
 func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, maxWait time.Duration) (coord.Fetched, error) {
 	if err := t.checkOpen(); err != nil {
 		return coord.Fetched{}, err
 	}
-	cl, err := t.follower(partition)
-	if err != nil {
-		return coord.Fetched{}, err
-	}
 	bctx, cancel := context.WithTimeout(ctx, maxWait+t.cfg.RequestTimeout)
 	defer cancel()
-	f, err := t.fetchOnce(bctx, cl, partition, offset, maxWait)
+	f, err := t.followFetch(bctx, partition, offset, maxWait)
 	if err != nil {
 		if ctx.Err() != nil {
 			return coord.Fetched{}, t.classify(ctx.Err(), "fetch", "")
@@ -379,34 +409,10 @@ func (t *Transport) Fetch(ctx context.Context, partition int32, offset int64, ma
 	return coord.Fetched{Batches: f.batches, Next: f.next, Reset: f.reset, LastStable: f.lso}, nil
 }
 
-// follower returns the kgo client that long-polls partition (built once).
-func (t *Transport) follower(partition int32) (*kgo.Client, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil, coord.WrapError(coord.ErrClosed, nil, "transport closed")
-	}
-	if cl, ok := t.followers[partition]; ok {
-		return cl, nil
-	}
-	cl, err := kgo.NewClient(t.clientOpts("follower", "")...)
-	if err != nil {
-		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building a follower client")
-	}
-	t.followers[partition] = cl
-	return cl, nil
-}
-
-// Unfollow implements coord.Transport: it releases the follower client of
-// partition (the view stopped following it).
+// Unfollow implements coord.Transport: the follower of the partition's
+// leader stops waiting for it between rounds.
 func (t *Transport) Unfollow(partition int32) {
-	t.mu.Lock()
-	cl, ok := t.followers[partition]
-	delete(t.followers, partition)
-	t.mu.Unlock()
-	if ok {
-		go cl.Close()
-	}
+	t.follow.forget(partition)
 }
 
 // markerWait bounds how long a read waits for commit markers of

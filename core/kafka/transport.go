@@ -116,6 +116,12 @@ type offsetClock struct {
 
 func (c offsetClock) NowMs() int64 { return c.Clock.NowMs() + c.offsetMs }
 
+// AfterFunc implements core.TimerClock: the offset moves every instant
+// alike, so a delay is the system clock's.
+func (c offsetClock) AfterFunc(d time.Duration, f func()) core.Timer {
+	return core.AfterFunc(c.Clock, d, f)
+}
+
 // Transport implements coord.Transport on franz-go.
 type Transport struct {
 	cfg  coord.Config
@@ -135,7 +141,7 @@ type Transport struct {
 	leaders    map[int32]int32
 	txnMax     time.Duration
 	prods      map[string]*txnProducer // newest producer per transactional id
-	followers  map[int32]*kgo.Client   // long-polling fetch clients, one per followed partition
+	follow     *followers              // the long polls of the followed partitions, one per broker (follow.go)
 	topicCheck sync.Once               // the settings of an existing topic are checked once
 	prepared   map[string]*prepared    // producers built ahead of their Mint (Prepare)
 
@@ -182,9 +188,10 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	}
 	t := &Transport{
 		cfg: cfg, opts: opts, trace: o.trace,
-		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, followers: map[int32]*kgo.Client{}, prepared: map[string]*prepared{},
+		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, prepared: map[string]*prepared{},
 		fetchNext: map[int32]int64{},
 	}
+	t.follow = newFollowers(t)
 	admin, err := kgo.NewClient(t.clientOpts("admin", "")...)
 	if err != nil {
 		return nil, coord.WrapError(coord.ErrInvalidConfig, err, "building the admin client")
@@ -681,15 +688,13 @@ func (t *Transport) Close() error {
 	t.closed = true
 	prods := t.prods
 	t.prods = map[string]*txnProducer{}
-	var idle []*kgo.Client // followers and prepared producers
-	for _, cl := range t.followers {
-		idle = append(idle, cl)
-	}
+	var idle []*kgo.Client // prepared producers
 	for _, p := range t.prepared {
 		idle = append(idle, p.cl)
 	}
-	t.followers, t.prepared = map[int32]*kgo.Client{}, map[string]*prepared{}
+	t.prepared = map[string]*prepared{}
 	t.mu.Unlock()
+	t.follow.close()
 	for _, p := range prods {
 		p.Close()
 	}

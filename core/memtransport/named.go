@@ -2,6 +2,7 @@ package memtransport
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -296,10 +297,11 @@ type PausableClock struct {
 
 	mu       sync.Mutex
 	frozenAt int64
-	resumed  chan struct{} // non-nil while paused; closed by Resume
+	resumed  chan struct{}    // non-nil while paused; closed by Resume
+	held     []*pausableTimer // AfterFunc calls that came due while paused (run by Resume)
 }
 
-var _ core.Clock = (*PausableClock)(nil)
+var _ core.TimerClock = (*PausableClock)(nil)
 
 // NewPausableClock returns a running view of base.
 func NewPausableClock(base core.Clock) *PausableClock { return &PausableClock{base: base} }
@@ -317,13 +319,104 @@ func (k *PausableClock) Pause() {
 
 // Resume undoes Pause: the view jumps to base's time, and the sleeps whose
 // end passed return. Idempotent.
+//
+// The AfterFunc calls that came due while paused run in the calling
+// goroutine before Resume returns, in the order they came due.
 func (k *PausableClock) Resume() {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.resumed != nil {
 		close(k.resumed)
 		k.resumed = nil
 	}
+	held := k.held
+	k.held = nil
+	k.mu.Unlock()
+	for _, t := range held {
+		k.fire(t)
+	}
+}
+
+// pausableTimer is an AfterFunc call on a PausableClock.
+type pausableTimer struct {
+	k     *PausableClock
+	until int64 // the view's instant of the call
+	f     func()
+
+	// Under k.mu:
+	state int        // timerPending, timerStarted or timerStopped
+	base  core.Timer // the call scheduled on the base clock
+}
+
+const (
+	timerPending = iota
+	timerStarted
+	timerStopped
+)
+
+// AfterFunc implements core.TimerClock: f runs once the view reads at
+// least its now + d while it is not paused, as a Sleep of d would return.
+// The call is scheduled on the base clock (core.AfterFunc: f runs where
+// the base clock runs its calls); one that comes due while the view is
+// paused runs in Resume. Never blocks.
+func (k *PausableClock) AfterFunc(d time.Duration, f func()) core.Timer {
+	t := &pausableTimer{k: k, until: k.NowMs() + d.Milliseconds(), f: f}
+	k.arm(t)
+	return t
+}
+
+// arm schedules t on the base clock at the view's instant t.until.
+func (k *PausableClock) arm(t *pausableTimer) {
+	left := time.Duration(t.until-k.base.NowMs()) * time.Millisecond
+	b := core.AfterFunc(k.base, left, func() { k.fire(t) })
+	k.mu.Lock()
+	if t.state == timerPending {
+		t.base = b
+	}
+	k.mu.Unlock()
+}
+
+// fire runs t's call once its time has come and the view runs: while
+// paused it holds t for Resume; before t's instant (the base clock was set
+// back) it schedules t again.
+func (k *PausableClock) fire(t *pausableTimer) {
+	k.mu.Lock()
+	if t.state != timerPending {
+		k.mu.Unlock()
+		return
+	}
+	if k.resumed != nil {
+		k.held = append(k.held, t)
+		k.mu.Unlock()
+		return
+	}
+	if k.base.NowMs() < t.until {
+		k.mu.Unlock()
+		k.arm(t)
+		return
+	}
+	t.state = timerStarted
+	k.mu.Unlock()
+	t.f()
+}
+
+// Stop implements core.Timer.
+func (t *pausableTimer) Stop() bool {
+	k := t.k
+	k.mu.Lock()
+	if t.state != timerPending {
+		k.mu.Unlock()
+		return false
+	}
+	t.state = timerStopped
+	if i := slices.Index(k.held, t); i >= 0 {
+		k.held = slices.Delete(k.held, i, i+1)
+	}
+	b := t.base
+	k.mu.Unlock()
+	if b != nil {
+		b.Stop()
+	}
+	return true
 }
 
 // NowMs implements core.Clock: base's time, or the time of the Pause.

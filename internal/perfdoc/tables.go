@@ -21,6 +21,7 @@ var tables = map[string]func(*gen) (string, error){
 	"procs":       procsTable,
 	"crossrole":   crossroleTable,
 	"pipeline":    pipelineTable,
+	"scale":       scaleTable,
 }
 
 // The clusters of the side-by-side tables, in column order.

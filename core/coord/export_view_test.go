@@ -1,0 +1,54 @@
+package coord
+
+import (
+	"context"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// Test hooks of the live view (view_test.go).
+
+// ViewWaiter returns the channel a waiter of role gets from the client's
+// view of role's partition, and false when the client follows no view there.
+func ViewWaiter(c *Client, role core.Role) (<-chan struct{}, bool) {
+	w, err := c.wire(role)
+	if err != nil {
+		return nil, false
+	}
+	v := c.viewOf(w)
+	if v == nil {
+		return nil, false
+	}
+	_, _, ch := v.snapshot(w)
+	return ch, true
+}
+
+// ViewWakes returns how many waiter channels of role the client's view of
+// role's partition closed so far (-1: no view).
+func ViewWakes(c *Client, role core.Role) int64 {
+	w, err := c.wire(role)
+	if err != nil {
+		return -1
+	}
+	v := c.viewOf(w)
+	if v == nil {
+		return -1
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.wakes[w.r.String()]
+}
+
+// ViewSync brings the client's view of role's partition up to the end of
+// the partition (partView.sync).
+func ViewSync(ctx context.Context, c *Client, role core.Role) error {
+	w, err := c.wire(role)
+	if err != nil {
+		return err
+	}
+	v := c.viewOf(w)
+	if v == nil {
+		return WrapError(ErrClosed, nil, "no view of %s", role)
+	}
+	return v.sync(ctx, w)
+}
