@@ -541,9 +541,51 @@ func (r *groupRun) scenario() {
 	for _, m := range all {
 		r.leave(m)
 	}
+	r.checkResigned()
 	r.verify()
 	if r.results != nil {
 		r.writeResults()
+	}
+}
+
+// checkResigned: after every member left (Close), every shard and the
+// leader role end resigned: the last lease of each is an expired one
+// (deadline = granted_at, written by its holder's Close), not one left to
+// run out. The last member to leave held every shard and had nobody to hand
+// them to (the 256-shard bench's Close of it once timed out).
+func (r *groupRun) checkResigned() {
+	r.t.Helper()
+	cl, err := kafka.NewClient(testConfig(r.t, r.c.Bootstrap, r.kv...))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer cl.Close()
+	_, roles, err := cl.Roles(ctxFor(r.t, 3*time.Minute))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	want := map[string]bool{r.group + "/leader": true}
+	for k := 0; k < r.shards; k++ {
+		want[fmt.Sprintf("%s/shard/%d", r.group, k)] = true
+	}
+	var bad []string
+	for _, st := range roles {
+		if !want[st.Role.String()] {
+			continue
+		}
+		delete(want, st.Role.String())
+		if st.Lease == nil || st.Lease.Deadline > st.Lease.GrantedAt || !st.Current {
+			bad = append(bad, fmt.Sprintf("%s: lease %+v current %v", st.Role, st.Lease, st.Current))
+		}
+	}
+	for role := range want {
+		bad = append(bad, role+": not in the log")
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		r.t.Errorf("after every member left, %d roles were not resigned: %v", len(bad), bad[:min(len(bad), 10)])
+	} else {
+		r.t.Logf("after every member left: all %d shards and the leader role resigned", r.shards)
 	}
 }
 
