@@ -3,7 +3,6 @@ package coord
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -26,14 +25,17 @@ type GroupLog struct {
 	Topic     string
 }
 
-// GroupEventKind says what happened to one of a member's shards.
+// GroupEventKind says what happened to one of a member's shards. Its
+// numbers are the header's krabka_group_event_kind_t (0 is no kind).
+//
+//krabka:enum krabka_group_event_kind_t prefix=Shard
 type GroupEventKind int
 
 // The kinds of a GroupEvent.
 const (
 	// ShardAssigned: the member won the shard's role; Leadership is its
 	// term (write under it until it ends).
-	ShardAssigned GroupEventKind = iota
+	ShardAssigned GroupEventKind = iota + 1
 	// ShardRevoked: the member's term of the shard ends. Either the plan
 	// moved the shard away (or the member leaves): the event comes first
 	// and the group then resigns the term to the new owner (ResignTo), so
@@ -44,17 +46,6 @@ const (
 	// term ended, at the latest when the broker sees the successor's token.
 	ShardRevoked
 )
-
-// String names the kind ("SHARD_ASSIGNED", "SHARD_REVOKED").
-func (k GroupEventKind) String() string {
-	switch k {
-	case ShardAssigned:
-		return "SHARD_ASSIGNED"
-	case ShardRevoked:
-		return "SHARD_REVOKED"
-	}
-	return "GroupEventKind(" + strconv.Itoa(int(k)) + ")"
-}
 
 // GroupEvent is one change of the member's shards.
 type GroupEvent struct {
