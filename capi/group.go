@@ -66,18 +66,10 @@ func groupName(fn string, p *C.kc_cchar_t, n C.size_t) (string, error) {
 	return string(b), nil
 }
 
-// groupKinds maps Go's GroupEventKind (numbered from 0, no //krabka:enum
-// marker: REQUEST-TO-CORE.md) onto the header's krabka_group_event_kind_t
-// (numbered from 1, 0 being no kind, as krabka_term_event_kind_t).
-var groupKinds = map[coord.GroupEventKind]C.krabka_group_event_kind_t{
-	coord.ShardAssigned: C.KRABKA_SHARD_ASSIGNED,
-	coord.ShardRevoked:  C.KRABKA_SHARD_REVOKED,
-}
-
 // groupEvent turns a GroupEvent into a queue event.
 func groupEvent(c *clientObj, tag uint64, ge coord.GroupEvent) *eventObj {
 	ev := &eventObj{typ: C.KRABKA_EVENT_GROUP, tag: tag, group: groupData{
-		kind: groupKinds[ge.Kind], shard: uint32(ge.Shard)}}
+		kind: C.krabka_group_event_kind_t(ge.Kind), shard: uint32(ge.Shard)}}
 	if ge.Leadership != nil {
 		ev.group.token = cToken(ge.Leadership.Token())
 		ev.deadline = ge.Leadership.Lease().Deadline

@@ -1759,11 +1759,13 @@ krabka_err_t krabka_group_shard_role(krabka_group_t *group, int32_t shard,
                                      char *errstr, size_t errstr_size);
 /** Leaves the group: the member turns ineligible so that the plan hands
  *  its shards over to their new owners (REVOKED each), waits until it
- *  holds none or timeout_ms (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms)
- *  passed, then resigns what it still holds and leaves the membership;
- *  GROUP_STOPPED follows the last REVOKED. TIMEOUT when the handover did
- *  not finish in time (the rest is done anyway). Blocks. Destroy the
- *  handle afterwards. */
+ *  holds none for at most a third of krabka.lease.ms (not at all when no
+ *  other live eligible member can take them), then resigns what it still
+ *  holds, all at once, and leaves the membership: the time it takes does
+ *  not grow with the shards held. GROUP_STOPPED follows the last REVOKED.
+ *  TIMEOUT when timeout_ms (KRABKA_TIMEOUT_DEFAULT: request.timeout.ms)
+ *  passed first (the rest is done anyway). Blocks. Destroy the handle
+ *  afterwards. */
 krabka_err_t krabka_group_leave(krabka_group_t *group, int64_t timeout_ms,
                                 char *errstr, size_t errstr_size);
 /** Ends the member: without krabka_group_leave before, what it holds is

@@ -105,6 +105,19 @@ func (l LeadershipEventKind) String() string {
 	return "LeadershipEventKind(" + strconv.FormatInt(int64(l), 10) + ")"
 }
 
+// String returns the name the header's krabka_group_event_kind_t gives the
+// value, without its prefix: "ASSIGNED" or "REVOKED"; GroupEventKind(n) for
+// any other value.
+func (g GroupEventKind) String() string {
+	switch g {
+	case 1: // ShardAssigned
+		return "ASSIGNED"
+	case 2: // ShardRevoked
+		return "REVOKED"
+	}
+	return "GroupEventKind(" + strconv.FormatInt(int64(g), 10) + ")"
+}
+
 // String returns the name the header's krabka_watch_event_kind_t gives the
 // value, without its prefix: "HOLDER_CHANGED", "LEASE_RENEWED",
 // "ROSTER_CHANGED" or "ROLE_FREE"; EventKind(n) for any other value.

@@ -3,7 +3,6 @@ package coord
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -26,14 +25,17 @@ type GroupLog struct {
 	Topic     string
 }
 
-// GroupEventKind says what happened to one of a member's shards.
+// GroupEventKind says what happened to one of a member's shards. Its
+// numbers are the header's krabka_group_event_kind_t (0 is no kind).
+//
+//krabka:enum krabka_group_event_kind_t prefix=Shard
 type GroupEventKind int
 
 // The kinds of a GroupEvent.
 const (
 	// ShardAssigned: the member won the shard's role; Leadership is its
 	// term (write under it until it ends).
-	ShardAssigned GroupEventKind = iota
+	ShardAssigned GroupEventKind = iota + 1
 	// ShardRevoked: the member's term of the shard ends. Either the plan
 	// moved the shard away (or the member leaves): the event comes first
 	// and the group then resigns the term to the new owner (ResignTo), so
@@ -44,17 +46,6 @@ const (
 	// term ended, at the latest when the broker sees the successor's token.
 	ShardRevoked
 )
-
-// String names the kind ("SHARD_ASSIGNED", "SHARD_REVOKED").
-func (k GroupEventKind) String() string {
-	switch k {
-	case ShardAssigned:
-		return "SHARD_ASSIGNED"
-	case ShardRevoked:
-		return "SHARD_REVOKED"
-	}
-	return "GroupEventKind(" + strconv.Itoa(int(k)) + ")"
-}
 
 // GroupEvent is one change of the member's shards.
 type GroupEvent struct {
@@ -120,6 +111,7 @@ type Group struct {
 
 	partReady chan struct{}
 	slots     chan struct{} // campaign slots (groupCampaigns)
+	resigns   chan struct{} // resignation slots (groupResigns)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -201,7 +193,8 @@ func newGroup(c *Client, log GroupLog, group, kind string, n, perMax int, member
 	}
 	g := &Group{c: c, log: log, name: group, kind: kind, n: n, member: member, perMax: perMax, opt: o,
 		weight: o.weight, eligible: o.eligible, shards: map[int]*groupShard{}, held: map[int]*Leadership{},
-		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group), partReady: make(chan struct{}), slots: make(chan struct{}, groupCampaigns)}
+		wake: make(chan struct{}), kick: make(chan struct{}, 1), done: make(chan struct{}), view: newGroupView(group), partReady: make(chan struct{}),
+		slots: make(chan struct{}, groupCampaigns), resigns: make(chan struct{}, groupResigns)}
 	var err error
 	if g.leader, err = GroupLeaderRole(group); err != nil {
 		return nil, err
@@ -330,11 +323,18 @@ func (g *Group) Next(ctx context.Context) (GroupEvent, error) {
 }
 
 // Close leaves the group: the member turns ineligible so that the plan
-// hands its shards over (ResignTo their new owners), waits until it holds
-// none or ctx ends, then resigns what it still holds, resigns the leader
-// role if it holds it and writes its heartbeat's tombstone. Blocks until
-// then; the error is ctx's when the handover did not finish (the rest is
-// done anyway). Idempotent.
+// hands its shards over (ResignTo their new owners, at most max moves at a
+// time), and waits for that for at most one heartbeat interval (a third of
+// the member ttl), not at all when no other live eligible member is there to
+// take them. Then it resigns every shard it still holds at once (at most
+// groupResigns transactions in flight, each naming the shard's owner or
+// target in the plan as its successor, so that a member already campaigning
+// takes it at once), ends its campaigns, resigns the leader role if it holds
+// it and writes its heartbeat's tombstone. So the time Close takes does not
+// grow with the shards held: the handover through the plan, one bounded
+// step after the other, is cut short and the rest resigned in parallel.
+// Blocks until then; the error is ctx's when ctx ended first (what was
+// left is resigned anyway). Idempotent.
 func (g *Group) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -348,25 +348,47 @@ func (g *Group) Close(ctx context.Context) error {
 	g.nudge()
 	var werr error
 	if first {
-		for {
-			g.mu.Lock()
-			n := len(g.held)
-			g.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				werr = g.c.fail(ctx, ctx.Err())
-			case <-g.done:
-			case <-time.After(g.opt.tick):
-				continue
-			}
-			break
-		}
+		werr = g.drain(ctx)
 	}
 	g.stop(ctx)
 	return werr
+}
+
+// drain waits, for at most one heartbeat interval, until the plan handed
+// over every shard the member holds; at once when no other live eligible
+// member is there to hand over to. ctx's error when it ended first.
+func (g *Group) drain(ctx context.Context) error {
+	budget := time.NewTimer(g.opt.heartbeat)
+	defer budget.Stop()
+	for {
+		g.mu.Lock()
+		n, others := len(g.held), g.othersLocked()
+		g.mu.Unlock()
+		if n == 0 || !others {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return g.c.fail(ctx, ctx.Err())
+		case <-g.done:
+			return nil
+		case <-budget.C:
+			return nil
+		case <-time.After(g.opt.tick):
+		}
+	}
+}
+
+// othersLocked reports whether the view has a live eligible member other
+// than this one (one the plan can hand shards to). g.mu held.
+func (g *Group) othersLocked() bool {
+	now := g.c.clock.NowMs()
+	for name, m := range g.view.members {
+		if name != g.member.String() && m.Deadline > now && m.Eligible && m.Weight > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Group) nudge() {

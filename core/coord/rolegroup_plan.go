@@ -309,11 +309,17 @@ func groupTarget(n int, members []liveMember, base []string, perMax int) []strin
 // groupStep moves the plan's owners one step towards target. holder is each
 // shard's live holder as the members report it ("" none). A shard whose
 // owner is gone falls back to its live holder; a shard without a live holder
-// is placed at once (nobody to hand over from); a shard whose live holder is
-// not its target moves only while fewer than maxMoves such handovers are in
-// flight (owner != holder, both set). It returns the new owners and how many
-// shards changed from one owner to another (placements from none are not
-// moves).
+// is placed at once (nobody to hand over from); a shard the target gives to
+// nobody (no live eligible member is left, or a semaphore has more slots
+// than members) is released at once (nobody to hand over to: its holder
+// only resigns); a shard whose live holder is not its target moves only
+// while fewer than maxMoves such handovers are in flight (owner != holder,
+// both set). It returns the new owners and how many shards changed from one
+// owner to another (placements from none are not moves).
+//
+// Releases to nobody were once bounded like handovers: the last member of a
+// group of 256 shards that left (Close) then gave its shards up 8 per plan,
+// one plan per tick, and its Close timed out.
 func groupStep(owner, target, holder []string, live map[string]bool, maxMoves int) ([]string, int) {
 	out := slices.Clone(owner)
 	for k := range out {
@@ -330,9 +336,9 @@ func groupStep(owner, target, holder []string, live map[string]bool, maxMoves in
 	for k := range out {
 		switch {
 		case out[k] == target[k]:
-		case holder[k] == "" || holder[k] == target[k]:
-			// Nobody live to hand over from, or the target holds it
-			// already: no handover to bound.
+		case holder[k] == "" || holder[k] == target[k] || target[k] == "":
+			// Nobody live to hand over from, the target holds it
+			// already, or nobody to hand over to: no handover to bound.
 			if out[k] != "" && holder[k] != "" && out[k] != holder[k] {
 				inflight--
 			}

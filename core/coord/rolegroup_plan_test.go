@@ -179,6 +179,35 @@ func TestGroupStepBound(t *testing.T) {
 	}
 }
 
+// TestGroupStepReleasesToNobodyAtOnce: when no live eligible member is
+// left (the last member leaves, or turns ineligible), the target gives every
+// shard to nobody and one step releases them all, whatever the move bound:
+// there is no handover to bound, the holder only resigns. (The bound used to
+// apply: the last of 4 members leaving a group of 256 shards gave them up 8
+// per plan and its Close timed out.)
+func TestGroupStepReleasesToNobodyAtOnce(t *testing.T) {
+	const n = 256
+	holder := make([]string, n)
+	for s := range holder {
+		holder[s] = "d"
+	}
+	target := groupTarget(n, nil, holder, 0)
+	if c := countOf(target); c[""] != n {
+		t.Fatalf("no members: the target gives shards to %v", c)
+	}
+	next, _ := groupStep(holder, target, holder, map[string]bool{}, 1)
+	if c := countOf(next); c[""] != n {
+		t.Fatalf("one step with bound 1 released %d of %d shards (owners %v)", c[""], n, c)
+	}
+	// A semaphore with more slots than members: the slot nobody is given is
+	// released at once too, the handover of the other stays bounded.
+	live := map[string]bool{"a": true}
+	next, _ = groupStep([]string{"b", "b", "a"}, []string{"a", "", ""}, []string{"b", "b", "a"}, live, 1)
+	if next[1] != "" || next[2] != "" || next[0] != "a" {
+		t.Fatalf("semaphore step: owners %q, want [a \"\" \"\"]", next)
+	}
+}
+
 func TestGroupKeyRoundTrip(t *testing.T) {
 	k := groupKey(groupKindMember, "fleet", "node-1")
 	kind, g, m, ok := decodeGroupKey(k)

@@ -282,8 +282,18 @@ func (g *Group) giveUp(s *groupShard, l *Leadership, successor string) {
 	g.resign(l, successor)
 }
 
-// resign ends l, naming successor when it is a member id.
+// groupResigns bounds the resignations a member runs at once (Close
+// resigns every shard it holds at once): enough that 256 shards are
+// resigned in a few round trips, few enough that none waits so long for
+// the broker that its own timeout ends it unwritten.
+const groupResigns = 32
+
+// resign ends l, naming successor when it is a member id. It waits for one
+// of the member's resignation slots; its timeout (the member ttl) starts
+// once it has one.
 func (g *Group) resign(l *Leadership, successor string) {
+	g.resigns <- struct{}{}
+	defer func() { <-g.resigns }()
 	ctx, cancel := context.WithTimeout(g.c.root, g.opt.ttl)
 	defer cancel()
 	if m, err := core.NewMemberID(successor); err == nil {
@@ -291,6 +301,27 @@ func (g *Group) resign(l *Leadership, successor string) {
 		return
 	}
 	_ = l.Resign(ctx)
+}
+
+// successorsLocked names, per shard, the member it should go to when this
+// member gives it up: its owner in the newest plan, else its target, when
+// that is another member; "" when the plan names nobody else. g.mu held.
+func (g *Group) successorsLocked() []string {
+	out := make([]string, g.n)
+	p, me := g.view.plan, g.member.String()
+	if p == nil || p.Shards != g.n || p.Kind != g.kind {
+		return out
+	}
+	owners, targets := p.owners(), p.targets()
+	for k := range out {
+		for _, m := range [2]string{owners[k], targets[k]} {
+			if m != "" && m != me {
+				out[k] = m
+				break
+			}
+		}
+	}
+	return out
 }
 
 // lead campaigns for the group's leader role; while it holds it, it
@@ -411,9 +442,11 @@ func (g *Group) plan(ctx context.Context, l *Leadership) error {
 	return err
 }
 
-// stop ends the group: every shard is released (resigned, no successor
-// named when the plan did not name one), the campaigns end, the leader
-// role is resigned and the heartbeat's tombstone written.
+// stop ends the group: every shard is released at once (resigned by its
+// goroutine, at most groupResigns at a time, naming its successor: the
+// shard's owner in the plan, or its target, when that is another member),
+// the campaigns end, the leader role is resigned and the heartbeat's
+// tombstone written.
 func (g *Group) stop(ctx context.Context) {
 	g.mu.Lock()
 	if g.err != nil {
@@ -426,9 +459,10 @@ func (g *Group) stop(ctx context.Context) {
 	for _, s := range g.shards {
 		shards = append(shards, s)
 	}
+	succ := g.successorsLocked()
 	g.mu.Unlock()
 	for _, s := range shards {
-		s.stop("")
+		s.stop(succ[s.k])
 	}
 	for _, s := range shards {
 		<-s.done

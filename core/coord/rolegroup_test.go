@@ -386,3 +386,98 @@ func TestGroupMemMovesBounded(t *testing.T) {
 		t.Fatalf("no move was ever seen in flight: the sampling saw nothing")
 	}
 }
+
+// TestGroupMemCloseManyShards: Close of a member holding many shards ends
+// without waiting for the plan to hand them over one bounded step after the
+// other, and every shard it held ends resigned (its leadership Resigned, the
+// log's lease of it expired or superseded, a ShardRevoked event for it).
+// The member's group log is cut before it closes, so it never sees another
+// plan: the handover through the plan cannot progress at all (as when the
+// group leader is stuck), and a Close that waited for it would wait until
+// its context ends. Alone: no other member to hand over to; with b: one.
+// (The 256-shard bench on real brokers: the last of 4 members to leave held
+// every shard and its Close timed out after 60 s.)
+func TestGroupMemCloseManyShards(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		shards int
+		others []string
+	}{{"alone", 64, nil}, {"with b", 128, []string{"b"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newGroupEnv(t)
+			tr := e.cluster.Transport(groupTopic)
+			a, err := coord.NewGroup(e.client(), coord.GroupLog{Transport: tr, Topic: groupTopic}, "fleet", tc.shards, core.MustMemberID("a"), coord.WithMaxMoves(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs := []*coord.Group{a}
+			for _, m := range tc.others {
+				gs = append(gs, e.join(m, tc.shards, coord.WithMaxMoves(1)))
+			}
+			e.waitConverged(gs...)
+			held := a.Held()
+			if want := tc.shards / len(gs); len(held) != want {
+				t.Fatalf("a holds %d shards, want %d", len(held), want)
+			}
+			tr.SetFault(memtransport.Refuse)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err = a.Close(ctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("Close of a member holding %d shards: %v", len(held), err)
+			}
+			if h := a.Held(); len(h) != 0 {
+				t.Fatalf("after Close a still holds %d shards", len(h))
+			}
+			revoked := map[int]error{}
+			for {
+				ev, err := a.Next(context.Background())
+				if errors.Is(err, coord.ErrClosed) {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				switch ev.Kind {
+				case coord.ShardRevoked:
+					revoked[ev.Shard] = ev.Err
+				case coord.ShardAssigned:
+					delete(revoked, ev.Shard)
+				}
+			}
+			obs := e.client()
+			for k, l := range held {
+				if s := l.State(); s != coord.Resigned {
+					t.Errorf("shard %d: a's leadership is %v, want RESIGNED", k, s)
+				}
+				if err, ok := revoked[k]; !ok || !errors.Is(err, coord.ErrNotLeader) {
+					t.Errorf("shard %d: a's last event: revoked %v with %v, want ShardRevoked with ErrNotLeader", k, ok, err)
+				}
+				st, err := obs.Describe(context.Background(), a.ShardRole(k))
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case st.Lease == nil:
+					t.Errorf("shard %d: no lease in the log", k)
+				case st.Lease.Token.Supersedes(l.Token()):
+					// Taken over already: a's term ended before.
+				case st.Lease.Member.String() != "a" || st.Lease.Token != l.Token() || st.Lease.Deadline > st.Lease.GrantedAt:
+					t.Errorf("shard %d: the log's lease is %+v, want a's resignation (token %s, deadline = granted)", k, *st.Lease, l.Token())
+				}
+			}
+			if len(tc.others) > 0 {
+				// The group goes on without a (once a's last heartbeat
+				// expired: its tombstone could not be written): b takes
+				// every shard.
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+					st := e.waitConverged(gs[1:]...)
+					if c := counts(st); c["b"] == tc.shards {
+						break
+					} else if time.Now().After(deadline) {
+						t.Fatalf("after a left: %v", c)
+					}
+				}
+			}
+		})
+	}
+}

@@ -66,6 +66,8 @@ type groupChild struct {
 	Shards   int
 	Member   string
 	CmdTopic string
+	// Semaphore: join a semaphore of Shards slots (NewSemaphore).
+	Semaphore bool
 }
 
 // groupChildEvent is one line of a member process.
@@ -73,6 +75,7 @@ type groupChildEvent struct {
 	Ev    string `json:"ev"`
 	Shard int    `json:"shard"`
 	Err   string `json:"err,omitempty"`
+	Token string `json:"token,omitempty"` // assigned: the term's token
 }
 
 func init() {
@@ -117,7 +120,11 @@ func runGroupChild(spec string) int {
 		os.Stdout.Write(append(b, '\n'))
 		outMu.Unlock()
 	}
-	g, err := coord.NewGroup(cl, glog, s.Group, s.Shards, core.MustMemberID(s.Member), coord.WithMaxMoves(grpMaxMoves))
+	join := coord.NewGroup
+	if s.Semaphore {
+		join = coord.NewSemaphore
+	}
+	g, err := join(cl, glog, s.Group, s.Shards, core.MustMemberID(s.Member), coord.WithMaxMoves(grpMaxMoves))
 	if err != nil {
 		say(groupChildEvent{Ev: "err", Err: err.Error()})
 		return 2
@@ -151,7 +158,7 @@ func runGroupChild(spec string) int {
 		}
 		switch ev.Kind {
 		case coord.ShardAssigned:
-			say(groupChildEvent{Ev: "assigned", Shard: ev.Shard})
+			say(groupChildEvent{Ev: "assigned", Shard: ev.Shard, Token: ev.Leadership.Token().String()})
 			go func(k int, l *coord.Leadership) {
 				for seq := 0; ; seq++ {
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -184,6 +191,7 @@ type groupRun struct {
 	shards   int
 	cmdTopic string
 	log      coord.GroupLog
+	sem      bool // a semaphore: the members hold at most one slot each
 	procs    map[string]*exec.Cmd
 	timing   groupTiming
 	steps    []groupStepResult
@@ -228,9 +236,15 @@ func TestGroupFourMemberProcesses(t *testing.T) {
 }
 
 func newGroupRun(t *testing.T, c *kafkatest.Cluster, shards int) *groupRun {
+	return newGroupRunWith(t, c, shards, groupTimingFromEnv(t), false)
+}
+
+// newGroupRunWith is newGroupRun with the timing given, of a semaphore
+// of shards slots when sem.
+func newGroupRunWith(t *testing.T, c *kafkatest.Cluster, shards int, timing groupTiming, sem bool) *groupRun {
 	topic := uniq("it-grp-")
 	r := &groupRun{t: t, c: c, group: "fleet", shards: shards, cmdTopic: topic + "-cmd", procs: map[string]*exec.Cmd{},
-		timing: groupTimingFromEnv(t), evHeld: map[string]map[int]bool{}, stopped: map[string]bool{}}
+		timing: timing, sem: sem, evHeld: map[string]map[int]bool{}, stopped: map[string]bool{}}
 	r.kv = []string{"bootstrap.servers", c.Bootstrap, "krabka.topic", topic, "krabka.lease.ms", fmt.Sprint(r.timing.LeaseMs),
 		"krabka.renew.interval.ms", fmt.Sprint(r.timing.RenewMs), "krabka.challenge.stagger.ms", "300",
 		"krabka.poll.interval.ms", "100", "request.timeout.ms", "5000"}
@@ -259,7 +273,7 @@ func newGroupRun(t *testing.T, c *kafkatest.Cluster, shards int) *groupRun {
 // start starts member m's process and waits for it to be ready.
 func (r *groupRun) start(m string) {
 	r.t.Helper()
-	spec, _ := json.Marshal(groupChild{WriteMs: r.timing.WriteMs, Config: r.kv, Group: r.group, Shards: r.shards, Member: m, CmdTopic: r.cmdTopic})
+	spec, _ := json.Marshal(groupChild{WriteMs: r.timing.WriteMs, Config: r.kv, Group: r.group, Shards: r.shards, Member: m, CmdTopic: r.cmdTopic, Semaphore: r.sem})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), groupChildEnv+"="+string(spec))
 	cmd.Stderr = os.Stderr
@@ -300,6 +314,9 @@ func (r *groupRun) start(m string) {
 			}
 			switch e.Ev {
 			case "assigned":
+				if r.sem && len(r.evHeld[m]) > 0 {
+					r.t.Errorf("member %s was assigned slot %d while it holds %v: a member holds at most one slot", m, e.Shard, r.evHeld[m])
+				}
 				r.evHeld[m][e.Shard] = true
 			case "revoked":
 				delete(r.evHeld[m], e.Shard)
@@ -541,9 +558,51 @@ func (r *groupRun) scenario() {
 	for _, m := range all {
 		r.leave(m)
 	}
+	r.checkResigned()
 	r.verify()
 	if r.results != nil {
 		r.writeResults()
+	}
+}
+
+// checkResigned: after every member left (Close), every shard and the
+// leader role end resigned: the last lease of each is an expired one
+// (deadline = granted_at, written by its holder's Close), not one left to
+// run out. The last member to leave held every shard and had nobody to hand
+// them to (the 256-shard bench's Close of it once timed out).
+func (r *groupRun) checkResigned() {
+	r.t.Helper()
+	cl, err := kafka.NewClient(testConfig(r.t, r.c.Bootstrap, r.kv...))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer cl.Close()
+	_, roles, err := cl.Roles(ctxFor(r.t, 3*time.Minute))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	want := map[string]bool{r.group + "/leader": true}
+	for k := 0; k < r.shards; k++ {
+		want[fmt.Sprintf("%s/shard/%d", r.group, k)] = true
+	}
+	var bad []string
+	for _, st := range roles {
+		if !want[st.Role.String()] {
+			continue
+		}
+		delete(want, st.Role.String())
+		if st.Lease == nil || st.Lease.Deadline > st.Lease.GrantedAt || !st.Current {
+			bad = append(bad, fmt.Sprintf("%s: lease %+v current %v", st.Role, st.Lease, st.Current))
+		}
+	}
+	for role := range want {
+		bad = append(bad, role+": not in the log")
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		r.t.Errorf("after every member left, %d roles were not resigned: %v", len(bad), bad[:min(len(bad), 10)])
+	} else {
+		r.t.Logf("after every member left: all %d shards and the leader role resigned", r.shards)
 	}
 }
 

@@ -46,9 +46,6 @@ var headerOnlyEnums = map[string]string{
 	"krabka_err_t":        "checked against coord.ErrorTable",
 	"krabka_event_type_t": "capi's own: it posts and names its events by their C names (capi/queue_event.go)",
 	"krabka_log_level_t":  "syslog numbers: capi maps slog's levels onto them by their C names (capi/log.go)",
-	// coord.GroupEventKind counts from 0 and carries no marker (yet):
-	// capi/group.go maps it onto the header's numbers (from 1) by name.
-	"krabka_group_event_kind_t": "capi maps coord.GroupEventKind onto it by name (capi/group.go groupKinds)",
 }
 
 // goEnum is one Go type marked //krabka:enum.
