@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/krabka/krabka-coord/core/coord"
 )
@@ -18,27 +19,93 @@ import (
 // the offsets committed for the role's group, and committing consumed
 // offsets inside the role's transaction.
 //
-// On the wire, a transaction carrying offsets is the classic
-// consume-transform-produce transaction of Kafka's transactional producers:
-// BeginTransaction, AddOffsetsToTxn (transactional id, producer id and
-// epoch, group) to the transaction coordinator, TxnOffsetCommit (group,
-// transactional id, producer id and epoch, generation -1, no member id: no
-// group membership; the group coordinator checks the producer epoch) to the
-// group coordinator, the records produced (AddPartitionsToTxn, Produce),
-// then EndTxn. TxnOffsetCommit is capped at version 4 (see
-// Versions): version 5 is the transaction version 2 form (KIP-890 part 2)
-// in which the offsets partition joins the transaction implicitly, and this
-// package runs every transaction as a version-1 transaction on clusters of
-// either version (EndTxn is capped at 4), so AddOffsetsToTxn is always sent.
+// On the wire, a transaction carrying offsets is the consume-transform-
+// produce transaction of Kafka's transactional producers, in one of two
+// forms:
+//
+//   - classic (transaction.version 1 clusters, and every transaction
+//     without records): BeginTransaction, AddOffsetsToTxn (transactional
+//     id, producer id and epoch, group) to the transaction coordinator,
+//     TxnOffsetCommit version 4 (group, transactional id, producer id and
+//     epoch, generation -1, no member id: no group membership; the group
+//     coordinator checks the producer epoch) to the group coordinator, the
+//     records produced (AddPartitionsToTxn, Produce), then EndTxn (sent raw
+//     when there are no records);
+//   - implicit (transactions with records, on clusters whose finalized
+//     transaction.version is 2 and whose brokers take TxnOffsetCommit
+//     version 5, KIP-890 part 2): the records first (AddPartitionsToTxn,
+//     Produce), then TxnOffsetCommit version 5, with which the group
+//     coordinator adds the offsets partition to the transaction itself (an
+//     AddPartitionsToTxn of its own to the transaction coordinator, checked
+//     against the producer id and epoch like the client's), then EndTxn: no
+//     AddOffsetsToTxn, one round trip to the transaction coordinator fewer
+//     per transaction. Kafka's own producer skips AddOffsetsToTxn the same
+//     way under transaction version 2 (TransactionManager.sendOffsetsToTransaction).
+//
+// Either way the transaction itself stays a version-1 transaction (EndTxn is
+// capped at 4, see transport.go): the coordinator ends it without bumping
+// the epoch, so the token stays one epoch per InitProducerId. That is why
+// the implicit TxnOffsetCommit must come after the records and never opens
+// a transaction. The broker decides whether to add the offsets partition
+// from the partition's producer state: a transaction of this producer id
+// and epoch still open there (UnifiedLog.hasOngoingTransaction) counts as
+// the current one, and no add is sent. Under transaction version 2 proper
+// the epoch rises at every EndTxn, so the next transaction never matches
+// the previous one; here it has the same epoch, and the previous
+// transaction's commit marker may still be on its way to
+// __consumer_offsets when its EndTxn has been answered (the markers are
+// written after the answer). A TxnOffsetCommit version 5 sent first would
+// then be appended without being added to the new transaction: refused
+// (INVALID_TXN_STATE, measured: issue 38), or, with the marker landing
+// after it, committed with the previous transaction. After the records it
+// is safe: the transaction coordinator accepted the records'
+// AddPartitionsToTxn, which it answers CONCURRENT_TRANSACTIONS until every
+// marker of the previous transaction is written, so nothing of this
+// producer is open on the offsets partition any more. AddOffsetsToTxn waits
+// in the same way, which keeps the classic form safe in any order.
+//
+// The producer's kgo client may send TxnOffsetCommit up to version 5
+// (producerVersions); the classic form's version 4 is sent through the
+// transport's admin client, which is capped at 4 like every other client
+// (Versions).
 
 var (
 	_ coord.InputSource    = (*Transport)(nil)
 	_ coord.OffsetProducer = (*txnProducer)(nil)
 )
 
-// MaxTxnOffsetCommitVersion is the highest TxnOffsetCommit request version
-// this package sends (see the package documentation of pipelines above).
+// MaxTxnOffsetCommitVersion is the TxnOffsetCommit request version of the
+// classic form (see above), and the cap of every client of this package
+// but the transactional producers (Versions).
 const MaxTxnOffsetCommitVersion = 4
+
+// implicitTxnOffsetCommitVersion is the TxnOffsetCommit request version of
+// the implicit form (see above): the first that adds the offsets partition
+// to the transaction by itself.
+const implicitTxnOffsetCommitVersion = 5
+
+// producerVersions are the request versions of a transactional producer's
+// kgo client: Versions with TxnOffsetCommit allowed up to version 5. EndTxn
+// stays capped at 4, so franz-go itself never switches to KIP-890 part 2
+// (it needs EndTxn 5 and produce 12 as well).
+func producerVersions() *kversion.Versions {
+	v := Versions()
+	v.SetMaxKeyVersion(kmsg.TxnOffsetCommit.Int16(), implicitTxnOffsetCommitVersion)
+	return v
+}
+
+// offsetsForm overrides how transactions carry offsets (tests and
+// benchmarks compare the forms on one cluster; the zero value is what the
+// library does).
+type offsetsForm struct {
+	// classic: always AddOffsetsToTxn and TxnOffsetCommit version 4, also
+	// on a cluster that allows the implicit form.
+	classic bool
+	// overlap: in the classic form, TxnOffsetCommit beside the records'
+	// produce (after AddOffsetsToTxn) instead of before it. The implicit
+	// form never overlaps (see above).
+	overlap bool
+}
 
 // inputFetchMaxBytes bounds what one input reader buffers: at most this many
 // bytes per fetch, one fetch in flight.
@@ -289,10 +356,61 @@ func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *off
 	return nil
 }
 
+// implicitOffsets reports whether this producer's transactions carry their
+// offsets in the implicit form (see above): the cluster's finalized
+// transaction.version is 2 or more and its brokers take TxnOffsetCommit
+// version 5. The producer asks once (ApiVersions through its own client,
+// bounded by ctx); an ask that fails means the classic form for this
+// transaction, and the next transaction asks again. A cluster whose
+// transaction version changes later is seen by the next term's producer.
+func (p *txnProducer) implicitOffsets(ctx context.Context) bool {
+	if p.t.offsetsForm.classic {
+		return false
+	}
+	if p.offsetsImplicit != 0 {
+		return p.offsetsImplicit > 0
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "krabka-coord", "1"
+	resp, err := req.RequestWith(ctx, p.cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		p.t.log().Debug("krabka: ApiVersions for the offsets form (classic this time)", "transactional_id", p.txnID, "error", err.Error())
+		return false
+	}
+	tv, v5 := int16(0), false
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" {
+			tv = f.MaxVersionLevel
+		}
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == kmsg.TxnOffsetCommit.Int16() && k.MaxVersion >= implicitTxnOffsetCommitVersion {
+			v5 = true
+		}
+	}
+	p.offsetsImplicit = -1
+	if tv >= 2 && v5 {
+		p.offsetsImplicit = 1
+	}
+	return p.offsetsImplicit > 0
+}
+
 // txnOffsetCommit sends oc's offsets to the group coordinator under tok
-// (TxnOffsetCommit), after addOffsetsToTxn, and returns the answer
-// unclassified (classify it with offsetsFail).
-func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
+// (TxnOffsetCommit) and returns the answer unclassified (classify it with
+// offsetsFail). implicit: version 5 through the producer's client, which
+// adds the offsets partition to the transaction (no AddOffsetsToTxn
+// before); otherwise version 4 through the admin client, after
+// addOffsetsToTxn. A group coordinator that answers an implicit commit
+// below version 5 did not add the partition: that is an error (the
+// producer then uses the classic form).
+func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit, implicit bool) error {
+	cl := p.t.admin
+	if implicit {
+		cl = p.cl
+	}
 	return retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
 		req.TransactionalID = p.txnID
@@ -317,7 +435,7 @@ func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *off
 			rp.LeaderEpoch = -1
 			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		}
-		resp, err := req.RequestWith(ctx, p.cl)
+		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			return err
 		}
@@ -331,8 +449,34 @@ func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *off
 				}
 			}
 		}
+		if implicit && resp.GetVersion() < implicitTxnOffsetCommitVersion {
+			p.offsetsImplicit = -1
+			return coord.WrapError(coord.ErrTransport, nil, "TxnOffsetCommit of group %q was answered at version %d, which does not add the offsets partition to the transaction; aborted, retry (the next transaction sends AddOffsetsToTxn)", oc.group, resp.GetVersion())
+		}
 		return nil
 	})
+}
+
+// offsetsBefore runs the offsets steps of the classic form that come
+// before the records: AddOffsetsToTxn, then TxnOffsetCommit version 4
+// unless overlap (transact then sends it beside the produce). The error is
+// classified.
+func (p *txnProducer) offsetsBefore(ctx context.Context, tok tokenIDs, oc *offsetCommit, overlap bool) error {
+	if err := p.addOffsetsToTxn(ctx, tok, oc); err != nil {
+		return err
+	}
+	if overlap {
+		return nil
+	}
+	return p.commitOffsets(ctx, tok, oc, false)
+}
+
+// commitOffsets is txnOffsetCommit with its error classified.
+func (p *txnProducer) commitOffsets(ctx context.Context, tok tokenIDs, oc *offsetCommit, implicit bool) error {
+	if err := p.txnOffsetCommit(ctx, tok, oc, implicit); err != nil {
+		return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
+	}
+	return nil
 }
 
 // offsetsFail classifies a failed offsets step; a missing ACL on the group

@@ -3,12 +3,17 @@ package kafka_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/core/kafka"
 	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
 )
 
@@ -178,4 +183,175 @@ func TestPipelineTakeoverResumesAtCommittedOffsets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The form of the offsets steps (pipeline.go), seen on the wire: on a
+// transaction.version 2 cluster no AddOffsetsToTxn for a transaction with
+// records (TxnOffsetCommit version 5 after the records adds the offsets
+// partition), on a version 1 cluster AddOffsetsToTxn first. In each form
+// the offsets commit with the commands and abort with them: a transaction
+// whose records the broker refuses (MESSAGE_TOO_LARGE) leaves the committed
+// offsets where they were and nothing pending, and the next transaction
+// commits; a mint of the same transactional id right after the
+// TxnOffsetCommit was answered (a successor's InitProducerId, which aborts
+// the open transaction) fences the writer, and neither its commands nor
+// its offsets are committed. On the version 2 cluster the classic form
+// (forced) runs too.
+func TestPipelineOffsetsFormCommitsAndAborts(t *testing.T) {
+	eachTV(t, func(t *testing.T, c *kafkatest.Cluster) {
+		tv2 := strings.HasSuffix(t.Name(), "tv2")
+		forms := []bool{false} // classic forced: no, then yes on tv2
+		if tv2 {
+			forms = append(forms, true)
+		}
+		for _, classic := range forms {
+			form := "default form"
+			if classic {
+				form = "classic form"
+			}
+			var (
+				mu    sync.Mutex
+				sent  = map[string]int{}
+				fence string // the transactional id to mint over at the next TxnOffsetCommit answer
+			)
+			trace := kafka.WithRequestTrace(func(r kafka.RequestTrace) {
+				mu.Lock()
+				sent[r.Key]++
+				id := ""
+				if r.Key == "TxnOffsetCommit" && r.Err == nil {
+					id, fence = fence, ""
+				}
+				mu.Unlock()
+				if id != "" {
+					// The hook runs before the answer is handed on: the
+					// successor's mint completes before the writer's next step.
+					mintOver(t, c.Bootstrap, id)
+				}
+			})
+			count := func() (int, int) {
+				mu.Lock()
+				defer mu.Unlock()
+				return sent["AddOffsetsToTxn"], sent["TxnOffsetCommit"]
+			}
+			cl, err := kafka.NewClient(testConfig(t, c.Bootstrap, "krabka.topic", uniq("it-pipe-form-"), "krabka.topic.partitions", "1",
+				"krabka.lease.ms", "30000", "krabka.renew.interval.ms", "10000"), trace, kafka.WithOffsetsForm(classic, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := requestTopic(t, c.Bootstrap, 2, 20)
+			out := uniq("it-pipe-out-")
+			small := "1000"
+			resp, err := adminFor(t, c.Bootstrap).CreateTopics(ctxFor(t, 30*time.Second), 2, -1, map[string]*string{"max.message.bytes": &small}, out)
+			if err == nil {
+				err = resp.Error()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			role := core.MustRole(uniq("it-pipe-form-"))
+			group := cl.PipelineGroup(role)
+			l := acquire(t, cl, role, "a")
+			input, err := l.Consume(ctxFor(t, 20*time.Second), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := pollN(t, input, 20)
+			between := func(lo, hi int64) []coord.InputRecord {
+				var rs []coord.InputRecord
+				for _, r := range recs {
+					if r.Offset >= lo && r.Offset < hi {
+						rs = append(rs, r)
+					}
+				}
+				return rs
+			}
+			cmds := func(rs []coord.InputRecord) []coord.Message {
+				var m []coord.Message
+				for _, r := range rs {
+					m = append(m, commandFor(out, r))
+				}
+				return m
+			}
+			offsetsAre := func(want string, after string) {
+				t.Helper()
+				if got := groupOffsets(t, c.Bootstrap, group, in); fmt.Sprint(got) != want {
+					t.Fatalf("%s, %s: committed offsets %v, want %s", form, after, got, want)
+				}
+			}
+			add0, commit0 := count()
+			first := between(0, 3)
+			if _, err := l.ProduceOffsets(ctxFor(t, 20*time.Second), nextOffsets(first), cmds(first)...); err != nil {
+				t.Fatal(err)
+			}
+			add, commit := count()
+			if commit <= commit0 {
+				t.Fatalf("%s: no TxnOffsetCommit sent", form)
+			}
+			// (A step answered CONCURRENT_TRANSACTIONS is sent again.)
+			if implicit := tv2 && !classic; implicit && add != add0 || !implicit && add <= add0 {
+				t.Fatalf("%s on %s: %d AddOffsetsToTxn sent for one commit", form, t.Name(), add-add0)
+			}
+			offsetsAre("map[0:3 1:3]", "after the first commit")
+
+			// The broker refuses the records: the offsets are not committed.
+			second := between(3, 6)
+			big := cmds(second)
+			noise := make([]byte, 5000) // incompressible: above max.message.bytes after compression too
+			for i := range noise {
+				noise[i] = byte(rand.IntN(256))
+			}
+			big[len(big)-1].Value = noise
+			_, err = l.ProduceOffsets(ctxFor(t, 20*time.Second), nextOffsets(second), big...)
+			if !errors.Is(err, coord.ErrMessageTooLarge) {
+				t.Fatalf("%s: an oversized command: %v, want MESSAGE_TOO_LARGE", form, err)
+			}
+			offsetsAre("map[0:3 1:3]", "after a transaction whose records were refused")
+			if l.State() != coord.Active {
+				t.Fatalf("%s: the refused write ended the leadership: %v", form, l.Err())
+			}
+			third := between(3, 8)
+			if _, err := l.ProduceOffsets(ctxFor(t, 20*time.Second), nextOffsets(third), cmds(third)...); err != nil {
+				t.Fatal(err)
+			}
+			offsetsAre("map[0:8 1:8]", "after the third commit")
+
+			// A successor mints right after the TxnOffsetCommit was answered.
+			mu.Lock()
+			fence = cl.TransactionalID(role)
+			mu.Unlock()
+			fourth := between(8, 10)
+			_, err = l.ProduceOffsets(ctxFor(t, 20*time.Second), nextOffsets(fourth), cmds(fourth)...)
+			if !errors.Is(err, coord.ErrFenced) {
+				t.Fatalf("%s: a write whose transaction a mint aborted after its TxnOffsetCommit: %v, want FENCED", form, err)
+			}
+			mu.Lock()
+			armed := fence != ""
+			mu.Unlock()
+			if armed {
+				t.Fatalf("%s: no TxnOffsetCommit was answered in the fenced write", form)
+			}
+			t.Logf("%s: the fenced write: %v", form, err)
+			offsetsAre("map[0:8 1:8]", "after the fenced write")
+			if e := countCommands(readCommands(t, c.Bootstrap, out), 16, 2); !e.ok() {
+				t.Fatalf("%s: commands of requests 0..15 expected: %s", form, e)
+			}
+			l.Close()
+			cl.Close()
+		}
+	})
+}
+
+// mintOver initialises the producer id of txnID from a client of its own
+// (InitProducerId, as a successor's mint): an open transaction of the
+// previous epoch is aborted.
+func mintOver(t testing.TB, bootstrap, txnID string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...), kgo.TransactionalID(txnID))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cl.Close()
+	if _, _, err := cl.ProducerID(ctxFor(t, 30*time.Second)); err != nil {
+		t.Errorf("minting over %s: %v", txnID, err)
+	}
 }

@@ -147,6 +147,8 @@ type Transport struct {
 
 	trace func(RequestTrace) // WithRequestTrace (nil: off)
 
+	offsetsForm offsetsForm // how transactions carry offsets (pipeline.go; zero: the library's choice)
+
 	fetchNext map[int32]int64 // the highest next offset a fetch of each partition answered (stableByFetch)
 }
 
@@ -156,8 +158,9 @@ var _ coord.Transport = (*Transport)(nil)
 type Option func(*options)
 
 type options struct {
-	dial  func(ctx context.Context, network, host string) (net.Conn, error)
-	trace func(RequestTrace)
+	dial    func(ctx context.Context, network, host string) (net.Conn, error)
+	trace   func(RequestTrace)
+	offsets offsetsForm // tests and benchmarks only (export_test.go)
 }
 
 // WithDialer makes every connection through dial (tests route the clients
@@ -187,7 +190,7 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 		opts = append(opts, kgo.Dialer(o.dial))
 	}
 	t := &Transport{
-		cfg: cfg, opts: opts, trace: o.trace,
+		cfg: cfg, opts: opts, trace: o.trace, offsetsForm: o.offsets,
 		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, prepared: map[string]*prepared{},
 		fetchNext: map[int32]int64{},
 	}
@@ -518,6 +521,7 @@ func (t *Transport) txnOpts(txnID string, txnTimeout time.Duration) []kgo.Opt {
 		// backoff made back-to-back guarded writes cost ~25 ms each; franz-go
 		// still raises the backoff itself if the state lasts (200 ms after 1 s).
 		kgo.ConcurrentTransactionsBackoff(txnBackoff),
+		kgo.MaxVersions(producerVersions()), // TxnOffsetCommit up to 5 (pipeline.go)
 	)
 }
 

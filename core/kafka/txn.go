@@ -38,6 +38,11 @@ type txnProducer struct {
 	pending      bool  // a failure left the transaction's outcome or franz-go's producer id to settle (recoverAfterFailure)
 	broken       error // set once the producer must not be used again (fenced)
 
+	// offsetsImplicit: the offsets form of this producer's transactions
+	// (pipeline.go, implicitOffsets): 0 not asked yet, 1 implicit
+	// (TxnOffsetCommit version 5), -1 classic (AddOffsetsToTxn first).
+	offsetsImplicit int8
+
 	// closing is set when Close begins: from then on the producer never
 	// sends InitProducerId (a leadership is closed when its view saw a
 	// newer token, among other reasons, and a deposed member must never
@@ -261,25 +266,41 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		recs[i] = r
 	}
 	ids := tokenIDs{tok.ProducerID, tok.ProducerEpoch}
+	// The offsets steps (pipeline.go): in the classic form AddOffsetsToTxn
+	// and TxnOffsetCommit before the records (with the overlap form, tests
+	// and benchmarks only, the TxnOffsetCommit beside the produce); in the
+	// implicit form TxnOffsetCommit version 5 after them.
+	var implicit, overlap bool
 	if oc != nil {
-		// The offsets join the transaction before the records:
-		// AddOffsetsToTxn to the transaction coordinator, then
-		// TxnOffsetCommit to the group coordinator. One step at a time:
-		// TxnOffsetCommit sent beside the produce measured slower at 64
-		// writers (p99 230 ms; issue 38), presumably because the broker's
-		// verification of the offsets partition and the produce's
-		// AddPartitionsToTxn then meet at the transaction coordinator.
-		if err := p.addOffsetsToTxn(ctx, ids, oc); err != nil {
-			return nil, p.failed(err)
-		}
-		if err := p.txnOffsetCommit(ctx, ids, oc); err != nil {
-			return nil, p.failed(p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group))
+		implicit = len(recs) > 0 && p.implicitOffsets(ctx)
+		overlap = !implicit && len(recs) > 0 && p.t.offsetsForm.overlap
+		if !implicit {
+			if err := p.offsetsBefore(ctx, ids, oc, overlap); err != nil {
+				return nil, p.failed(err)
+			}
 		}
 	}
 	if len(recs) > 0 {
+		var beside chan error
+		if overlap {
+			beside = make(chan error, 1)
+			go func() { beside <- p.commitOffsets(ctx, ids, oc, false) }()
+		}
 		results := p.cl.ProduceSync(ctx, recs...)
+		var oerr error
+		if beside != nil {
+			oerr = <-beside
+		}
 		if err := results.FirstErr(); err != nil {
 			return nil, p.failed(p.fail(err, "produce"))
+		}
+		if oerr != nil {
+			return nil, p.failed(oerr)
+		}
+	}
+	if implicit {
+		if err := p.commitOffsets(ctx, ids, oc, true); err != nil {
+			return nil, p.failed(err)
 		}
 	}
 	if oc != nil && len(recs) > 0 {
