@@ -462,9 +462,9 @@ func main() {
 		os.Exit(2)
 	}
 	h := &host{member: os.Args[2], out: os.Stdout, renewing: map[string]bool{}, leads: map[string]*coord.Leadership{},
-		pace:    time.Duration(envMs("KRABKA_DISPATCH_INTERVAL_MS", 250)) * time.Millisecond,
-		rejoin:  time.Duration(envMs("KRABKA_REJOIN_DELAY_MS", 1000)) * time.Millisecond,
-		poll:    250 * time.Millisecond,
+		pace:     time.Duration(envMs("KRABKA_DISPATCH_INTERVAL_MS", 250)) * time.Millisecond,
+		rejoin:   time.Duration(envMs("KRABKA_REJOIN_DELAY_MS", 1000)) * time.Millisecond,
+		poll:     250 * time.Millisecond,
 		writers:  int(max(1, envMs("KRABKA_WRITERS", 1))),
 		maxMoves: int(max(1, envMs("KRABKA_GROUP_MAX_MOVES", 4)))}
 	type roleTopic struct{ role, topic, input string }
