@@ -81,6 +81,7 @@ type Options struct {
 	GroupMembers    int   // the group's member processes (default 3)
 	GroupMaxMoves   int   // the group's bound on moves in flight (default 4)
 	GroupPaceMs     int64 // a group member's pause between two commands of one shard (default 1000; one writer per shard)
+	GroupLeaseMs    int64 // the group members' lease (default 10000; renewal every third of it)
 
 	LeaseMs, RenewMs, StaggerMs, DispatchMs, RequestTimeoutMs int64
 }
@@ -146,6 +147,7 @@ func (o *Options) defaults() {
 		o.GroupMaxMoves = 4
 	}
 	def(&o.GroupPaceMs, 1000)
+	def(&o.GroupLeaseMs, 10000)
 }
 
 // SkewBound is the largest clock offset of the clock-skew fault (faults.go).
@@ -692,7 +694,8 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 	switch {
 	case m.group:
 		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.GroupPaceMs), "KRABKA_WRITERS=1",
-			fmt.Sprintf("KRABKA_GROUP_MAX_MOVES=%d", c.opts.GroupMaxMoves))
+			fmt.Sprintf("KRABKA_GROUP_MAX_MOVES=%d", c.opts.GroupMaxMoves),
+			fmt.Sprintf("KRABKA_LEASE_MS=%d", c.opts.GroupLeaseMs), fmt.Sprintf("KRABKA_RENEW_INTERVAL_MS=%d", c.opts.GroupLeaseMs/3))
 	case m.multi:
 		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.RolePaceMs), fmt.Sprintf("KRABKA_WRITERS=%d", c.opts.RoleWriters))
 	default:

@@ -266,9 +266,13 @@ func (c *campaign) schedule(ctx context.Context) {
 		case "member-pause": // SIGSTOP past the lease, SIGCONT
 			m, onL := target()
 			ms := c.withBaseline(m, onL)
-			d := lease + d2
+			l := lease
+			if m.group {
+				l = time.Duration(c.opts.GroupLeaseMs) * time.Millisecond
+			}
+			d := l + d2
 			c.draw(kind)
-			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", names(ms), d.Round(time.Millisecond), lease)
+			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", names(ms), d.Round(time.Millisecond), l)
 			f := c.begin(kind, names(ms), onL, ms...)
 			if c.signal(m, syscall.SIGSTOP) {
 				c.injected(kind)

@@ -122,6 +122,9 @@ func TestGroupTrackerMeasuresAKill(t *testing.T) {
 		t.Fatal("converged right after a member holding shards was killed")
 	}
 	tr.Plan(2, []string{"b", "b", "b", "b"}, 0, 6, at(13))
+	if !tr.PlanConverged() || tr.Converged() {
+		t.Fatal("the plan gives b everything but b holds two: the plan converged, the group not")
+	}
 	tr.Acquired("b", 0, at(14))
 	if tr.Converged() {
 		t.Fatal("converged with shard 1 still unheld")
@@ -132,7 +135,7 @@ func TestGroupTrackerMeasuresAKill(t *testing.T) {
 	}
 	f := tr.Figures()
 	if f.StartMs != 3000 || f.Measured != 1 || f.ConvergeMaxMs != 5500 || f.MovesMax != 2 || f.Unconverged != 0 ||
-		f.Acquisitions != 6 || f.Moves != 2 || f.PlanMoves != 6 || f.HeldAtEnd["b"] != 4 || f.Spread != 0 || !f.ConvergedAtEnd {
+		f.Acquisitions != 6 || f.Moves != 2 || f.PlanMoves != 6 || f.Planned != 1 || f.PlanMaxMs != 3000 || f.HeldAtEnd["b"] != 4 || f.Spread != 0 || !f.ConvergedAtEnd {
 		t.Fatalf("figures %+v", f)
 	}
 }

@@ -39,6 +39,7 @@ func main() {
 	flag.IntVar(&o.GroupMembers, "group-members", 3, "the group mode's member processes")
 	flag.IntVar(&o.GroupMaxMoves, "group-max-moves", 4, "the group mode's bound on moves in flight (coord.WithMaxMoves)")
 	flag.Int64Var(&o.GroupPaceMs, "group-pace-ms", 1000, "a group member's pause between two commands of one shard, in milliseconds")
+	flag.Int64Var(&o.GroupLeaseMs, "group-lease-ms", 10000, "the group members' lease in milliseconds (renewal every third; a pause of a group member lasts this and 1-4 s more)")
 	flag.BoolVar(&o.Keep, "keep", false, "leave the cluster running")
 	flag.BoolVar(&o.Verbose, "verbose", false, "print every command and renewal")
 	flag.Parse()
