@@ -21,13 +21,24 @@
 # transaction the transaction log never decided; docs/PIPELINES.md) that no
 # client can prevent, and make test must not fail on it; its checker and the
 # member's pipeline run in chaos-unit.
+# The group mode (tests/chaos/group.go; CHAOS_FLAGS='-no-group' leaves it
+# out): three more Go processes (cmd/krabka-member's group mode) join a role
+# group of 16 shards, each shard's commands on its own partition, checked
+# per shard like a role; member faults strike a group member two times in
+# five; the report has the moves and the time to converge after each kill,
+# restart, pause, resume, cut and heal. chaos-short leaves it out too
+# (CHAOS_SHORT_FLAGS): it adds three processes and about twenty
+# transactional producers, and the 90 s runs tried with it (load average
+# 39-68 from other work) missed the other roles' minimums, the group's
+# share of that not separated (docs/RELIABILITY.md); its checker, tracker
+# and member run in chaos-unit.
 # Each run prints its seed first and last; logs and result.json go to build/chaos/<seed>/.
 GO ?= go
 CHAOS_SEED ?= 0
 CHAOS_DURATION ?= 10m
 CHAOS_SHORT_DURATION ?= 90s
 CHAOS_FLAGS ?=
-CHAOS_SHORT_FLAGS ?= -no-pipeline
+CHAOS_SHORT_FLAGS ?= -no-pipeline -no-group
 CHAOS_DEPS ?= lib examples node-deps kafka-fetch
 
 .PHONY: chaos chaos-short chaos-unit
@@ -37,7 +48,9 @@ chaos: $(CHAOS_DEPS)
 chaos-short: $(CHAOS_DEPS)
 	$(GO) run ./tests/chaos/cmd/krabka-chaos -seed $(CHAOS_SEED) -duration $(CHAOS_SHORT_DURATION) $(CHAOS_SHORT_FLAGS) $(CHAOS_FLAGS)
 
-# The checker, the deposed-holder detection, the Go member's mid-transaction
-# hook, the fault proxy and the namespace lab on their own (no broker).
+# The checker, the deposed-holder detection, the group mode's per-shard
+# checker and convergence tracker, the Go member's mid-transaction hook and
+# group mode (in memory), the fault proxy and the namespace lab on their
+# own (no broker).
 chaos-unit:
 	$(GO) test -count=1 ./tests/chaos/ ./tests/chaos/cmd/krabka-member/ ./tests/chaos/netlab/ ./tests/kafka/faultproxy/

@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/krabka/krabka-coord/core"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/demo"
 	"github.com/krabka/krabka-coord/tests/chaos/netlab"
 	"github.com/krabka/krabka-coord/tests/kafka/faultproxy"
@@ -75,6 +76,12 @@ type Options struct {
 	RolePaceMs      int64 // an extra role's writer's pause between commands (default 200)
 	NoPipeline      bool  // leave out the pipeline role (pipeline.go)
 	RequestMs       int64 // the pipeline's request writer's interval (default 100)
+	NoGroup         bool  // leave out the group mode (group.go)
+	GroupShards     int   // the group's shards (default 16)
+	GroupMembers    int   // the group's member processes (default 3)
+	GroupMaxMoves   int   // the group's bound on moves in flight (default 4)
+	GroupPaceMs     int64 // a group member's pause between two commands of one shard (default 1000; one writer per shard)
+	GroupLeaseMs    int64 // the group members' lease (default 10000; renewal every third of it)
 
 	LeaseMs, RenewMs, StaggerMs, DispatchMs, RequestTimeoutMs int64
 }
@@ -130,6 +137,17 @@ func (o *Options) defaults() {
 	def(&o.RequestTimeoutMs, 2500)
 	def(&o.RolePaceMs, 200)
 	def(&o.RequestMs, 100)
+	if o.GroupShards == 0 {
+		o.GroupShards = 16
+	}
+	if o.GroupMembers == 0 {
+		o.GroupMembers = 3
+	}
+	if o.GroupMaxMoves == 0 {
+		o.GroupMaxMoves = 4
+	}
+	def(&o.GroupPaceMs, 1000)
+	def(&o.GroupLeaseMs, 10000)
 }
 
 // SkewBound is the largest clock offset of the clock-skew fault (faults.go).
@@ -167,7 +185,8 @@ type Report struct {
 	Roles        map[string]*RoleReport `json:"roles"`
 	Deposed      *DeposeResult          `json:"healthy_holders_deposed"`
 	MidTxn       []MidTxnRecord         `json:"midtxn_faults"`
-	Pipeline     *PipeResult            `json:"pipeline,omitempty"` // the exactly-once figures (pipeline.go)
+	Pipeline     *PipeResult            `json:"pipeline,omitempty"`   // the exactly-once figures (pipeline.go)
+	RoleGroup    *GroupResult           `json:"role_group,omitempty"` // the group mode: per-shard checks, moves, convergence (group.go)
 	MemberFaults []MemberFault          `json:"member_faults"`
 	Skews        []SkewSpan             `json:"clock_skews"`
 }
@@ -204,6 +223,9 @@ func (r *Report) OK() bool {
 			return false
 		}
 	}
+	if r.RoleGroup != nil && (r.RoleGroup.Check == nil || !r.RoleGroup.Check.OK()) {
+		return false
+	}
 	return r.Pipeline == nil || r.Pipeline.ExactlyOnce()
 }
 
@@ -221,6 +243,7 @@ type member struct {
 	skewMs   int64
 	log      *os.File
 	multi    bool              // a Go process of several roles (cmd/krabka-member)
+	group    bool              // a Go process of the group mode (group.go)
 	stdin    io.WriteCloser    // its control pipe (multi)
 	mid      chan MidTxnRecord // a mid-transaction fault waits for its MIDTXN (under c.mu)
 }
@@ -246,6 +269,8 @@ type campaign struct {
 	gos     []*member    // the Go processes of the extra roles
 	roles   []*extraRole // the extra roles
 	pipe    *pipeRole    // the pipeline role (nil: NoPipeline)
+	grp     []*member    // the group members (also in gos)
+	group   *GroupResult // the group mode (nil: NoGroup)
 	p0      int32        // the primary role's partition of the coordination topic
 	admin   *kgo.Client
 	adm     *kadm.Client
@@ -277,6 +302,7 @@ type campaign struct {
 	holders      map[string]string          // extra role -> the Go process that holds it (best knowledge)
 	midLog       []MidTxnRecord
 	skews        []SkewSpan
+	gtrack       *GroupTracker // moves and convergence of the group (nil: NoGroup)
 	wg           sync.WaitGroup
 }
 
@@ -310,6 +336,16 @@ func (c *campaign) script(ctx context.Context, args ...string) (string, error) {
 // network remove the brokers and the namespaces even if this process dies.
 func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	opts.defaults()
+	if !opts.NoGroup {
+		switch {
+		case opts.GroupShards < 1 || opts.GroupShards > coord.MaxGroupShards:
+			return nil, fmt.Errorf("the group mode's shard count %d is out of range [1, %d]", opts.GroupShards, coord.MaxGroupShards)
+		case opts.GroupMembers < 1 || opts.GroupMembers > 20:
+			return nil, fmt.Errorf("the group mode's member count %d is out of range [1, 20]", opts.GroupMembers)
+		case opts.GroupMaxMoves < 1:
+			return nil, fmt.Errorf("the group mode's move bound %d is below 1", opts.GroupMaxMoves)
+		}
+	}
 	c := &campaign{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		faults: map[string]int{}, drawn: map[string]int{}, events: map[string]int{}, down: map[int]bool{}, paused: map[int]bool{},
 		acquired: map[string]bool{}, roleAcks: map[string][]Ack{}, roleMints: map[string][]Mint{},
@@ -359,6 +395,9 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	c.members = append(c.members, c.base)
 	for _, n := range goMembers {
 		c.gos = append(c.gos, &member{name: n, multi: true, host: demo.Host{Member: n, Lang: "Go", Argv: []string{goBin}}})
+	}
+	if !opts.NoGroup {
+		c.setupGroup(goBin)
 	}
 	nw, err := newNetwork(opts, c.members, c.gos)
 	if err != nil {
@@ -426,6 +465,12 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		}
 		rep.Coordination.Roles[c.pipe.Partition] = append(rep.Coordination.Roles[c.pipe.Partition], c.pipe.Name)
 	}
+	if c.group != nil {
+		if err := c.createGroupTopic(ctx); err != nil {
+			return nil, err
+		}
+		c.gtrack = NewGroupTracker(c.group.Shards, c.group.Members, time.Now())
+	}
 	c.baseTxn, err = c.baselineTxnID(ctx)
 	if err != nil {
 		return nil, err
@@ -470,6 +515,12 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		drained, drainTook = c.drainPipe(ctx)
 		c.say("pipeline: drained=%v after %s", drained, drainTook.Round(100*time.Millisecond))
 	}
+	if c.gtrack != nil {
+		c.mu.Lock()
+		c.gtrack.Freeze()
+		c.group.GroupFigures = c.gtrack.Figures()
+		c.mu.Unlock()
+	}
 	c.stopMembers()
 
 	recs, err := c.commandRecords(context.Background(), c.topic)
@@ -511,6 +562,15 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		if !pr.ExactlyOnce() {
 			rep.Violations = append(rep.Violations, fmt.Sprintf("pipeline-not-exactly-once: %d missing, %d duplicated, %d out of order, %d unknown of %d requests (drained: %v): %s",
 				pr.Missing, pr.Duplicated, pr.OutOfOrder, pr.Unknown, pr.Requests, pr.Drained, strings.Join(pr.Examples, "; ")))
+		}
+	}
+	if c.group != nil {
+		if err := c.checkGroup(context.Background()); err != nil {
+			return nil, err
+		}
+		rep.RoleGroup = c.group
+		for _, v := range c.group.Check.Violations {
+			rep.Violations = append(rep.Violations, "group "+c.group.Group+": "+v)
 		}
 	}
 	c.mu.Lock()
@@ -562,6 +622,9 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 		// A run with no requests would pass the exactly-once check.
 		rep.Shortfalls = append(rep.Shortfalls, fmt.Sprintf("minimum missed: %d pipeline requests written, want at least %d in a %s campaign", p.Requests, rep.Minimums.Acked, opts.Duration))
 	}
+	if g := rep.RoleGroup; g != nil && g.Check.Acked < rep.Minimums.Acked {
+		rep.Shortfalls = append(rep.Shortfalls, fmt.Sprintf("minimum missed: %d acknowledged commands of group %s, want at least %d in a %s campaign", g.Check.Acked, g.Group, rep.Minimums.Acked, opts.Duration))
+	}
 	rep.Elapsed = time.Since(c.start).Round(time.Second).String()
 	c.summary(rep)
 	if b, err := json.MarshalIndent(rep, "", "  "); err == nil {
@@ -583,10 +646,16 @@ func gitCommit(repo string) string {
 }
 
 func (c *campaign) createTopic(ctx context.Context, topic string) error {
+	return c.createTopicN(ctx, topic, 1)
+}
+
+// createTopicN creates a command topic of n partitions (RF 3,
+// min.insync.replicas=2, LogAppendTime).
+func (c *campaign) createTopicN(ctx context.Context, topic string, n int32) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	isr, ts := "2", "LogAppendTime"
-	resp, err := c.adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &isr, "message.timestamp.type": &ts}, topic)
+	resp, err := c.adm.CreateTopic(ctx, n, 3, map[string]*string{"min.insync.replicas": &isr, "message.timestamp.type": &ts}, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -600,7 +669,9 @@ func (c *campaign) createTopic(ctx context.Context, topic string) error {
 // when skewMs is not 0.
 func (c *campaign) startMember(m *member, skewMs int64) error {
 	var argv []string
-	if m.multi {
+	if m.group {
+		argv = append(append([]string{}, m.host.Argv...), c.groupArgs(m)...)
+	} else if m.multi {
 		argv = append(append([]string{}, m.host.Argv...), c.goArgs(m)...)
 	} else if m.baseline {
 		argv = append(append([]string{}, m.host.Argv...), m.proxies.Bootstrap(), c.baseTxn, m.name, c.topic)
@@ -620,9 +691,14 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 		fmt.Sprintf("UV_THREADPOOL_SIZE=%d", c.opts.Writers+8),
 		"KRABKA_REJOIN_DELAY_MS=500",
 	)
-	if m.multi {
+	switch {
+	case m.group:
+		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.GroupPaceMs), "KRABKA_WRITERS=1",
+			fmt.Sprintf("KRABKA_GROUP_MAX_MOVES=%d", c.opts.GroupMaxMoves),
+			fmt.Sprintf("KRABKA_LEASE_MS=%d", c.opts.GroupLeaseMs), fmt.Sprintf("KRABKA_RENEW_INTERVAL_MS=%d", c.opts.GroupLeaseMs/3))
+	case m.multi:
 		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.RolePaceMs), fmt.Sprintf("KRABKA_WRITERS=%d", c.opts.RoleWriters))
-	} else {
+	default:
 		cmd.Env = append(cmd.Env, fmt.Sprintf("KRABKA_DISPATCH_INTERVAL_MS=%d", c.opts.DispatchMs), fmt.Sprintf("KRABKA_WRITERS=%d", c.opts.Writers))
 	}
 	if skewMs != 0 {
@@ -669,6 +745,7 @@ func (c *campaign) startMember(m *member, skewMs int64) error {
 		c.skews = append(c.skews, SkewSpan{Member: m.name, OffsetMs: skewMs, From: now})
 	}
 	c.mu.Unlock()
+	c.groupUp(m, "restart")
 	fmt.Fprintf(m.log, "# %s: pid %d skew %d ms: %s\n", time.Now().Format(time.RFC3339Nano), cmd.Process.Pid, skewMs, strings.Join(argv, " "))
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -816,8 +893,8 @@ func (m *member) running() bool {
 // the signal was delivered.
 func (c *campaign) signal(m *member, sig syscall.Signal) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.pid <= 0 {
+		m.mu.Unlock()
 		return false
 	}
 	alive := m.running()
@@ -827,6 +904,13 @@ func (c *campaign) signal(m *member, sig syscall.Signal) bool {
 		m.paused = true
 	case syscall.SIGCONT:
 		m.paused = false
+	}
+	m.mu.Unlock()
+	switch {
+	case sig == syscall.SIGSTOP && alive && err == nil:
+		c.groupDown(m, "pause")
+	case sig == syscall.SIGCONT:
+		c.groupUp(m, "resume")
 	}
 	return alive && err == nil
 }
@@ -843,6 +927,7 @@ func (c *campaign) kill(m *member) bool {
 	}
 	err := syscall.Kill(pid, syscall.SIGKILL)
 	<-exited
+	c.groupDown(m, "kill")
 	c.mu.Lock()
 	if c.leader == m.name {
 		c.leader = ""
@@ -1002,6 +1087,9 @@ func (c *campaign) summary(rep *Report) {
 		for _, e := range p.Examples {
 			c.say("  pipeline: %s", e)
 		}
+	}
+	if g := rep.RoleGroup; g != nil && g.Check != nil {
+		c.groupSummary(g)
 	}
 	c.say("mid-transaction faults that took effect: kill=%d pause=%d cut=%d (by partition: %v)", mid["midtxn-kill"], mid["midtxn-pause"], mid["midtxn-cut"], midParts)
 	if d := rep.Deposed; d != nil {

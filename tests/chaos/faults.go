@@ -217,6 +217,20 @@ func (c *campaign) schedule(ctx context.Context) {
 		loss := 0.1 + 0.3*c.rng.Float64()
 		dir := c.rng.IntN(2)
 		drawnGo := c.rng.IntN(len(goMembers))
+		// The group mode: a member fault strikes a group member two times
+		// in five (drawn only in group mode, so that a seed without it
+		// replays as before).
+		toGroup, drawnGrp := false, 0
+		if len(c.grp) > 0 {
+			toGroup = c.rng.IntN(5) < 2
+			drawnGrp = c.rng.IntN(len(c.grp))
+		}
+		target := func() (*member, bool) {
+			if toGroup {
+				return c.grp[drawnGrp], false
+			}
+			return c.pick(toLeader, drawnMember)
+		}
 		kind := kindOf(n)
 		switch i {
 		case 0:
@@ -229,7 +243,7 @@ func (c *campaign) schedule(ctx context.Context) {
 		}
 		switch kind {
 		case "member-kill": // SIGKILL and restart
-			m, onL := c.pick(toLeader, drawnMember)
+			m, onL := target()
 			ms := c.withBaseline(m, onL)
 			c.draw(kind)
 			c.say("FAULT member-kill: SIGKILL %s, restart in %s", names(ms), d1.Round(time.Millisecond))
@@ -250,11 +264,15 @@ func (c *campaign) schedule(ctx context.Context) {
 			}
 			c.end(f)
 		case "member-pause": // SIGSTOP past the lease, SIGCONT
-			m, onL := c.pick(toLeader, drawnMember)
+			m, onL := target()
 			ms := c.withBaseline(m, onL)
-			d := lease + d2
+			l := lease
+			if m.group {
+				l = time.Duration(c.opts.GroupLeaseMs) * time.Millisecond
+			}
+			d := l + d2
 			c.draw(kind)
-			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", names(ms), d.Round(time.Millisecond), lease)
+			c.say("FAULT member-pause: SIGSTOP %s for %s (lease %s), then SIGCONT", names(ms), d.Round(time.Millisecond), l)
 			f := c.begin(kind, names(ms), onL, ms...)
 			if c.signal(m, syscall.SIGSTOP) {
 				c.injected(kind)
@@ -270,9 +288,13 @@ func (c *campaign) schedule(ctx context.Context) {
 			}
 			c.end(f)
 		case "link-cut": // client-to-broker cut (the proxies hold what they read), then heal
-			m, onL := c.pick(toLeader, drawnMember)
+			m, onL := target()
 			ms := c.withBaseline(m, onL)
 			d := d1 + d2
+			if m.group {
+				c.groupCut(m, pick, drawnNode, d)
+				continue
+			}
 			var ps []*faultproxy.Proxy
 			k := "link-cut(all brokers)"
 			what := "every broker"
@@ -325,7 +347,7 @@ func (c *campaign) schedule(ctx context.Context) {
 			}
 			c.end(f)
 		case "clock-skew": // one member's lease clock offset by seconds (restart with the test-only hook)
-			m, onL := c.pick(toLeader, drawnMember)
+			m, onL := target()
 			ms := c.withBaseline(m, onL)
 			c.draw(kind)
 			c.say("FAULT clock-skew: restart %s with its lease clock offset by %+ds%s", m.name, skew/time.Second,
@@ -357,7 +379,7 @@ func (c *campaign) schedule(ctx context.Context) {
 				c.say("(member-minority skipped: a broker fault is in progress)")
 				continue
 			}
-			m, onL := c.pick(toLeader, drawnMember)
+			m, onL := target()
 			ms := c.withBaseline(m, onL)
 			node := c.brokerFor("partition-leader", drawnNode)
 			c.draw(kind)
@@ -379,7 +401,9 @@ func (c *campaign) schedule(ctx context.Context) {
 			c.say("FAULT member-minority: %s with broker %d (command partition leader) on the minority side, cut from %s for %s",
 				names(ms), node, strings.Join(sideB, " "), long.Round(time.Millisecond))
 			f := c.begin(kind, fmt.Sprintf("%s with broker %d", names(ms), node), onL, ms...)
+			c.groupDown(m, "minority")
 			c.partition(kind, c.net.cut(sideA, sideB), long)
+			c.groupUp(m, "heal")
 			c.end(f)
 			c.waitHealthy(60 * time.Second)
 			c.releaseBrokers()
@@ -733,4 +757,33 @@ func (c *campaign) proxiesOf(node int, up bool) {
 			c.say("%v", err)
 		}
 	}
+}
+
+// groupCut is a link cut of a group member: the group members reach the
+// brokers without proxies, so the cut is packet filters between its
+// namespace and every broker (pick 0: the command partition leader's
+// broker only) for d.
+func (c *campaign) groupCut(m *member, pick, drawnNode int, d time.Duration) {
+	k, what, brokers := "link-cut(all brokers)", "every broker", []string{"b1", "b2", "b3"}
+	if pick == 0 {
+		node := c.brokerFor("partition-leader", drawnNode)
+		k, what, brokers = "link-cut(one broker)", fmt.Sprintf("broker %d (command partition leader)", node), []string{c.net.brokerName(node)}
+	}
+	c.draw(k)
+	c.say("FAULT %s: %s cut from %s for %s (packet filters)", k, m.name, what, d.Round(time.Millisecond))
+	f := c.begin(k, m.name+" to "+what, false, m)
+	c.groupDown(m, "cut")
+	id, err := c.net.lab.Apply(c.net.cut([]string{m.ep.Name}, brokers))
+	if err != nil {
+		c.say("(%s: %v)", k, err)
+	} else {
+		c.injected(k)
+		c.sleep(context.Background(), d)
+		if err := c.net.lab.Heal(id); err != nil {
+			c.say("healing %s: %v", k, err)
+		}
+	}
+	c.groupUp(m, "heal")
+	c.end(f)
+	c.say("healed %s", m.name)
 }

@@ -201,6 +201,9 @@ func (c *campaign) goLine(m *member, line string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events["go-"+kind]++
+	if m.group && c.groupLine(m, kind, role, fields) {
+		return
+	}
 	switch kind {
 	case demo.Dispatched:
 		t, ok1 := tokOf("token")

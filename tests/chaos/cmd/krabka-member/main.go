@@ -3,7 +3,7 @@
 // share its client, its connections and its fate (a kill, a pause or a cut
 // hits every role it holds or stands by for).
 //
-//	krabka-member <bootstrap> <member> <role>=<topic>[:<input topic>] ...
+//	krabka-member <bootstrap> <member> <role>=<topic>[:<input topic>] ... [group:<group>:<shards>=<topic>] ...
 //
 // For each role it does what the demo hosts do for theirs (demo/hosts): it
 // acquires the role, and while it leads it dispatches numbered commands to
@@ -27,6 +27,10 @@
 // its term (Leadership.Consume) and turns each request into one command on
 // the role's command topic with Leadership.ProduceOffsets, one writer per
 // input partition, reporting each as PIPED.
+//
+// An argument group:<group>:<shards>=<topic> joins a role group instead
+// (group.go): the process writes commands for each shard k it is given to
+// partition k of the topic.
 //
 // Mid-transaction faults. A line "ARM" on stdin arms the process: at its
 // next renewal whose Produce request was answered (the lease record is
@@ -80,6 +84,9 @@ type host struct {
 	rejoin  time.Duration
 	poll    time.Duration
 	writers int
+	// maxMoves is the group mode's move bound (KRABKA_GROUP_MAX_MOVES,
+	// default 4).
+	maxMoves int
 
 	out   io.Writer // the event lines (stdout)
 	outMu sync.Mutex
@@ -308,7 +315,7 @@ func (h *host) lead(ctx context.Context, role, topic, input string, l *coord.Lea
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			h.writer(l, t, &gate, role, topic, w)
+			h.writer(l, t, &gate, role, topic, 0, "", w)
 		}(w)
 	}
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -359,7 +366,9 @@ func (h *host) lead(ctx context.Context, role, topic, input string, l *coord.Lea
 	}
 }
 
-func (h *host) writer(l *coord.Leadership, t *term, gate *sync.RWMutex, role, topic string, w int) {
+// writer dispatches numbered commands to partition part of topic while the
+// term lasts; extra (" key=value ...") goes into each command before at=.
+func (h *host) writer(l *coord.Leadership, t *term, gate *sync.RWMutex, role, topic string, part int32, extra string, w int) {
 	for !t.stopped() {
 		t.mu.Lock()
 		t.seq++
@@ -368,9 +377,9 @@ func (h *host) writer(l *coord.Leadership, t *term, gate *sync.RWMutex, role, to
 		for attempt := 1; !t.stopped(); attempt++ {
 			gate.RLock()
 			token := l.Token().String() // read again: an own epoch recovery changes it
-			value := fmt.Sprintf("seq=%d member=%s token=%s writer=%d try=%d at=%d", seq, h.member, token, w, attempt, time.Now().UnixMilli())
+			value := fmt.Sprintf("seq=%d member=%s token=%s writer=%d try=%d%s at=%d", seq, h.member, token, w, attempt, extra, time.Now().UnixMilli())
 			pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			res, err := l.Produce(pctx, coord.Message{Topic: topic, Partition: 0, Key: []byte(h.member), Value: []byte(value)})
+			res, err := l.Produce(pctx, coord.Message{Topic: topic, Partition: part, Key: []byte(h.member), Value: []byte(value)})
 			cancel()
 			gate.RUnlock()
 			if err == nil && len(res) != 1 {
@@ -449,17 +458,26 @@ func (m mintLog) WithGroup(name string) slog.Handler {
 
 func main() {
 	if len(os.Args) < 4 {
-		fmt.Fprintln(os.Stderr, "usage: krabka-member <bootstrap> <member> <role>=<topic>[:<input topic>] ...")
+		fmt.Fprintln(os.Stderr, "usage: krabka-member <bootstrap> <member> <role>=<topic>[:<input topic>] ... [group:<group>:<shards>=<topic>] ...")
 		os.Exit(2)
 	}
 	h := &host{member: os.Args[2], out: os.Stdout, renewing: map[string]bool{}, leads: map[string]*coord.Leadership{},
-		pace:    time.Duration(envMs("KRABKA_DISPATCH_INTERVAL_MS", 250)) * time.Millisecond,
-		rejoin:  time.Duration(envMs("KRABKA_REJOIN_DELAY_MS", 1000)) * time.Millisecond,
-		poll:    250 * time.Millisecond,
-		writers: int(max(1, envMs("KRABKA_WRITERS", 1)))}
+		pace:     time.Duration(envMs("KRABKA_DISPATCH_INTERVAL_MS", 250)) * time.Millisecond,
+		rejoin:   time.Duration(envMs("KRABKA_REJOIN_DELAY_MS", 1000)) * time.Millisecond,
+		poll:     250 * time.Millisecond,
+		writers:  int(max(1, envMs("KRABKA_WRITERS", 1))),
+		maxMoves: int(max(1, envMs("KRABKA_GROUP_MAX_MOVES", 4)))}
 	type roleTopic struct{ role, topic, input string }
 	var roles []roleTopic
+	var groups []groupSpec
 	for _, a := range os.Args[3:] {
+		if g, ok, err := parseGroupArg(a); err != nil {
+			fmt.Fprintf(os.Stderr, "krabka-member: %v\n", err)
+			os.Exit(2)
+		} else if ok {
+			groups = append(groups, g)
+			continue
+		}
 		r, t, ok := strings.Cut(a, "=")
 		t, in, pipe := strings.Cut(t, ":")
 		if !ok || r == "" || t == "" || (pipe && in == "") {
@@ -495,7 +513,15 @@ func main() {
 		os.Exit(2)
 	}
 	h.client = client
-	h.emit("STARTED", "", "lang", "go", "pid", os.Getpid(), "roles", len(roles))
+	var glog coord.GroupLog
+	if len(groups) > 0 {
+		if glog, err = kafka.NewGroupLog(cfg); err != nil {
+			fmt.Fprintf(os.Stderr, "krabka-member: %v\n", err)
+			os.Exit(2)
+		}
+		defer glog.Transport.Close()
+	}
+	h.emit("STARTED", "", "lang", "go", "pid", os.Getpid(), "roles", len(roles), "groups", len(groups))
 	go h.control(os.Stdin)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -505,6 +531,13 @@ func main() {
 		go func() {
 			defer wg.Done()
 			h.runRole(ctx, rt.role, rt.topic, rt.input)
+		}()
+	}
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.runGroup(ctx, glog, g)
 		}()
 	}
 	wg.Wait()
