@@ -24,7 +24,8 @@
 #                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      failovers by destroy and by a destroyed client, re-campaign, the
 #                      release rule, eligibility and the roster's tail, AT_RISK, misuse
-#   make capi-valgrind-live  the live, events, blind, async, elect and pipeline tests under valgrind
+#   make capi-valgrind-live  the live, events, blind, async, elect and pipeline tests (and
+#                      electorset's misuse checks) under valgrind
 #   make capi-electorset  elector sets (krabka_elector_set_*, KRABKA_EVENT_SET_TERM) on $KRABKA_BOOTSTRAP
 #                      and $KRABKA_BOOTSTRAP_TV1: 20 roles over two sets, a removed role moves
 #                      alone, the release rule per role, a dead set's roles all taken, misuse
@@ -116,7 +117,7 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread \
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/electorset $(CAPI_BUILD)/kread \
 	$(CAPI_BUILD)/pipeline $(CAPI_BUILD)/ktopic build/examples/pipeline
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP)
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP_TV1)
@@ -130,6 +131,7 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/electorset misuse
 	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread \
 		KRABKA_PIPELINE_EXAMPLE=$(CURDIR)/build/examples/pipeline $(CAPI_VALGRIND) $(CAPI_BUILD)/pipeline
 
