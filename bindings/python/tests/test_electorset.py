@@ -202,16 +202,21 @@ def test_one_role_moves_alone_and_the_release_rule(krabka_cluster: Cluster, krab
 
     # the release rule: one role resigned under a set whose iteration stands
     # on that role's STOPPED
+    def next_started(s: kc.ElectorSet, what: str) -> kc.RoleEvent:
+        """s's next STARTED, moving the clock while it waits."""
+        end = time.monotonic() + WAIT
+        ev = s.next_event(0.01)
+        while ev is None or ev.kind != STARTED:
+            assert time.monotonic() < end, what
+            advance()
+            ev = s.next_event(0.01)
+        return ev
+
     role = unique("py-set-release")
     with krabka_cluster.client(LEASES) as ca, krabka_cluster.client(LEASES) as cb:
         with ca.elector_set("a") as sa, cb.elector_set("b") as sb:
             sa.add(role)
-            ev = sa.next_event(0.01)
-            end = time.monotonic() + WAIT
-            while ev is None or ev.kind != STARTED:
-                assert time.monotonic() < end, "a never won"
-                advance()
-                ev = sa.next_event(0.01)
+            ev = next_started(sa, "a never won")
             sb.add(role)
             until(lambda: [e.member for e in ca.describe(role, timeout=WAIT).roster] == ["a", "b"], "b stands by",
                   advance)
@@ -222,24 +227,15 @@ def test_one_role_moves_alone_and_the_release_rule(krabka_cluster: Cluster, krab
                 stop = sa.next_event(WAIT)
             assert stop is not None and stop.role == role and stop.term == 1
             # the iteration stands on the STOPPED: a stays out of the roster
-            got = None
-            end = time.monotonic() + WAIT
-            while got is None or got.kind != STARTED:
-                assert time.monotonic() < end, "b never won"
-                advance()
-                got = sb.next_event(0.01)
+            next_started(sb, "b never won")
             assert [e.member for e in ca.describe(role, timeout=WAIT).roster] == ["b"]
             sb.remove(role, timeout=WAIT)
             for _ in range(20):
                 advance()
             assert "a" not in [e.member for e in ca.describe(role, timeout=WAIT).roster]
             # moving on releases it: a wins term 2
-            nxt = sa.next_event(0.01)
-            end = time.monotonic() + WAIT
-            while nxt is None or nxt.kind != STARTED:
-                assert time.monotonic() < end, "a never won again"
-                advance()
-                nxt = sa.next_event(0.01)
+            nxt = next_started(sa, "a never won again")
+            assert isinstance(nxt, kc.TermEvent)
             assert nxt.role == role and nxt.term == 2
 
 

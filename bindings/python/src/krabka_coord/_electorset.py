@@ -20,58 +20,38 @@ from __future__ import annotations
 import asyncio
 import collections
 import ctypes
-import datetime
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Deque, Iterator, Optional, Tuple
 
 from . import _abi, _calls
 from ._args import Name, Timeout, name_bytes, timeout_ms
-from ._elect_events import _NOT_YET, ElectorState, _ms_to_datetime, _read_event, _run_blocking
+from ._elect_events import _NOT_YET, ElectorState, TermEvent, _read_event, _run_blocking
 from ._errors import ClosedError, ErrorCode, KrabkaError, raise_for
 from ._leadership import Leadership
 from ._native import glib, lib
 from ._pump import _Pump
-from ._values import FencingToken, text
+from ._values import text
 
 __all__ = ["ElectorSet", "RoleEvent"]
 
 
 @dataclass(frozen=True)
-class RoleEvent:
+class RoleEvent(TermEvent):
     """One event of an ElectorSet: a role's term event (Go's
-    coord.RoleEvent, C's KRABKA_EVENT_SET_TERM), tagged with the role.
+    coord.RoleEvent, C's KRABKA_EVENT_SET_TERM), tagged with the role: a
+    TermEvent (kind, term, token, holder, deadline_ms, stop_reason, error:
+    term numbers count 1, 2, ... per role, from 1 again when a role is
+    removed and added again; ELECTOR_STOPPED is the role's last event: it
+    left the set, or its loop ended by itself, `error` says why) and
 
     role: the role the event is about.
-    kind: STARTED, AT_RISK, RECOVERED, STOPPED, NEW_LEADER, SUSPENDED or
-        ELECTOR_STOPPED (TermEventKind; ELECTOR_STOPPED is the role's last
-        event: it left the set, or its loop ended by itself: `error` says
-        why).
-    term: the term number (1, 2, ... per role, from 1 again when a role is
-        removed and added again; 0 on NEW_LEADER).
-    token: the term's fencing token (NEW_LEADER: the new holder's).
-    holder: this member on term events, the new holder on NEW_LEADER.
-    deadline_ms: the lease deadline in epoch ms (0 when unknown).
-    stop_reason: why the term stopped (StopReason.NONE unless STOPPED).
-    error: STOPPED: the term's error; ELECTOR_STOPPED: why the role's loop
-        ended (None when it was removed or the set closed); else None.
     leadership: STARTED: the term's Leadership, for guarded writes (the set
         renews and resigns it; do not close it); else None.
     """
 
-    role: str
-    kind: "_abi.TermEventKind"
-    term: int
-    token: FencingToken
-    holder: str
-    deadline_ms: int
-    stop_reason: "_abi.StopReason" = _abi.StopReason.NONE
-    error: Optional[KrabkaError] = None
+    role: str = ""
     leadership: Optional[Leadership] = None
-
-    @property
-    def deadline(self) -> Optional[datetime.datetime]:
-        """deadline_ms as an aware UTC datetime (None when unknown)."""
-        return _ms_to_datetime(self.deadline_ms)
 
 
 def _read_set_event(ev: int) -> Optional[RoleEvent]:
@@ -83,8 +63,8 @@ def _read_set_event(ev: int) -> Optional[RoleEvent]:
     role = ctypes.create_string_buffer(_abi.NAME_BUF)
     rn = ctypes.c_size_t()
     raise_for(glib.krabka_event_role(ev, role, len(role), ctypes.byref(rn), None, 0))
-    return RoleEvent(text(role.raw[: rn.value]), te.kind, te.term, te.token, te.holder, te.deadline_ms,
-                     te.stop_reason, te.error)
+    return RoleEvent(te.kind, te.term, te.token, te.holder, te.deadline_ms, te.stop_reason, te.error,
+                     role=text(role.raw[: rn.value]))
 
 
 class ElectorSet(_Pump):
@@ -137,8 +117,7 @@ class ElectorSet(_Pump):
             if re.kind == _abi.TermEventKind.STARTED:
                 p = ctypes.c_void_p()
                 if glib.krabka_event_take_leadership(ev, ctypes.byref(p), None, 0) == 0 and p.value:
-                    re = RoleEvent(re.role, re.kind, re.term, re.token, re.holder, re.deadline_ms, re.stop_reason,
-                                   re.error, Leadership(p.value, self._client, re.role, self.member))
+                    re = dataclasses.replace(re, leadership=Leadership(p.value, self._client, re.role, self.member))
             keep = re.kind == _abi.TermEventKind.STOPPED  # released once the iteration moved past it
             with self._cond:
                 self._events.append((re, ev if keep else None))
