@@ -8,6 +8,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -31,6 +32,27 @@ type electorSetObj struct {
 	c              *clientObj
 	done           chan struct{} // closed when the pump returned (after Close)
 	requestTimeout time.Duration // KRABKA_TIMEOUT_DEFAULT of remove
+
+	mu    sync.Mutex
+	ended map[string]uint64 // ELECTOR_STOPPED events posted, by role
+	wake  chan struct{}     // closed and replaced when ended grows
+}
+
+// posted counts an ELECTOR_STOPPED of role posted (remove waits for it).
+func (o *electorSetObj) posted(role string) {
+	o.mu.Lock()
+	o.ended[role]++
+	close(o.wake)
+	o.wake = make(chan struct{})
+	o.mu.Unlock()
+}
+
+// endedCount is how many ELECTOR_STOPPED events of role were posted, and
+// the channel closed when that grows.
+func (o *electorSetObj) endedCount(role string) (uint64, <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ended[role], o.wake
 }
 
 func electorSetOf(p unsafe.Pointer) (*electorSetObj, error) {
@@ -113,7 +135,8 @@ func electorSetNew(client *C.krabka_client_t, m *C.kc_cchar_t, memberLen C.size_
 	if err != nil {
 		return err
 	}
-	o := &electorSetObj{s: s, c: c, done: make(chan struct{}), requestTimeout: c.requestTimeout}
+	o := &electorSetObj{s: s, c: c, done: make(chan struct{}), requestTimeout: c.requestTimeout,
+		ended: map[string]uint64{}, wake: make(chan struct{})}
 	go func() {
 		defer close(o.done)
 		for {
@@ -122,6 +145,9 @@ func electorSetNew(client *C.krabka_client_t, m *C.kc_cchar_t, memberLen C.size_
 				return // Close ran and every event was taken
 			}
 			post(q, setTermEvent(c, uint64(tag), re))
+			if re.Kind == coord.TermElectorStopped {
+				o.posted(re.Role.String())
+			}
 		}
 	}()
 	*out = (*C.krabka_elector_set_t)(newHandle(kindElectorSet, o))
@@ -159,7 +185,23 @@ func kc_go_elector_set_remove(set *C.krabka_elector_set_t, r *C.kc_cchar_t, role
 		return fail(err, errstr, errstr_size)
 	}
 	defer cancel()
-	return finish(o.s.Remove(ctx, ro), errstr, errstr_size)
+	before, _ := o.endedCount(ro.String())
+	if err := o.s.Remove(ctx, ro); err != nil {
+		return fail(err, errstr, errstr_size)
+	}
+	// The role's last event is on the set's stream: wait until the pump
+	// posted it, so that the host finds it in the queue.
+	for {
+		n, wake := o.endedCount(ro.String())
+		if n > before {
+			return C.KRABKA_OK
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return fail(coord.WrapError(coord.ErrTimeout, ctx.Err(), "krabka_elector_set_remove(%s): the role's loop ended but its last event is not posted yet", ro), errstr, errstr_size)
+		}
+	}
 }
 
 //export kc_go_elector_set_state

@@ -1831,8 +1831,8 @@ krabka_err_t krabka_elector_set_add(krabka_elector_set_t *set,
                                     char *errstr, size_t errstr_size);
 /** Removes role from the set: its loop ends (a held term is resigned, its
  *  STOPPED, RESIGNED, posted; a standby leaves the race). Waits until the
- *  loop ended, the role's last event (ELECTOR_STOPPED, error OK) following
- *  its other events on the queue, or timeout_ms (KRABKA_TIMEOUT_DEFAULT:
+ *  role's last event (ELECTOR_STOPPED, error OK) was posted to the queue,
+ *  after its other events, or timeout_ms (KRABKA_TIMEOUT_DEFAULT:
  *  request.timeout.ms) passed (TIMEOUT: the removal finishes in the
  *  background and the role cannot be added again until it did).
  *  INVALID_ARG naming the role when it is not in the set. Blocks. */

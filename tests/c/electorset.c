@@ -9,7 +9,8 @@
  *      every role's state is HOLDING. B joins for every role and stands by
  *      (in every roster).
  *   2. Remove at run time moves one role alone: A removes role 0: STOPPED
- *      (RESIGNED), then ELECTOR_STOPPED (OK), for role 0 only; B wins role
+ *      (RESIGNED), then ELECTOR_STOPPED (OK), both in the queue when remove
+ *      returns, for role 0 only; B wins role
  *      0 with a token superseding A's; no other role moves (no other
  *      STOPPED in A, no other STARTED in B); A's state of role 0 is
  *      INVALID_ARG naming it (not in the set); the handle taken from A's
@@ -336,6 +337,9 @@ static void run_cluster(const char *tv, const char *bootstrap) {
     /* 2. A removes role 0: it alone moves to B. */
     krabka_token_t a_tok0 = a->token[0];
     OK(krabka_elector_set_remove(a->set, role_name[0], KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT, ES));
+    drain(a); /* remove returns once the role's last event is in the queue */
+    CHECK(a->stopped[0] == 1 && a->ended[0] == 1, "%s: when remove returned: %d STOPPED, %d ELECTOR_STOPPED in the queue", tv,
+          a->stopped[0], a->ended[0]);
     if (!wait_until(a_ended, 0, "A's role 0 ends") || !wait_until(b_holds, 0, "B wins role 0"))
         goto out;
     CHECK(a->stopped[0] == 1 && a->reason[0] == KRABKA_STOP_RESIGNED && a->end_code[0] == KRABKA_OK,
@@ -372,6 +376,9 @@ static void run_cluster(const char *tv, const char *bootstrap) {
     const char *ro = roster(a->client, role_name[1]);
     CHECK(!in_list(ro, "a"), "%s: A's role 1 campaigned before its STOPPED was destroyed (roster %s)", tv, ro);
     OK(krabka_elector_set_remove(b->set, role_name[1], KRABKA_NTS, KRABKA_TIMEOUT_DEFAULT, ES));
+    drain(b);
+    CHECK(b->ended[1] == 1 && !b->holding[1], "%s: B's role 1 when remove returned: %d ELECTOR_STOPPED, holding %d", tv,
+          b->ended[1], b->holding[1]);
     ro = roster(a->client, role_name[1]);
     CHECK(!in_list(ro, "a"), "%s: A's role 1 campaigned before its STOPPED was destroyed (roster %s, B gone)", tv, ro);
     CHECK(!a->holding[1], "%s: A holds role 1 again before its STOPPED was destroyed", tv);

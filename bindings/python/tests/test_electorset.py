@@ -180,9 +180,9 @@ def test_one_role_moves_alone_and_the_release_rule(krabka_cluster: Cluster, krab
         sa.remove(roles[0], timeout=WAIT)
         until(lambda: lb.count(roles[0], STARTED) == 1, "b wins the removed role", advance)
         assert lb.holding()[roles[0]].token.supersedes(tokens[roles[0]])
+        until(lambda: la.count(roles[0], ENDED) == 1, "a's removed role ends", advance)  # (a's reader thread)
         stop = [e for e in la.of(roles[0]) if e.kind == STOPPED]
         assert len(stop) == 1 and stop[0].stop_reason == kc.StopReason.RESIGNED
-        until(lambda: la.count(roles[0], ENDED) == 1, "a's removed role ends", advance)
         for r in roles[1:]:
             assert la.count(r, STOPPED) == 0 and lb.count(r, STARTED) == 0, "%s moved with %s" % (r, roles[0])
             assert la.holding()[r].token == tokens[r]
