@@ -42,8 +42,9 @@ type electorObj struct {
 
 func electorOf(p unsafe.Pointer) (*electorObj, error) { return object[*electorObj](p, kindElector) }
 
-// termEvent turns a TermEvent into a queue event.
-func termEvent(c *clientObj, el *coord.Elector, tag uint64, te coord.TermEvent) *eventObj {
+// termEvent turns a TermEvent into a queue event; release(n) lets the
+// elector campaign again after its STOPPED of term n (run on dispose).
+func termEvent(c *clientObj, release func(n uint64), tag uint64, te coord.TermEvent) *eventObj {
 	ev := &eventObj{typ: C.KRABKA_EVENT_TERM, tag: tag, term: termData{
 		kind: C.krabka_term_event_kind_t(te.Kind), n: te.Term, token: cToken(te.Token),
 		holder: te.Holder.String(), reason: C.krabka_stop_reason_t(te.Reason)}}
@@ -60,7 +61,7 @@ func termEvent(c *clientObj, el *coord.Elector, tag uint64, te coord.TermEvent) 
 	case coord.TermStopped:
 		ev.fail(te.Err)
 		n := te.Term
-		ev.release = func() { el.Release(n) }
+		ev.release = func() { release(n) }
 	case coord.TermElectorStopped:
 		ev.fail(te.Err) // nil (OK): krabka_elector_destroy ended the loop
 	}
@@ -130,7 +131,7 @@ func electorNew(client *C.krabka_client_t, r *C.kc_cchar_t, role_len C.size_t, m
 			if err != nil {
 				return
 			}
-			post(q, termEvent(c, el, uint64(tag), te))
+			post(q, termEvent(c, el.Release, uint64(tag), te))
 		}
 	}()
 	go func() { wg.Wait(); <-el.Done(); close(o.done) }()
@@ -197,14 +198,14 @@ func kc_go_elector_destroy(elector *C.krabka_elector_t) (rc C.krabka_err_t) {
 func kc_go_event_term_kind(ev *C.kc_cevent_t, out *C.krabka_term_event_kind_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_term_kind", "term event kind",
-		func(e *eventObj) C.krabka_term_event_kind_t { return e.term.kind }, errstr, errstr_size, C.KRABKA_EVENT_TERM)
+		func(e *eventObj) C.krabka_term_event_kind_t { return e.term.kind }, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_SET_TERM)
 }
 
 //export kc_go_event_term
 func kc_go_event_term(ev *C.kc_cevent_t, out *C.uint64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_term", "term number",
-		func(e *eventObj) C.uint64_t { return C.uint64_t(e.term.n) }, errstr, errstr_size, C.KRABKA_EVENT_TERM)
+		func(e *eventObj) C.uint64_t { return C.uint64_t(e.term.n) }, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_SET_TERM)
 }
 
 //export kc_go_event_token
@@ -215,7 +216,7 @@ func kc_go_event_token(ev *C.kc_cevent_t, out *C.krabka_token_t, errstr *C.char,
 			return e.group.token
 		}
 		return e.term.token
-	}, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP)
+	}, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP, C.KRABKA_EVENT_SET_TERM)
 }
 
 //export kc_go_event_holder
@@ -225,8 +226,8 @@ func kc_go_event_holder(ev *C.kc_cevent_t, buf *C.char, buf_size C.size_t, n *C.
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}
-	if e.typ != C.KRABKA_EVENT_TERM {
-		return fail(invalidArg("krabka: krabka_event_holder: a %s event carries no holder (only KRABKA_EVENT_TERM)", eventTypeName(e.typ)), errstr, errstr_size)
+	if e.typ != C.KRABKA_EVENT_TERM && e.typ != C.KRABKA_EVENT_SET_TERM {
+		return fail(invalidArg("krabka: krabka_event_holder: a %s event carries no holder (only KRABKA_EVENT_TERM and KRABKA_EVENT_SET_TERM)", eventTypeName(e.typ)), errstr, errstr_size)
 	}
 	return nameOut("krabka_event_holder", "holder", e.term.holder, buf, buf_size, n, errstr, errstr_size)
 }
@@ -235,14 +236,14 @@ func kc_go_event_holder(ev *C.kc_cevent_t, buf *C.char, buf_size C.size_t, n *C.
 func kc_go_event_deadline(ev *C.kc_cevent_t, out *C.int64_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_deadline", "lease deadline",
-		func(e *eventObj) C.int64_t { return C.int64_t(e.deadline) }, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_LEASE, C.KRABKA_EVENT_GROUP)
+		func(e *eventObj) C.int64_t { return C.int64_t(e.deadline) }, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_LEASE, C.KRABKA_EVENT_GROUP, C.KRABKA_EVENT_SET_TERM)
 }
 
 //export kc_go_event_stop_reason
 func kc_go_event_stop_reason(ev *C.kc_cevent_t, out *C.krabka_stop_reason_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
 	return eventScalar(unsafe.Pointer(ev), out, "krabka_event_stop_reason", "stop reason",
-		func(e *eventObj) C.krabka_stop_reason_t { return e.term.reason }, errstr, errstr_size, C.KRABKA_EVENT_TERM)
+		func(e *eventObj) C.krabka_stop_reason_t { return e.term.reason }, errstr, errstr_size, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_SET_TERM)
 }
 
 //export kc_go_event_lease_kind

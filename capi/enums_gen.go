@@ -75,6 +75,7 @@ var headerEnums = map[string]map[int]string{
 		17: "KRABKA_EVENT_POLL",
 		18: "KRABKA_EVENT_GROUP",
 		19: "KRABKA_EVENT_GROUP_STOPPED",
+		20: "KRABKA_EVENT_SET_TERM",
 	},
 	"krabka_log_level_t": {
 		3: "KRABKA_LOG_ERROR",

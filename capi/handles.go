@@ -53,6 +53,7 @@ const (
 	kindInput
 	kindRecords
 	kindGroup
+	kindElectorSet
 )
 
 func (k handleKind) String() string {
@@ -87,6 +88,8 @@ func (k handleKind) String() string {
 		return "krabka_records_t"
 	case kindGroup:
 		return "krabka_group_t"
+	case kindElectorSet:
+		return "krabka_elector_set_t"
 	}
 	return "handle"
 }

@@ -313,6 +313,13 @@ extern krabka_err_t kc_go_group_leave(krabka_group_t *group, int64_t timeout_ms,
 extern krabka_err_t kc_go_group_destroy(krabka_group_t *group);
 extern krabka_err_t kc_go_event_group_kind(const krabka_event_t *ev, krabka_group_event_kind_t *out, char *errstr, size_t errstr_size);
 extern krabka_err_t kc_go_event_shard(const krabka_event_t *ev, int32_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_set_new(krabka_client_t *client, const char *member, size_t member_len, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_set_t **out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_set_add(krabka_elector_set_t *set, const char *role, size_t role_len, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_set_remove(krabka_elector_set_t *set, const char *role, size_t role_len, int64_t timeout_ms, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_set_state(krabka_elector_set_t *set, const char *role, size_t role_len, krabka_elector_state_t *out, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_set_count(krabka_elector_set_t *set, size_t *roles, size_t *held, char *errstr, size_t errstr_size);
+extern krabka_err_t kc_go_elector_set_destroy(krabka_elector_set_t *set);
+extern krabka_err_t kc_go_event_role(const krabka_event_t *ev, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size);
 
 const char *krabka_version(void) {
     if (kc_forked()) { return KRABKA_VERSION_STRING; }
@@ -969,4 +976,32 @@ krabka_err_t krabka_event_group_kind(const krabka_event_t *ev, krabka_group_even
 krabka_err_t krabka_event_shard(const krabka_event_t *ev, int32_t *out, char *errstr, size_t errstr_size) {
     if (kc_forked()) return kc_forked_err("krabka_event_shard", errstr, errstr_size);
     return kc_go_event_shard(ev, out, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_set_new(krabka_client_t *client, const char *member, size_t member_len, int flags, krabka_queue_t *queue, uint64_t tag, krabka_elector_set_t **out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_elector_set_new", errstr, errstr_size);
+    return kc_go_elector_set_new(client, member, member_len, flags, queue, tag, out, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_set_add(krabka_elector_set_t *set, const char *role, size_t role_len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_elector_set_add", errstr, errstr_size);
+    return kc_go_elector_set_add(set, role, role_len, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_set_remove(krabka_elector_set_t *set, const char *role, size_t role_len, int64_t timeout_ms, char *errstr, size_t errstr_size) {
+    if (kc_forked_blocking()) return kc_forked_err("krabka_elector_set_remove", errstr, errstr_size);
+    return kc_go_elector_set_remove(set, role, role_len, timeout_ms, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_set_state(krabka_elector_set_t *set, const char *role, size_t role_len, krabka_elector_state_t *out, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_elector_set_state", errstr, errstr_size);
+    return kc_go_elector_set_state(set, role, role_len, out, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_set_count(krabka_elector_set_t *set, size_t *roles, size_t *held, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_elector_set_count", errstr, errstr_size);
+    return kc_go_elector_set_count(set, roles, held, errstr, errstr_size);
+}
+krabka_err_t krabka_elector_set_destroy(krabka_elector_set_t *set) {
+    if (kc_forked_blocking()) return KRABKA_ERR_FORKED;
+    return kc_go_elector_set_destroy(set);
+}
+krabka_err_t krabka_event_role(const krabka_event_t *ev, char *buf, size_t buf_size, size_t *len, char *errstr, size_t errstr_size) {
+    if (kc_forked()) return kc_forked_err("krabka_event_role", errstr, errstr_size);
+    return kc_go_event_role(ev, buf, buf_size, len, errstr, errstr_size);
 }

@@ -53,7 +53,8 @@ type eventObj struct {
 	logLine   string                      // LOG
 	retryAt   int64                       // TRY_ACQUIRE not won
 	results   []coord.ProduceResult       // PRODUCE
-	term      termData                    // TERM (elector.go)
+	term      termData                    // TERM, SET_TERM (elector.go)
+	role      string                      // SET_TERM (electorset.go)
 	group     groupData                   // GROUP (group.go)
 	lease     C.krabka_lease_event_kind_t // LEASE
 	deadline  int64                       // TERM, LEASE, GROUP: epoch ms
@@ -210,7 +211,7 @@ func kc_go_event_error(ev *C.kc_cevent_t, code *C.krabka_err_t, errstr *C.char, 
 //export kc_go_event_take_leadership
 func kc_go_event_take_leadership(ev *C.krabka_event_t, out **C.krabka_leadership_t, errstr *C.char, errstr_size C.size_t) (rc C.krabka_err_t) {
 	defer guard(&rc, errstr, errstr_size)
-	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP)
+	e, err := eventData(unsafe.Pointer(ev), out, "krabka_event_take_leadership", "leadership", C.KRABKA_EVENT_ACQUIRE, C.KRABKA_EVENT_TRY_ACQUIRE, C.KRABKA_EVENT_TERM, C.KRABKA_EVENT_GROUP, C.KRABKA_EVENT_SET_TERM)
 	if err != nil {
 		return fail(err, errstr, errstr_size)
 	}

@@ -715,11 +715,17 @@ typedef enum krabka_event_type {
                                         shard, token, deadline,
                                         take_leadership (ASSIGNED), error
                                         (REVOKED) */
-    KRABKA_EVENT_GROUP_STOPPED = 19 /**< a group member stopped: its last
+    KRABKA_EVENT_GROUP_STOPPED = 19, /**< a group member stopped: its last
                                         event; error: OK after
                                         krabka_group_leave or
                                         krabka_group_destroy, else why
                                         (CLOSED: the client was destroyed) */
+    KRABKA_EVENT_SET_TERM = 20     /**< a term event of one role of an
+                                        elector set
+                                        (krabka_elector_set_new): role, and
+                                        what TERM carries: term_kind, term,
+                                        token, holder, deadline,
+                                        stop_reason, take_leadership */
 } krabka_event_type_t;
 
 /** Log levels (syslog numbers, as librdkafka). */
@@ -779,9 +785,9 @@ krabka_err_t krabka_event_error(const krabka_event_t *ev, krabka_err_t *code,
 /** ACQUIRE, TRY_ACQUIRE: the leadership won, which passes to the caller
  *  (destroy with krabka_leadership_destroy); NULL when the call failed, when
  *  TRY_ACQUIRE did not win, or when it was taken already (a leadership is
- *  taken once). TERM (STARTED), GROUP (SHARD_ASSIGNED): a handle to the
- *  elector's or group's leadership (see krabka_elector_new,
- *  krabka_group_join). */
+ *  taken once). TERM and SET_TERM (STARTED), GROUP (SHARD_ASSIGNED): a
+ *  handle to the elector's, set's or group's leadership (see
+ *  krabka_elector_new, krabka_elector_set_add, krabka_group_join). */
 krabka_err_t krabka_event_take_leadership(krabka_event_t *ev,
                                           krabka_leadership_t **out,
                                           char *errstr, size_t errstr_size);
@@ -1449,31 +1455,33 @@ krabka_err_t krabka_elector_state(krabka_elector_t *elector,
  *  there and are destroyed with it (or by the host). Blocks. */
 krabka_err_t krabka_elector_destroy(krabka_elector_t *elector);
 
-/** TERM: the kind. */
+/** TERM, SET_TERM: the kind. */
 krabka_err_t krabka_event_term_kind(const krabka_event_t *ev,
                                     krabka_term_event_kind_t *out,
                                     char *errstr, size_t errstr_size);
-/** TERM: the term number (1, 2, ... per elector; the STARTED, AT_RISK,
- *  RECOVERED and STOPPED of one term share it; 0 on NEW_LEADER). */
+/** TERM, SET_TERM: the term number (1, 2, ... per elector, and per role
+ *  of a set; the STARTED, AT_RISK, RECOVERED and STOPPED of one term share
+ *  it; 0 on NEW_LEADER). */
 krabka_err_t krabka_event_term(const krabka_event_t *ev, uint64_t *out,
                                char *errstr, size_t errstr_size);
-/** TERM: the term's token (NEW_LEADER: the new holder's). GROUP: the
- *  shard's term's token. */
+/** TERM, SET_TERM: the term's token (NEW_LEADER: the new holder's).
+ *  GROUP: the shard's term's token. */
 krabka_err_t krabka_event_token(const krabka_event_t *ev, krabka_token_t *out,
                                 char *errstr, size_t errstr_size);
-/** TERM: the holder (this member on term events, the new holder on
- *  NEW_LEADER), copied with a NUL; *len its byte length (KRABKA_NAME_BUF
+/** TERM, SET_TERM: the holder (this member on term events, the new holder
+ *  on NEW_LEADER), copied with a NUL; *len its byte length (KRABKA_NAME_BUF
  *  suffices; a smaller buffer: KRABKA_ERR_BUFFER_TOO_SMALL with *len set;
  *  len may be NULL). */
 krabka_err_t krabka_event_holder(const krabka_event_t *ev, char *buf,
                                  size_t buf_size, size_t *len, char *errstr,
                                  size_t errstr_size);
-/** TERM, LEASE, GROUP: the lease deadline (epoch ms; 0 when unknown). */
+/** TERM, SET_TERM, LEASE, GROUP: the lease deadline (epoch ms; 0 when
+ *  unknown). */
 krabka_err_t krabka_event_deadline(const krabka_event_t *ev,
                                    int64_t *deadline_ms, char *errstr,
                                    size_t errstr_size);
-/** TERM: why the term stopped (KRABKA_STOP_NONE unless STOPPED; the
- *  error is krabka_event_error's). */
+/** TERM, SET_TERM: why the term stopped (KRABKA_STOP_NONE unless STOPPED;
+ *  the error is krabka_event_error's). */
 krabka_err_t krabka_event_stop_reason(const krabka_event_t *ev,
                                       krabka_stop_reason_t *out, char *errstr,
                                       size_t errstr_size);
@@ -1782,6 +1790,82 @@ krabka_err_t krabka_event_group_kind(const krabka_event_t *ev,
  *  began. */
 krabka_err_t krabka_event_shard(const krabka_event_t *ev, int32_t *out,
                                 char *errstr, size_t errstr_size);
+
+/* ------------------------------------------------------------------------ */
+/* Elector sets: one member's election loops over many roles                */
+/* (docs/MANY-ROLES.md)                                                      */
+/* ------------------------------------------------------------------------ */
+
+/** An elector set runs one member's election loops over a set of roles
+ *  (Go's coord.ElectorSet: an elector per role, each with the guarantees of
+ *  krabka_elector_new) and posts every role's term events to one queue as
+ *  KRABKA_EVENT_SET_TERM events, each carrying its role
+ *  (krabka_event_role). Roles are added and removed while it runs. Destroy
+ *  with krabka_elector_set_destroy. */
+typedef struct krabka_elector_set krabka_elector_set_t;
+
+/** A new, empty elector set of member (member_len bytes) on client; each
+ *  role's term events are posted to queue with tag (KRABKA_EVENT_SET_TERM).
+ *  flags: 0 or KRABKA_ELECT_NO_RECAMPAIGN (for every role: its loop ends
+ *  after its first lost term); any other bit is INVALID_ARG (the set has
+ *  no per-role eligibility: add and remove roles instead). Errors name the
+ *  argument: INVALID_HANDLE for a NULL or stale client or queue;
+ *  INVALID_ARG for a NULL or invalid member or a NULL out. Nothing touches
+ *  the network until krabka_elector_set_add; never blocks. */
+krabka_err_t krabka_elector_set_new(krabka_client_t *client,
+                                    const char *member, size_t member_len,
+                                    int flags, krabka_queue_t *queue,
+                                    uint64_t tag, krabka_elector_set_t **out,
+                                    char *errstr, size_t errstr_size);
+/** Adds role (role_len bytes) to the set and starts its election loop:
+ *  it campaigns at once with the client's metadata for role and member
+ *  (krabka_client_set_metadata, as set now). Errors name the role:
+ *  INVALID_ARG for a role already in the set (or still being removed), a
+ *  role the client holds outside the set, a NULL or invalid role;
+ *  ROLE_TOO_LONG for a role over KRABKA_NAME_MAX bytes (or too long with
+ *  krabka.role.prefix); CLOSED once the client was destroyed. Ownership and
+ *  release as krabka_elector_new's, per role: the leadership of a STARTED
+ *  stays the set's, and a role campaigns again after a STOPPED only once
+ *  that event was destroyed. Returns once the loop runs; never waits on
+ *  the cluster. */
+krabka_err_t krabka_elector_set_add(krabka_elector_set_t *set,
+                                    const char *role, size_t role_len,
+                                    char *errstr, size_t errstr_size);
+/** Removes role from the set: its loop ends (a held term is resigned, its
+ *  STOPPED, RESIGNED, posted; a standby leaves the race). Waits until the
+ *  role's last event (ELECTOR_STOPPED, error OK) was posted to the queue,
+ *  after its other events, or timeout_ms (KRABKA_TIMEOUT_DEFAULT:
+ *  request.timeout.ms) passed (TIMEOUT: the removal finishes in the
+ *  background and the role cannot be added again until it did).
+ *  INVALID_ARG naming the role when it is not in the set. Blocks. */
+krabka_err_t krabka_elector_set_remove(krabka_elector_set_t *set,
+                                       const char *role, size_t role_len,
+                                       int64_t timeout_ms, char *errstr,
+                                       size_t errstr_size);
+/** *out is where role's loop is now (as krabka_elector_state);
+ *  INVALID_ARG naming the role when it is not in the set (never added,
+ *  removed, or its loop ended by itself). Never blocks. */
+krabka_err_t krabka_elector_set_state(krabka_elector_set_t *set,
+                                      const char *role, size_t role_len,
+                                      krabka_elector_state_t *out,
+                                      char *errstr, size_t errstr_size);
+/** *roles is how many roles are in the set now, *held how many of them it
+ *  holds (a term runs); either may be NULL. Never blocks. */
+krabka_err_t krabka_elector_set_count(krabka_elector_set_t *set,
+                                      size_t *roles, size_t *held,
+                                      char *errstr, size_t errstr_size);
+/** Ends every role's loop: held terms are resigned (in parallel, each
+ *  bounded by request.timeout.ms; their STOPPED, RESIGNED, still posted),
+ *  standbys leave the race, and waits until every role's ELECTOR_STOPPED
+ *  was posted. Events still in the queue stay there. Blocks. */
+krabka_err_t krabka_elector_set_destroy(krabka_elector_set_t *set);
+/** SET_TERM: the event's role, copied with a NUL; *len its byte length
+ *  (KRABKA_NAME_BUF suffices; a smaller buffer:
+ *  KRABKA_ERR_BUFFER_TOO_SMALL with *len set; len may be NULL). The other
+ *  data of the event are read with the TERM accessors. */
+krabka_err_t krabka_event_role(const krabka_event_t *ev, char *buf,
+                               size_t buf_size, size_t *len, char *errstr,
+                               size_t errstr_size);
 
 #ifdef __cplusplus
 }

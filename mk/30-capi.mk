@@ -24,7 +24,11 @@
 #                      (KRABKA_EVENT_LEASE) on $KRABKA_BOOTSTRAP and $KRABKA_BOOTSTRAP_TV1:
 #                      failovers by destroy and by a destroyed client, re-campaign, the
 #                      release rule, eligibility and the roster's tail, AT_RISK, misuse
-#   make capi-valgrind-live  the live, events, blind, async, elect and pipeline tests under valgrind
+#   make capi-valgrind-live  the live, events, blind, async, elect and pipeline tests (and
+#                      electorset's misuse checks) under valgrind
+#   make capi-electorset  elector sets (krabka_elector_set_*, KRABKA_EVENT_SET_TERM) on $KRABKA_BOOTSTRAP
+#                      and $KRABKA_BOOTSTRAP_TV1: 20 roles over two sets, a removed role moves
+#                      alone, the release rule per role, a dead set's roles all taken, misuse
 #   make capi-group    role groups (krabka_group_*, KRABKA_EVENT_GROUP) on $KRABKA_BOOTSTRAP
 #                      and $KRABKA_BOOTSTRAP_TV1: balance by weight, a leave moves only the
 #                      leaver's shards, a dead member's shards taken, misuse
@@ -51,7 +55,7 @@ GO ?= go
 BENCH_TARGETS += capi-bench
 
 .PHONY: lib capi-unit capi-valgrind-live capi-test capi-test-offline capi-headers capi-symbols capi-conformance \
-	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-fidelity capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-pipeline capi-group capi-bench capi-examples capi-install capi-mainstack
+	c-conformance capi-misuse capi-valgrind capi-readme capi-testing capi-fidelity capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-pipeline capi-group capi-electorset capi-bench capi-examples capi-install capi-mainstack
 build: lib
 examples: capi-examples
 install: capi-install
@@ -113,7 +117,7 @@ capi-unit:
 
 # The live test under valgrind too (not part of capi-test: slower, and its
 # timing checks are looser under load).
-capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/kread \
+capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/blind $(CAPI_BUILD)/async $(CAPI_BUILD)/elect $(CAPI_BUILD)/electorset $(CAPI_BUILD)/kread \
 	$(CAPI_BUILD)/pipeline $(CAPI_BUILD)/ktopic build/examples/pipeline
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP)
 	$(call need_env,capi-valgrind-live,KRABKA_BOOTSTRAP_TV1)
@@ -127,6 +131,7 @@ capi-valgrind-live: lib $(CAPI_BUILD)/live $(CAPI_BUILD)/events $(CAPI_BUILD)/bl
 	$(GO) run ./tests/kafka/cmd/ktopic "$$KRABKA_BOOTSTRAP_TV1" $(CAPI_ASYNC_TOPIC) 3
 	KRABKA_C_TOPIC=$(CAPI_ASYNC_TOPIC) KRABKA_KREAD=$(CAPI_BUILD)/kread $(CAPI_VALGRIND) $(CAPI_BUILD)/async
 	$(CAPI_VALGRIND) $(CAPI_BUILD)/elect
+	$(CAPI_VALGRIND) $(CAPI_BUILD)/electorset misuse
 	KRABKA_KTOPIC=$(CAPI_BUILD)/ktopic KRABKA_KREAD=$(CAPI_BUILD)/kread \
 		KRABKA_PIPELINE_EXAMPLE=$(CURDIR)/build/examples/pipeline $(CAPI_VALGRIND) $(CAPI_BUILD)/pipeline
 
@@ -153,7 +158,7 @@ capi-testing: lib $(CAPI_BUILD)/testing $(CAPI_BUILD)/controller_test
 capi-mainstack: lib $(CAPI_BUILD)/mainstack
 	$(CAPI_BUILD)/mainstack
 
-capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-fidelity capi-pipeline capi-group
+capi-test: capi-test-offline capi-live capi-events capi-fork capi-blind capi-async capi-elect capi-elect-faults capi-headers-live capi-fidelity capi-pipeline capi-group capi-electorset
 
 CAPI_FIDELITY_TOPIC ?= krabka-capi-fidelity
 $(CAPI_BUILD)/fidelity: tests/c/fidelity.c tests/c/check.h include/krabka_coord.h include/krabka_coord_testing.h | lib
@@ -220,6 +225,15 @@ capi-group: lib $(CAPI_BUILD)/group
 	$(CAPI_BUILD)/group tv2 > $(CAPI_BUILD)/group-tv2.log 2>&1 & tv2=$$!; \
 	$(CAPI_BUILD)/group tv1 > $(CAPI_BUILD)/group-tv1.log 2>&1; tv1=$$?; \
 	wait $$tv2; tv2=$$?; grep -v ' WARN \| INFO ' $(CAPI_BUILD)/group-tv2.log $(CAPI_BUILD)/group-tv1.log; \
+	test $$tv2 = 0 && test $$tv1 = 0
+
+# Elector sets (tests/c/electorset.c) on both clusters at once.
+capi-electorset: lib $(CAPI_BUILD)/electorset
+	$(call need_env,capi-electorset,KRABKA_BOOTSTRAP)
+	$(call need_env,capi-electorset,KRABKA_BOOTSTRAP_TV1)
+	$(CAPI_BUILD)/electorset tv2 > $(CAPI_BUILD)/electorset-tv2.log 2>&1 & tv2=$$!; \
+	$(CAPI_BUILD)/electorset tv1 > $(CAPI_BUILD)/electorset-tv1.log 2>&1; tv1=$$?; \
+	wait $$tv2; tv2=$$?; grep -v ' WARN \| INFO ' $(CAPI_BUILD)/electorset-tv2.log $(CAPI_BUILD)/electorset-tv1.log; \
 	test $$tv2 = 0 && test $$tv1 = 0
 
 # README.md's C quick start compiles (tests/c/readme_snippet.sh).

@@ -129,8 +129,9 @@ export type EventTypeName =
   | 'CONSUME'
   | 'POLL'
   | 'GROUP'
-  | 'GROUP_STOPPED';
-export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17 | 18 | 19;
+  | 'GROUP_STOPPED'
+  | 'SET_TERM';
+export type EventTypeNumber = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17 | 18 | 19 | 20;
 export interface EventTypeMap {
   readonly NONE: 0;
   readonly ACQUIRE: 1;
@@ -152,6 +153,7 @@ export interface EventTypeMap {
   readonly POLL: 17;
   readonly GROUP: 18;
   readonly GROUP_STOPPED: 19;
+  readonly SET_TERM: 20;
 }
 
 // krabka_log_level_t

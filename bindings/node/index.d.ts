@@ -18,11 +18,12 @@ import type {
   LeadershipStateName,
   LogLevelName,
   StopReasonName,
+  TermEventKindName,
   VerdictName,
   WatchEventKindName,
 } from './abi';
 
-export type { DataCategory, ElectorStateName, ErrorCodeName, EventTypeName, GroupEventKindName, LeadershipStateName, LogLevelName, StopReasonName, VerdictName, WatchEventKindName };
+export type { DataCategory, ElectorStateName, ErrorCodeName, EventTypeName, GroupEventKindName, LeadershipStateName, LogLevelName, StopReasonName, TermEventKindName, VerdictName, WatchEventKindName };
 
 /** A role name or member id: a string (encoded as UTF-8) or its UTF-8 bytes. */
 export type Name = string | Uint8Array;
@@ -394,6 +395,78 @@ export class GroupMember extends EventEmitter implements AsyncIterableIterator<G
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
+/** The options of client.electorSet. */
+export interface ElectorSetOptions {
+  /** Campaign again after a lost term (default true); false: a role's loop
+   *  ends after its first lost term. */
+  recampaign?: boolean;
+  /** Aborting it closes the set (every held role is resigned). */
+  signal?: AbortSignal | null;
+}
+
+/** One event of an ElectorSet: a role's term event, tagged with the role. */
+export interface RoleEvent {
+  /** The role the event is about. */
+  readonly role: string;
+  /** ELECTOR_STOPPED is the role's last event (removed, the set closed, or
+   *  its loop ended by itself: error says why). */
+  readonly kind: TermEventKindName;
+  /** 1, 2, ... per role (from 1 again when a role is removed and added
+   *  again); 0 on NEW_LEADER. */
+  readonly term: number;
+  /** The term's token (NEW_LEADER: the new holder's). */
+  readonly token: FencingToken;
+  /** This member on term events, the new holder on NEW_LEADER. */
+  readonly holder: string;
+  /** The lease deadline (epoch ms; 0n when unknown). */
+  readonly deadline: bigint;
+  /** STOPPED: why ('NONE' otherwise). */
+  readonly reason: StopReasonName;
+  /** STOPPED: the term's error; ELECTOR_STOPPED: why the loop ended (null
+   *  when removed or closed); null otherwise. */
+  readonly error: KrabkaError | null;
+  /** STARTED: the term's leadership, for guarded writes (the set renews and
+   *  resigns it); null otherwise. */
+  readonly leadership: Leadership | null;
+}
+
+/** client.electorSet: one member's election loops over many roles, an
+ *  EventEmitter ('event') and an async iterable of every role's
+ *  RoleEvents, in order. Per role: STARTED and STOPPED alternate with the
+ *  same term number, and a role is won again only after its STOPPED was
+ *  delivered (once iterated: after the iteration asked for the next
+ *  event). */
+export class ElectorSet extends EventEmitter implements AsyncIterableIterator<RoleEvent> {
+  private constructor();
+  readonly member: string;
+  readonly closed: boolean;
+  /** How many roles are in the set now. Never blocks. */
+  readonly size: number;
+  /** How many of them it holds now. Never blocks. */
+  readonly heldCount: number;
+  /** The next event of any role; { done: true } once the set was closed
+   *  and every event was taken. */
+  next(): Promise<IteratorResult<RoleEvent>>;
+  return(): Promise<IteratorResult<RoleEvent>>;
+  [Symbol.asyncIterator](): ElectorSet;
+  [Symbol.asyncDispose](): Promise<void>;
+  /** Adds a role: it campaigns at once. Never blocks; KrabkaError naming
+   *  the role (INVALID_ARG: already in the set, held by this client
+   *  outside it; ROLE_TOO_LONG; INVALID_UTF8). */
+  add(role: Name): void;
+  /** Removes a role (a held term is resigned); resolves once its loop
+   *  ended (runs on the libuv pool). INVALID_ARG naming it when it is not
+   *  in the set. */
+  remove(role: Name, options?: CallOptions): Promise<void>;
+  /** Where the role's loop is now; INVALID_ARG naming it when it is not in
+   *  the set. Never blocks. */
+  state(role: Name): ElectorStateName;
+  /** Resigns every held role and ends the set. Idempotent. */
+  close(): Promise<void>;
+  on(event: 'event', listener: (e: RoleEvent) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
 /** The options of client.elect. */
 export interface ElectOptions {
   /** Aborting it resigns a held term (the first standby takes over at
@@ -552,6 +625,10 @@ export class Client extends EventEmitter {
    *  TypeError/RangeError naming an argument of the wrong type, KrabkaError
    *  for what the library refuses (INVALID_ARG: a count out of range, a
    *  weight below 1; ROLE_TOO_LONG). */
+  /** One election loop of member per role over many roles
+   *  (docs/MANY-ROLES.md): add roles with add(), read every role's events
+   *  from the one set. Never waits on the cluster. */
+  electorSet(member: Name, options?: ElectorSetOptions | null): ElectorSet;
   joinGroup(group: Name, shards: number, member: Name, options?: GroupOptions | null): GroupMember;
   /** Joins member to the semaphore `name` of `slots` slots: each member
    *  holds at most one slot, under its own token. As joinGroup. */

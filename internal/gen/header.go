@@ -137,7 +137,8 @@ type cFunc struct {
 // blocking: the call takes a timeout_ms (it may wait on the cluster or on
 // another thread) or is a destroy that waits for background work.
 func (f cFunc) blocking() bool {
-	if f.name == "krabka_client_destroy" || f.name == "krabka_leadership_destroy" || f.name == "krabka_elector_destroy" {
+	if f.name == "krabka_client_destroy" || f.name == "krabka_leadership_destroy" || f.name == "krabka_elector_destroy" ||
+		f.name == "krabka_elector_set_destroy" {
 		return true // they wait for background work to stop
 	}
 	for _, p := range f.params {

@@ -179,6 +179,7 @@ const EventType = Object.freeze({
   POLL: 17,
   GROUP: 18,
   GROUP_STOPPED: 19,
+  SET_TERM: 20,
 });
 const EventTypeName = Object.freeze({
   0: 'NONE',
@@ -201,6 +202,7 @@ const EventTypeName = Object.freeze({
   17: 'POLL',
   18: 'GROUP',
   19: 'GROUP_STOPPED',
+  20: 'SET_TERM',
 });
 
 // krabka_log_level_t
@@ -400,6 +402,7 @@ function defineTypes(koffi) {
   T.krabka_input_t = koffi.pointer('krabka_input_t', koffi.opaque('krabka_input'));
   T.krabka_records_t = koffi.pointer('krabka_records_t', koffi.opaque('krabka_records'));
   T.krabka_group_t = koffi.pointer('krabka_group_t', koffi.opaque('krabka_group'));
+  T.krabka_elector_set_t = koffi.pointer('krabka_elector_set_t', koffi.opaque('krabka_elector_set'));
   T.krabka_log_cb = koffi.proto('void krabka_log_cb(void *opaque, int level, const char *line)');
   T.krabka_err_desc_t = koffi.struct('krabka_err_desc_t', {
     code: 'int',
@@ -644,6 +647,13 @@ const DECLS = Object.freeze([
   ['krabka_group_destroy', 'int krabka_group_destroy(krabka_group_t group)'],
   ['krabka_event_group_kind', 'int krabka_event_group_kind(krabka_event_t ev, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
   ['krabka_event_shard', 'int krabka_event_shard(krabka_event_t ev, _Out_ int32_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_set_new', 'int krabka_elector_set_new(krabka_client_t client, const uint8_t *member, size_t member_len, int flags, krabka_queue_t queue, uint64_t tag, _Out_ krabka_elector_set_t *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_set_add', 'int krabka_elector_set_add(krabka_elector_set_t set, const uint8_t *role, size_t role_len, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_set_remove', 'int krabka_elector_set_remove(krabka_elector_set_t set, const uint8_t *role, size_t role_len, int64_t timeout_ms, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_set_state', 'int krabka_elector_set_state(krabka_elector_set_t set, const uint8_t *role, size_t role_len, _Out_ int *out, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_set_count', 'int krabka_elector_set_count(krabka_elector_set_t set, _Out_ size_t *roles, _Out_ size_t *held, uint8_t *errstr, size_t errstr_size)'],
+  ['krabka_elector_set_destroy', 'int krabka_elector_set_destroy(krabka_elector_set_t set)'],
+  ['krabka_event_role', 'int krabka_event_role(krabka_event_t ev, uint8_t *buf, size_t buf_size, _Out_ size_t *len, uint8_t *errstr, size_t errstr_size)'],
 ]);
 
 /** A cast constant's value for this platform: a number, or a BigInt beyond 2**53. */

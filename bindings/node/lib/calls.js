@@ -67,7 +67,7 @@ const counters = {
   disposed: 0,
   pool: 0,
   taken: { leadership: 0, watch: 0, status: 0, watchEvent: 0 },
-  freed: { leadership: 0, watch: 0, status: 0, watchEvent: 0, client: 0, elector: 0 },
+  freed: { leadership: 0, watch: 0, status: 0, watchEvent: 0, client: 0, elector: 0, electorSet: 0 },
 };
 
 // ---- the queue and its fd ------------------------------------------------
@@ -366,6 +366,7 @@ const DESTROY = {
   client: 'krabka_client_destroy',
   elector: 'krabka_elector_destroy',
   group: 'krabka_group_destroy',
+  electorSet: 'krabka_elector_set_destroy',
 };
 
 /** Takes what the event carries (kind: leadership, watch, status or

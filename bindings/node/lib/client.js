@@ -23,6 +23,7 @@ const { Leadership } = require('./leadership');
 const { Watch } = require('./watch');
 const { Elector, electOptions } = require('./elect');
 const { GroupMember, groupOptions } = require('./group');
+const { ElectorSet, electorSetOptions } = require('./electorset');
 
 const fns = () => native().fns;
 const syncErr = Buffer.alloc(ERRSTR_SIZE);
@@ -241,6 +242,34 @@ class Client extends EventEmitter {
     const el = withAcquireOptions(meta, eb, (o) => new Elector(h, r, m, { ...opts, acquireOptions: o }, (e) => this.#electors.delete(e)));
     if (!el.closed) this.#electors.add(el);
     return el;
+  }
+
+  /**
+   * One election loop of `member` per role over many roles
+   * (docs/MANY-ROLES.md): returns an ElectorSet, an EventEmitter ('event')
+   * and an async iterable of every role's events, each { role, kind, term,
+   * token, holder, deadline, reason, error, leadership (STARTED: for
+   * guarded writes under the role's own token) }:
+   *
+   *   const s = client.electorSet('node-1');
+   *   for (const r of ['tenant-1', 'tenant-2']) s.add(r);
+   *   for await (const e of s) {
+   *     if (e.kind === 'STARTED') start(e.role, e.leadership);
+   *     else if (e.kind === 'STOPPED') stop(e.role);
+   *   }
+   *
+   * options: recampaign (default true; false: a role's loop ends after its
+   * first lost term), signal (aborting it closes the set). Never waits on
+   * the cluster. Throws TypeError naming an argument of the wrong type,
+   * KrabkaError for a member the library refuses. Closing the client
+   * closes its sets.
+   */
+  electorSet(member, options) {
+    const m = copyBytes(nameBytes(member, 'electorSet: member'));
+    const opts = electorSetOptions(options);
+    const s = new ElectorSet(this.#live(), m, opts, (x) => this.#electors.delete(x));
+    if (!s.closed) this.#electors.add(s);
+    return s;
   }
 
   /**

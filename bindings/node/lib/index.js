@@ -11,6 +11,7 @@ const { Input } = require('./input');
 const { Watch } = require('./watch');
 const { Elector, Term } = require('./elect');
 const { GroupMember } = require('./group');
+const { ElectorSet } = require('./electorset');
 const { Verifier, MAX_METADATA_BYTES } = require('./headers');
 const { pendingCalls } = require('./calls');
 
@@ -21,6 +22,7 @@ module.exports = {
   Watch,
   Elector,
   GroupMember,
+  ElectorSet,
   Term,
   Verifier,
   FencingToken: pure.FencingToken,

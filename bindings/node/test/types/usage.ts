@@ -26,6 +26,10 @@ import {
   type Elector,
   type GroupMember,
   type GroupEvent,
+  type ElectorSet,
+  type RoleEvent,
+  type TermEventKindName,
+  type ElectorStateName,
   type GroupEventKindName,
   type Term,
   type TermStop,
@@ -159,6 +163,24 @@ async function main(): Promise<void> {
   await member.close();
   const sem: GroupMember = client.joinSemaphore('locks', 3, 'node-1');
   await sem.close();
+
+  const set: ElectorSet = client.electorSet('node-1', { recampaign: true });
+  set.add('tenant-1');
+  set.add(Buffer.from('tenant-2'));
+  set.on('event', (e: RoleEvent) => console.log(e.role, e.kind, e.term));
+  for await (const e of set) {
+    const tk: TermEventKindName = e.kind;
+    const why: StopReasonName = e.reason;
+    if (e.leadership) void e.leadership.produce(`commands-${e.role}`, 'x');
+    console.log(tk, why, e.token.toString(), e.holder, e.deadline + 1n, e.error?.codeName);
+    break;
+  }
+  const es: ElectorStateName = set.state('tenant-1');
+  console.log(es, set.size, set.heldCount, set.member, set.closed);
+  await set.remove('tenant-2', { timeoutMs: 30000 });
+  // @ts-expect-error: a role is a Name
+  set.add(3);
+  await set.close();
 
   await leadership.resign();
   console.log(leadership.state === 'RESIGNED');

@@ -74,6 +74,7 @@ from ._leadership import Leadership, TryAcquireResult
 from ._watch import Watch
 from ._elect import Elector, ElectorState, Health, StopReason, Term, TermEvent, TermEventKind
 from ._group import MAX_SHARDS, GroupEvent, GroupEventKind, GroupMember
+from ._electorset import ElectorSet, RoleEvent
 from ._client import Client
 
 __version__ = "2.0.0"
@@ -94,6 +95,8 @@ MAX_METADATA_BYTES = _abi.MAX_METADATA_BYTES
 """Most bytes of metadata of a term or of a member (KRABKA_MAX_METADATA_BYTES)."""
 
 __all__ = [
+    "ElectorSet",
+    "RoleEvent",
     "GroupEvent",
     "GroupEventKind",
     "GroupMember",

@@ -146,6 +146,7 @@ class EventType(enum.IntEnum):
     POLL = 17
     GROUP = 18
     GROUP_STOPPED = 19
+    SET_TERM = 20
 
 
 class LogLevel(enum.IntEnum):
@@ -583,6 +584,13 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "krabka_group_destroy": (c_int, [c_void_p]),
     "krabka_event_group_kind": (c_int, [c_void_p, POINTER(c_int), c_char_p, c_size_t]),
     "krabka_event_shard": (c_int, [c_void_p, POINTER(c_int32), c_char_p, c_size_t]),
+    "krabka_elector_set_new": (c_int, [c_void_p, c_char_p, c_size_t, c_int, c_void_p, c_uint64, POINTER(c_void_p), c_char_p, c_size_t]),
+    "krabka_elector_set_add": (c_int, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t]),
+    "krabka_elector_set_remove": (c_int, [c_void_p, c_char_p, c_size_t, c_int64, c_char_p, c_size_t]),
+    "krabka_elector_set_state": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_int), c_char_p, c_size_t]),
+    "krabka_elector_set_count": (c_int, [c_void_p, POINTER(c_size_t), POINTER(c_size_t), c_char_p, c_size_t]),
+    "krabka_elector_set_destroy": (c_int, [c_void_p]),
+    "krabka_event_role": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t), c_char_p, c_size_t]),
 }
 
 

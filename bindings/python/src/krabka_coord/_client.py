@@ -18,6 +18,7 @@ from . import _abi, _calls, _dispose, _log
 from ._args import Bytes, Name, Timeout, metadata_bytes, name_bytes, timeout_ms
 from ._errors import ClosedError, ConfigError, ErrorCode, KrabkaError, error_for, raise_for
 from ._elect import Elector
+from ._electorset import ElectorSet
 from ._group import GroupMember, _check_bool, _check_count, _check_weight
 from ._leadership import Leadership, TryAcquireResult, leadership_of, release_leadership, release_try_result, try_result_of
 from ._native import Handle, glib, lib
@@ -344,6 +345,34 @@ class Client:
                                                                       buf, len(buf)))
 
         return Elector(self, ptr, role_s, member_s, flags, start)
+
+    def elector_set(self, member: Name, *, recampaign: bool = True) -> ElectorSet:
+        """One election loop of `member` per role over many roles, all on one
+        iterator (docs/MANY-ROLES.md): add roles with ElectorSet.add (each
+        campaigns at once), remove them with ElectorSet.remove, and iterate the set, with `for` or
+        `async for`, for every role's RoleEvents::
+
+            with client.elector_set("node-1") as s:
+                for r in ("tenant-1", "tenant-2"):
+                    s.add(r)
+                for ev in s:
+                    if ev.kind == TermEventKind.STARTED:
+                        ev.leadership.produce("commands-" + ev.role, b"...")
+
+        recampaign=False: a role's loop ends after its first lost term.
+        Returns at once; never waits on the cluster. TypeError names an
+        argument of the wrong type; the library's errors name a bad member."""
+        if not isinstance(recampaign, bool):
+            raise TypeError("recampaign must be bool, not %s" % type(recampaign).__name__)
+        m = name_bytes(member, "member")
+        member_s = validate_member(m)
+        ptr = self._ptr()
+        flags = 0 if recampaign else _abi.ELECT_NO_RECAMPAIGN
+
+        def start(q: int, out: Any, buf: Any) -> int:
+            return lib.krabka_elector_set_new(ptr, m, len(m), flags, q, 0, out, buf, len(buf))  # type: ignore[no-any-return]
+
+        return ElectorSet(self, member_s, start)
 
     def join_group(self, group: Name, shards: int, member: Name, *, weight: int = 1,
                    eligible: bool = True) -> GroupMember:

@@ -118,11 +118,12 @@ class Health:
         return self.ok
 
 
-def _read_event(ev: int) -> Optional[TermEvent]:
-    """A TermEvent out of a KRABKA_EVENT_TERM (None: not one, or a kind
-    newer than this binding)."""
+def _read_event(ev: int, typ_want: int = _abi.EventType.TERM) -> Optional[TermEvent]:
+    """A TermEvent out of a KRABKA_EVENT_TERM (or of another type carrying
+    the same data: typ_want, KRABKA_EVENT_SET_TERM); None: not one, or a
+    kind newer than this binding."""
     typ = ctypes.c_int()
-    if glib.krabka_event_type(ev, ctypes.byref(typ)) or typ.value != _abi.EventType.TERM:
+    if glib.krabka_event_type(ev, ctypes.byref(typ)) or typ.value != typ_want:
         return None
     kind = ctypes.c_int()
     raise_for(glib.krabka_event_term_kind(ev, ctypes.byref(kind), None, 0))

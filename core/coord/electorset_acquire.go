@@ -1,0 +1,142 @@
+package coord
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/krabka/krabka-coord/core"
+)
+
+// RoleError is the failure of one role of a call on many roles.
+type RoleError struct {
+	Role core.Role
+	Err  error
+}
+
+func (e RoleError) Error() string { return "role " + e.Role.String() + ": " + e.Err.Error() }
+
+// Unwrap returns the role's error.
+func (e RoleError) Unwrap() error { return e.Err }
+
+// RolesError is the error of AcquireMany when some roles were not won: one
+// RoleError per such role, in the order of the call's roles. It matches
+// (errors.Is) every role's error, so ClientErrorKind gives the kind of the
+// first; Failed says which roles.
+type RolesError struct {
+	Total int // how many roles the call had
+	Roles []RoleError
+}
+
+func (e *RolesError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "krabka: %d of %d roles not acquired: ", len(e.Roles), e.Total)
+	for i, re := range e.Roles {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(re.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns every role's error.
+func (e *RolesError) Unwrap() []error {
+	out := make([]error, len(e.Roles))
+	for i, re := range e.Roles {
+		out[i] = re.Err
+	}
+	return out
+}
+
+// Failed returns the roles that were not acquired, in call order.
+func (e *RolesError) Failed() []core.Role {
+	out := make([]core.Role, len(e.Roles))
+	for i, re := range e.Roles {
+		out[i] = re.Role
+	}
+	return out
+}
+
+// AcquireMany takes every role of roles for member: an Acquire per role,
+// all at once, each with opts. It blocks until every role was won or
+// failed; ctx bounds them all (a deadline makes the roles not yet won fail
+// with ErrTimeout).
+//
+// The input is checked before anything is sent, and a bad role fails the
+// whole call with nothing acquired: ErrInvalidArgument naming the role for
+// the zero role, a role given twice and a role this client already holds;
+// the length error naming the role when krabka.role.prefix and the role
+// together are too long; ErrInvalidArgument for a bad option or the zero
+// member.
+//
+// The result is partial, not all or nothing: the slice has one entry per
+// role, in order, the role's Leadership or nil when it was not won, and
+// the error is nil when every role was won, else a *RolesError naming each
+// role that failed with its error (errors.Is matches those errors). The
+// leaderships won are the caller's even when the error is not nil: resign
+// or close them when the call had to win all or none. No roles: an empty
+// slice and nil.
+func (c *Client) AcquireMany(ctx context.Context, roles []core.Role, member core.MemberID, opts ...AcquireOption) ([]*Leadership, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := c.checkMany("AcquireMany", roles, &member); err != nil {
+		return nil, err
+	}
+	if err := CheckAcquireOptions(opts...); err != nil {
+		return nil, err
+	}
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	out := make([]*Leadership, len(roles))
+	errs := make([]error, len(roles))
+	var wg sync.WaitGroup
+	for i, r := range roles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = c.Acquire(ctx, r, member, opts...)
+		}()
+	}
+	wg.Wait()
+	var failed []RoleError
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, RoleError{Role: roles[i], Err: err})
+		}
+	}
+	if failed != nil {
+		return out, &RolesError{Total: len(roles), Roles: failed}
+	}
+	return out, nil
+}
+
+// checkMany checks the roles of a call on many roles (fn names it) before
+// anything is sent: each role named, fitting with the prefix, given once,
+// not held by this client.
+func (c *Client) checkMany(fn string, roles []core.Role, member *core.MemberID) error {
+	if member != nil && member.IsZero() {
+		return checkNames(core.MustRole("-"), member)
+	}
+	seen := make(map[wireRole]int, len(roles))
+	for i, r := range roles {
+		if r.IsZero() {
+			return WrapError(ErrInvalidArgument, nil, "%s: roles[%d] is the zero Role; build one with NewRole", fn, i)
+		}
+		w, err := c.wire(r)
+		if err != nil {
+			return err
+		}
+		if j, dup := seen[w]; dup {
+			return WrapError(ErrInvalidArgument, nil, "%s: role %s is given twice (roles[%d] and roles[%d])", fn, r, j, i)
+		}
+		seen[w] = i
+		if err := c.heldElsewhere(fn, r, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
