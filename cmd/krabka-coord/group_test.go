@@ -47,6 +47,11 @@ func TestGroupDescribeShowsMembersAndShards(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		code, out, errs := cli(t, "-b", bs, "group", "describe", "-o", "json", group)
+		if code != exitOK && strings.Contains(errs, "does not exist on this cluster") && time.Now().Before(deadline) {
+			// The members create the group log when they first write to it.
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
 		if code != exitOK {
 			t.Fatalf("group describe: exit %d: %s", code, errs)
 		}

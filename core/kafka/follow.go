@@ -20,6 +20,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,7 +72,8 @@ type brokerFollow struct {
 	leader int32
 
 	mu       sync.Mutex
-	pending  map[int32]*followCall // calls not in a round yet
+	pending  map[int32][]*followCall // calls not in a round yet, in the order they came, by partition
+	inRoundP map[int32]int64         // the partitions of the round in flight, at their offsets
 	inRound  bool
 	cancel   context.CancelFunc // cancels the round in flight
 	expect   map[int32]bool     // answered by the last round, not asked for again yet
@@ -99,7 +101,7 @@ func (fs *followers) broker(leader int32) (*brokerFollow, error) {
 	if b, ok := fs.brokers[leader]; ok {
 		return b, nil
 	}
-	b := &brokerFollow{fs: fs, leader: leader, pending: map[int32]*followCall{}, expect: map[int32]bool{}, wake: make(chan struct{}, 1)}
+	b := &brokerFollow{fs: fs, leader: leader, pending: map[int32][]*followCall{}, expect: map[int32]bool{}, wake: make(chan struct{}, 1)}
 	fs.brokers[leader] = b
 	fs.wg.Add(1)
 	go func() {
@@ -110,12 +112,17 @@ func (fs *followers) broker(leader int32) (*brokerFollow, error) {
 }
 
 // submit queues c for the next round; a round in flight is cancelled (it
-// cannot take c) and sent again with it.
+// cannot take c) and sent again with it, unless it fetches c's partition
+// from another offset (c goes in a later round). Several calls may follow
+// one partition (views of several clients on one transport, such as the
+// members of a group sharing a group log): calls at one offset share a
+// round's answer, calls at other offsets wait for a round of their own.
 func (b *brokerFollow) submit(c *followCall) {
 	b.mu.Lock()
-	b.pending[c.p] = c
+	b.pending[c.p] = append(b.pending[c.p], c)
 	delete(b.expect, c.p)
-	if b.inRound && b.cancel != nil {
+	off, busy := b.inRoundP[c.p]
+	if b.inRound && b.cancel != nil && (!busy || off == c.offset) {
 		b.cancel()
 		b.cancel = nil
 		b.canceled++
@@ -128,8 +135,14 @@ func (b *brokerFollow) submit(c *followCall) {
 // whose answer is dropped).
 func (b *brokerFollow) withdraw(c *followCall) {
 	b.mu.Lock()
-	if b.pending[c.p] == c {
-		delete(b.pending, c.p)
+	q := b.pending[c.p]
+	if i := slices.Index(q, c); i >= 0 {
+		q = slices.Delete(q, i, i+1)
+		if len(q) == 0 {
+			delete(b.pending, c.p)
+		} else {
+			b.pending[c.p] = q
+		}
 	}
 	b.mu.Unlock()
 }
@@ -165,10 +178,26 @@ func (b *brokerFollow) run(ctx context.Context) {
 			wait := time.Until(b.barrier)
 			ready := len(b.pending) > 0 && (len(b.expect) == 0 || wait <= 0)
 			if ready {
-				for _, c := range b.pending {
-					calls = append(calls, c)
+				// Each partition at the offset of its oldest call, with
+				// every call at that offset; the others stay for later.
+				b.inRoundP = map[int32]int64{}
+				for p, q := range b.pending {
+					off := q[0].offset
+					b.inRoundP[p] = off
+					var rest []*followCall
+					for _, c := range q {
+						if c.offset == off {
+							calls = append(calls, c)
+						} else {
+							rest = append(rest, c)
+						}
+					}
+					if len(rest) == 0 {
+						delete(b.pending, p)
+					} else {
+						b.pending[p] = rest
+					}
 				}
-				b.pending = map[int32]*followCall{}
 				b.expect = map[int32]bool{}
 				maxWait = calls[0].maxWait
 				for _, c := range calls[1:] {
@@ -200,8 +229,10 @@ func (b *brokerFollow) run(ctx context.Context) {
 					tm.Stop()
 				}
 				b.mu.Lock()
-				for p, c := range b.pending {
-					c.ans <- followAnswer{err: coord.WrapError(coord.ErrClosed, nil, "transport closed")}
+				for p, q := range b.pending {
+					for _, c := range q {
+						c.ans <- followAnswer{err: coord.WrapError(coord.ErrClosed, nil, "transport closed")}
+					}
 					delete(b.pending, p)
 				}
 				b.mu.Unlock()
@@ -217,13 +248,13 @@ func (b *brokerFollow) run(ctx context.Context) {
 		cut := err != nil && rctx.Err() == context.Canceled && ctx.Err() == nil
 		cancel()
 		b.mu.Lock()
-		b.inRound, b.cancel = false, nil
+		b.inRound, b.cancel, b.inRoundP = false, nil, nil
 		if cut {
-			// A newcomer cancelled the round: its calls go again with it.
-			for _, c := range calls {
-				if _, ok := b.pending[c.p]; !ok {
-					b.pending[c.p] = c
-				}
+			// A newcomer cancelled the round: its calls go again with it,
+			// ahead of the calls that came after them.
+			for i := len(calls) - 1; i >= 0; i-- {
+				c := calls[i]
+				b.pending[c.p] = append([]*followCall{c}, b.pending[c.p]...)
 			}
 			b.mu.Unlock()
 			continue
@@ -282,9 +313,13 @@ func (t *Transport) fetchRound(ctx context.Context, cl *kgo.Client, leader int32
 	t.mu.Lock()
 	id := t.topicID
 	t.mu.Unlock()
-	parts := make([]partOffset, len(calls))
-	for i, c := range calls {
-		parts[i] = partOffset{c.p, c.offset}
+	parts := make([]partOffset, 0, len(calls))
+	seen := make(map[int32]bool, len(calls))
+	for _, c := range calls {
+		if !seen[c.p] { // calls of one partition in a round share its offset
+			seen[c.p] = true
+			parts = append(parts, partOffset{c.p, c.offset})
+		}
 	}
 	req := t.fetchRequest(id, maxWait, 16<<20, false, parts...)
 	kresp, err := cl.Broker(int(leader)).Request(ctx, req)

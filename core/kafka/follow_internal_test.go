@@ -127,3 +127,95 @@ func TestOneFollowerPerBroker(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Several readers of one partition on one transport (the members of a group
+// sharing a group log read it so): each gets every record from where it
+// started, in order, once, whether the readers are at one offset or at
+// different ones. The follower once kept one call per partition, so a
+// second reader's call replaced the first's, which then waited forever (a
+// group member's view stopped and its heartbeats went unseen).
+func TestSeveralReadersOfOnePartition(t *testing.T) {
+	const readers, records = 4, 12
+	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
+	cfg, _ := internalConfig(t, c, "it-follow-shared-", "krabka.topic.partitions", "1")
+	tr, _ := tracedTransport(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	appendN := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := tr.Append(ctx, 0, []byte(fmt.Sprintf("r%02d", i)), []byte("v"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendN(0, records/2)
+	var (
+		mu  sync.Mutex
+		got = make([][]string, readers)
+	)
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := 0; i < readers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			txns := core.NewTxnFolder(func(r core.RawRecord) {
+				mu.Lock()
+				got[i] = append(got[i], string(r.Key))
+				mu.Unlock()
+			})
+			next := int64(i % 2 * 3) // two readers from 0, two from offset 3
+			for rctx.Err() == nil {
+				f, err := tr.Fetch(rctx, 0, next, 5*time.Second)
+				if err != nil {
+					if rctx.Err() == nil {
+						t.Errorf("reader %d: %v", i, err)
+					}
+					return
+				}
+				for _, b := range f.Batches {
+					txns.Add(b)
+				}
+				next = max(next, f.Next)
+			}
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	time.Sleep(200 * time.Millisecond) // let every reader wait at the end
+	appendN(records/2, records)
+	want := func(i int) []string {
+		var w []string
+		for r := i % 2 * 3; r < records; r++ {
+			w = append(w, fmt.Sprintf("r%02d", r))
+		}
+		return w
+	}
+	for {
+		mu.Lock()
+		done := true
+		for i := range got {
+			if len(got[i]) < len(want(i)) {
+				done = false
+			}
+		}
+		snapshot := fmt.Sprint(got)
+		mu.Unlock()
+		if done {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("records missed after %v: %s", ctx.Err(), snapshot)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range got {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want(i)) {
+			t.Errorf("reader %d read %v, want %v", i, got[i], want(i))
+		}
+	}
+}
