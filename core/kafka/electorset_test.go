@@ -215,7 +215,9 @@ func TestElectorSetTakesEveryRoleOfAFrozenSet(t *testing.T) {
 		view.pause()
 		clock.freeze()
 		frozenAt := time.Now()
-		waitSetCond(t, "b takes every role", 120*time.Second, func() bool { return len(sb.Held()) == n })
+		// Held counts a role as soon as its term starts; the recorder
+		// takes the STARTED from the stream a moment later: wait for both.
+		waitSetCond(t, "b takes every role", 120*time.Second, func() bool { return len(sb.Held()) == n && len(lb.started()) == n })
 		t.Logf("b took all %d roles %v after a froze", n, time.Since(frozenAt).Round(time.Millisecond))
 		for _, r := range roles {
 			ev := lb.started()[r]
