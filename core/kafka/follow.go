@@ -59,6 +59,7 @@ type followCall struct {
 	offset  int64
 	maxWait time.Duration
 	ans     chan followAnswer // capacity 1
+	gone    bool              // withdrawn while in a round (under the brokerFollow's mu)
 }
 
 type followAnswer struct {
@@ -74,6 +75,7 @@ type brokerFollow struct {
 	mu       sync.Mutex
 	pending  map[int32][]*followCall // calls not in a round yet, in the order they came, by partition
 	inRoundP map[int32]int64         // the partitions of the round in flight, at their offsets
+	round    []*followCall           // the calls of the round in flight
 	inRound  bool
 	cancel   context.CancelFunc // cancels the round in flight
 	expect   map[int32]bool     // answered by the last round, not asked for again yet
@@ -122,6 +124,9 @@ func (b *brokerFollow) submit(c *followCall) {
 	b.pending[c.p] = append(b.pending[c.p], c)
 	delete(b.expect, c.p)
 	off, busy := b.inRoundP[c.p]
+	if busy && off != c.offset && b.roundGoneLocked(c.p) {
+		busy = false // nobody waits for the round's answer of c's partition any more
+	}
 	if b.inRound && b.cancel != nil && (!busy || off == c.offset) {
 		b.cancel()
 		b.cancel = nil
@@ -131,10 +136,23 @@ func (b *brokerFollow) submit(c *followCall) {
 	b.poke()
 }
 
-// withdraw takes c back when its caller gave up (false: already in a round,
-// whose answer is dropped).
+// roundGoneLocked reports whether every call of partition p in the round in
+// flight was withdrawn. The caller holds b.mu.
+func (b *brokerFollow) roundGoneLocked(p int32) bool {
+	for _, c := range b.round {
+		if c.p == p && !c.gone {
+			return false
+		}
+	}
+	return true
+}
+
+// withdraw takes c back when its caller gave up; a call already in a round
+// is marked gone (its answer is dropped, and a newcomer of its partition
+// at another offset need not wait for that round).
 func (b *brokerFollow) withdraw(c *followCall) {
 	b.mu.Lock()
+	c.gone = true
 	q := b.pending[c.p]
 	if i := slices.Index(q, c); i >= 0 {
 		q = slices.Delete(q, i, i+1)
@@ -206,7 +224,7 @@ func (b *brokerFollow) run(ctx context.Context) {
 				// The round's cancel is in place before the lock is let go:
 				// a call submitted from now on cancels this round.
 				rctx, cancel = context.WithTimeout(ctx, maxWait+b.fs.t.cfg.RequestTimeout)
-				b.inRound, b.cancel = true, cancel
+				b.inRound, b.cancel, b.round = true, cancel, calls
 				b.rounds++
 				b.widest = max(b.widest, len(calls))
 			}
@@ -248,13 +266,14 @@ func (b *brokerFollow) run(ctx context.Context) {
 		cut := err != nil && rctx.Err() == context.Canceled && ctx.Err() == nil
 		cancel()
 		b.mu.Lock()
-		b.inRound, b.cancel, b.inRoundP = false, nil, nil
+		b.inRound, b.cancel, b.inRoundP, b.round = false, nil, nil, nil
 		if cut {
 			// A newcomer cancelled the round: its calls go again with it,
-			// ahead of the calls that came after them.
+			// ahead of the calls that came after them (not those withdrawn).
 			for i := len(calls) - 1; i >= 0; i-- {
-				c := calls[i]
-				b.pending[c.p] = append([]*followCall{c}, b.pending[c.p]...)
+				if c := calls[i]; !c.gone {
+					b.pending[c.p] = append([]*followCall{c}, b.pending[c.p]...)
+				}
 			}
 			b.mu.Unlock()
 			continue
