@@ -301,6 +301,16 @@ func (g *Group) Next(ctx context.Context) (GroupEvent, error) {
 		ctx = context.Background()
 	}
 	for {
+		// g.err is set when the group starts stopping, before its shards
+		// are given up (each pushes its ShardRevoked); only once g.done is
+		// closed has every event been queued. Look at g.done before the
+		// queue, so that an empty queue seen after it is the last word.
+		stopped := false
+		select {
+		case <-g.done:
+			stopped = true
+		default:
+		}
 		g.mu.Lock()
 		if len(g.queue) > 0 {
 			e := g.queue[0]
@@ -311,11 +321,12 @@ func (g *Group) Next(ctx context.Context) (GroupEvent, error) {
 		}
 		err, wake := g.err, g.wake
 		g.mu.Unlock()
-		if err != nil {
+		if err != nil && stopped {
 			return GroupEvent{}, err
 		}
 		select {
 		case <-wake:
+		case <-g.done:
 		case <-ctx.Done():
 			return GroupEvent{}, g.c.fail(ctx, ctx.Err())
 		}

@@ -481,3 +481,48 @@ func TestGroupMemCloseManyShards(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupMemCloseDeliversEveryRevoked: Close gives up every shard of a
+// lone member, and Next returns each shard's ShardRevoked before it returns
+// ErrClosed (CI: a Python `async for` saw ErrClosed after 2 of 4 REVOKED,
+// because the group was marked closed before its shards were given up).
+func TestGroupMemCloseDeliversEveryRevoked(t *testing.T) {
+	const n, rounds = 16, 5
+	for r := 0; r < rounds; r++ {
+		e := newGroupEnv(t)
+		a := e.join("a", n)
+		e.waitConverged(a)
+		for i := 0; i < n; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ev, err := a.Next(ctx)
+			cancel()
+			if err != nil || ev.Kind != coord.ShardAssigned {
+				t.Fatalf("round %d: event %d: %v %v", r, i, ev.Kind, err)
+			}
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- a.Close(context.Background()) }()
+		revoked := map[int]bool{}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ev, err := a.Next(ctx)
+			cancel()
+			if err != nil {
+				if !errors.Is(err, coord.ErrClosed) {
+					t.Fatalf("round %d: Next ended with %v, want ErrClosed", r, err)
+				}
+				break
+			}
+			if ev.Kind != coord.ShardRevoked || revoked[ev.Shard] {
+				t.Fatalf("round %d: %v of shard %d after Close (revoked so far %v)", r, ev.Kind, ev.Shard, revoked)
+			}
+			revoked[ev.Shard] = true
+		}
+		if err := <-closed; err != nil {
+			t.Fatalf("round %d: Close: %v", r, err)
+		}
+		if len(revoked) != n {
+			t.Fatalf("round %d: Next returned ErrClosed after %d ShardRevoked, want %d: %v", r, len(revoked), n, revoked)
+		}
+	}
+}
