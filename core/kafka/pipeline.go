@@ -256,18 +256,7 @@ func retryTxnStep(ctx context.Context, fn func() error) error {
 // transaction under tok (AddOffsetsToTxn). Errors are classified (a fence:
 // ErrFenced through p.fail).
 func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
-	err := retryTxnStep(ctx, func() error {
-		req := kmsg.NewPtrAddOffsetsToTxnRequest()
-		req.TransactionalID = p.txnID
-		req.ProducerID = tok.id
-		req.ProducerEpoch = tok.epoch
-		req.Group = oc.group
-		resp, err := req.RequestWith(ctx, p.cl)
-		if err != nil {
-			return err
-		}
-		return kerr.ErrorForCode(resp.ErrorCode)
-	})
+	err := retryTxnStep(ctx, func() error { return addOffsets(ctx, p.cl, p.txnID, tok, oc.group) })
 	if err != nil {
 		return p.offsetsFail(err, "AddOffsetsToTxn (group "+strconv.Quote(oc.group)+")", oc.group)
 	}
@@ -280,9 +269,31 @@ func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *off
 // may run beside the produce of the same transaction) and returns the
 // answer unclassified (classify it with offsetsFail).
 func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
+	return txnOffsetCommit(ctx, p.cl, p.txnID, tok, oc)
+}
+
+// addOffsets sends one AddOffsetsToTxn of group for txnID under tok through
+// cl and returns the coordinator's answer.
+func addOffsets(ctx context.Context, cl *kgo.Client, txnID string, tok tokenIDs, group string) error {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.TransactionalID = txnID
+	req.ProducerID = tok.id
+	req.ProducerEpoch = tok.epoch
+	req.Group = group
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
+// txnOffsetCommit sends oc's offsets for txnID under tok through cl
+// (TxnOffsetCommit, generation -1, no member), retried while the answer
+// passes by itself, and returns the answer unclassified.
+func txnOffsetCommit(ctx context.Context, cl *kgo.Client, txnID string, tok tokenIDs, oc *offsetCommit) error {
 	return retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
-		req.TransactionalID = p.txnID
+		req.TransactionalID = txnID
 		req.Group = oc.group
 		req.ProducerID = tok.id
 		req.ProducerEpoch = tok.epoch
@@ -304,7 +315,7 @@ func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *off
 			rp.LeaderEpoch = -1
 			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		}
-		resp, err := req.RequestWith(ctx, p.cl)
+		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			return err
 		}
@@ -326,9 +337,15 @@ func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *off
 // is named.
 func (p *txnProducer) offsetsFail(err error, what, group string) error {
 	if errors.Is(err, kerr.GroupAuthorizationFailed) {
-		return coord.WrapError(coord.ErrAuthorization, err, "%s of transactional.id %q: the principal lacks READ on Group %q", what, p.txnID, group)
+		return groupAuthErr(err, what, p.txnID, group)
 	}
 	return p.fail(err, what)
+}
+
+// groupAuthErr is the error of an offsets step refused for want of READ on
+// the group.
+func groupAuthErr(err error, what, txnID, group string) error {
+	return coord.WrapError(coord.ErrAuthorization, err, "%s of transactional.id %q: the principal lacks READ on Group %q", what, txnID, group)
 }
 
 // tokenIDs is a token as the requests carry it.

@@ -118,15 +118,23 @@ type Transport struct {
 	topicID    [16]byte
 	leaders    map[int32]int32
 	txnMax     time.Duration
-	prods      map[string]*txnProducer // newest producer per transactional id
-	followers  map[int32]*kgo.Client   // long-polling fetch clients, one per followed partition
-	topicCheck sync.Once               // the settings of an existing topic are checked once
-	prepared   map[string]*prepared    // producers built ahead of their Mint (Prepare)
+	prods      map[string]minted     // newest producer per transactional id
+	followers  map[int32]*kgo.Client // long-polling fetch clients, one per followed partition
+	topicCheck sync.Once             // the settings of an existing topic are checked once
+	prepared   map[string]*prepared  // producers built ahead of their Mint (Prepare)
 
 	trace func(RequestTrace) // WithRequestTrace (nil: off)
 
 	fetchNext map[int32]int64 // the highest next offset a fetch of each partition answered (stableByFetch)
+
+	engOnce sync.Once
+	eng     *engine // krabka.engine=shared (engine.go); built on first use
+	engErr  error
 }
+
+// minted is a producer Mint returned (txnProducer, or engProducer on the
+// shared engine).
+type minted interface{ Close() error }
 
 var _ coord.Transport = (*Transport)(nil)
 
@@ -163,7 +171,7 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	}
 	t := &Transport{
 		cfg: cfg, opts: opts, trace: o.trace,
-		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, followers: map[int32]*kgo.Client{}, prepared: map[string]*prepared{},
+		leaders: map[int32]int32{}, prods: map[string]minted{}, followers: map[int32]*kgo.Client{}, prepared: map[string]*prepared{},
 		fetchNext: map[int32]int64{},
 	}
 	admin, err := kgo.NewClient(t.clientOpts("admin", "")...)
@@ -440,6 +448,17 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	if txnTimeout < time.Millisecond {
 		txnTimeout = time.Millisecond
 	}
+	if t.shared() {
+		p, err := t.engineMint(ctx, txnID, txnTimeout)
+		if err != nil {
+			return nil, err
+		}
+		t.log().Info("krabka: minted a producer epoch (InitProducerId returned)", "transactional_id", txnID, "token", p.token.String(), "at_ms", time.Now().UnixMilli())
+		if err := t.replaceProducer(txnID, p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	cl := t.takePrepared(txnID, txnTimeout)
 	if cl == nil {
 		var err error
@@ -462,11 +481,20 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	}
 	t.log().Info("krabka: minted a producer epoch (InitProducerId returned)", "transactional_id", txnID, "token", tok.String(), "at_ms", time.Now().UnixMilli())
 	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
+	if err := t.replaceProducer(txnID, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// replaceProducer makes p the producer of txnID and closes the previous
+// one; on a closed transport it closes p and fails with ErrClosed.
+func (t *Transport) replaceProducer(txnID string, p minted) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		p.Close()
-		return nil, coord.WrapError(coord.ErrClosed, nil, "transport closed")
+		return coord.WrapError(coord.ErrClosed, nil, "transport closed")
 	}
 	prev := t.prods[txnID]
 	t.prods[txnID] = p
@@ -474,7 +502,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	if prev != nil {
 		prev.Close()
 	}
-	return p, nil
+	return nil
 }
 
 // txnOpts are the options of the transactional producer of txnID.
@@ -505,7 +533,16 @@ func (t *Transport) txnOpts(txnID string, txnTimeout time.Duration) []kgo.Opt {
 // does not, and opens the coordinator's connection), and the producer's
 // produce connections are opened. The producer holds no epoch until Mint
 // initialises it. Never blocks.
+//
+// On the shared engine (krabka.engine=shared) nothing is built per role:
+// Prepare only reads transaction.max.timeout.ms once and has the control
+// plane look up (and cache) the transaction coordinator of txnID, in the
+// background.
 func (t *Transport) Prepare(txnID string, txnTimeout time.Duration) {
+	if t.shared() {
+		t.enginePrepare(txnID)
+		return
+	}
 	t.mu.Lock()
 	if t.closed || t.prepared[txnID] != nil {
 		t.mu.Unlock()
@@ -661,7 +698,7 @@ func (t *Transport) Close() error {
 	}
 	t.closed = true
 	prods := t.prods
-	t.prods = map[string]*txnProducer{}
+	t.prods = map[string]minted{}
 	var idle []*kgo.Client // followers and prepared producers
 	for _, cl := range t.followers {
 		idle = append(idle, cl)
@@ -673,6 +710,10 @@ func (t *Transport) Close() error {
 	t.mu.Unlock()
 	for _, p := range prods {
 		p.Close()
+	}
+	t.engOnce.Do(func() {}) // waits for an engine being built; none is built after this
+	if t.eng != nil {
+		t.eng.close()
 	}
 	for _, cl := range idle {
 		cl.Close()

@@ -66,35 +66,21 @@ func (p *txnProducer) setToken(t core.FencingToken) {
 // producer's id and epoch, KIP-360) and returns the current token, so that
 // a renewal writes its lease under the token its records carry.
 func (p *txnProducer) Recover(ctx context.Context) (core.FencingToken, error) {
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return p.Token(), p.t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
-	}
-	ch := make(chan error, 1)
-	go func() {
-		defer func() { <-p.sem }()
-		wctx, cancel := p.workCtx(ctx)
-		defer cancel()
-		ch <- p.settle(wctx)
-	}()
-	select {
-	case err := <-ch:
-		return p.Token(), err
-	case <-ctx.Done():
-		return p.Token(), p.t.classify(ctx.Err(), "epoch recovery of "+strconv.Quote(p.txnID), "")
-	}
+	_, err := exclusive(ctx, p.sem, p.t, p.txnID, "epoch recovery of ", func(wctx context.Context) ([]coord.ProduceResult, error) {
+		return nil, p.settle(wctx)
+	})
+	return p.Token(), err
 }
 
-// workCtx is the context of the kgo calls of one transaction. It is not
+// workCtx is the context of the calls of one transaction. It is not
 // cancelled with the caller's context: a kgo produce or EndTxn abandoned
 // half-way makes franz-go re-initialise the producer (an epoch bump) and,
 // on a transaction.version 1 coordinator, a re-initialisation during an
 // ongoing transaction is answered PRODUCER_FENCED. The worker finishes
 // (or aborts) the transaction cleanly instead, bounded by the later of the
 // caller's deadline and request.timeout.ms.
-func (p *txnProducer) workCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := time.Now().Add(p.t.cfg.RequestTimeout)
+func workCtx(ctx context.Context, requestTimeout time.Duration) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(requestTimeout)
 	if dl, ok := ctx.Deadline(); ok && dl.After(d) {
 		d = dl
 	}
@@ -121,11 +107,9 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 	if id == old.ProducerID && epoch == old.ProducerEpoch {
 		return nil
 	}
-	nt, terr := core.NewFencingToken(id, epoch)
-	own := id == old.ProducerID && int(epoch) == int(old.ProducerEpoch)+1 ||
-		id != old.ProducerID && epoch == 0 && old.ProducerEpoch >= epochExhausted
-	if terr != nil || !own {
-		return p.fenced(terr, "epoch recovery answered "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch))+", which is not the next epoch of this producer (another member minted)")
+	nt, own := ownRecovery(old, id, epoch)
+	if !own {
+		return p.fenced(nil, "epoch recovery answered "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch))+", which is not the next epoch of this producer (another member minted)")
 	}
 	p.setToken(nt)
 	p.t.log().Info("krabka: own epoch recovery: this producer continues under a new token",
@@ -140,7 +124,7 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 func (p *txnProducer) Close() error {
 	p.closeOnce.Do(func() {
 		p.t.mu.Lock()
-		if p.t.prods[p.txnID] == p {
+		if p.t.prods[p.txnID] == minted(p) {
 			delete(p.t.prods, p.txnID)
 		}
 		p.t.mu.Unlock()
@@ -176,30 +160,39 @@ func (p *txnProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coo
 
 // run is Transact and TransactOffsets (oc nil: no offsets).
 func (p *txnProducer) run(ctx context.Context, msgs []coord.Message, oc *offsetCommit) ([]coord.ProduceResult, error) {
+	return exclusive(ctx, p.sem, p.t, p.txnID, "transaction of ", func(wctx context.Context) ([]coord.ProduceResult, error) {
+		return p.transact(wctx, ctx, msgs, oc)
+	})
+}
+
+// exclusive runs fn holding sem (one transaction at a time per producer) in
+// a worker goroutine on the worker context of ctx (workCtx), and returns
+// its answer, or a timeout when ctx ends first (the worker then finishes or
+// aborts in the background and releases sem). what names the step for the
+// timeout ("transaction of " and the quoted id).
+func exclusive(ctx context.Context, sem chan struct{}, t *Transport, txnID, what string, fn func(wctx context.Context) ([]coord.ProduceResult, error)) ([]coord.ProduceResult, error) {
 	select {
-	case p.sem <- struct{}{}:
+	case sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, p.t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
+		return nil, t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(txnID), "")
 	}
-	ch := make(chan struct {
+	type result struct {
 		res []coord.ProduceResult
 		err error
-	}, 1)
+	}
+	ch := make(chan result, 1)
 	go func() {
-		defer func() { <-p.sem }()
-		wctx, cancel := p.workCtx(ctx)
+		defer func() { <-sem }()
+		wctx, cancel := workCtx(ctx, t.cfg.RequestTimeout)
 		defer cancel()
-		res, err := p.transact(wctx, ctx, msgs, oc)
-		ch <- struct {
-			res []coord.ProduceResult
-			err error
-		}{res, err}
+		res, err := fn(wctx)
+		ch <- result{res, err}
 	}()
 	select {
 	case r := <-ch:
 		return r.res, r.err
 	case <-ctx.Done():
-		return nil, p.t.classify(ctx.Err(), "transaction of "+strconv.Quote(p.txnID), "")
+		return nil, t.classify(ctx.Err(), what+strconv.Quote(txnID), "")
 	}
 }
 

@@ -1,0 +1,264 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/krabka/krabka-coord/core/coord"
+	"github.com/krabka/krabka-coord/tests/kafka/kafkatest"
+)
+
+// wrote is one record a test had the engine write.
+type wrote struct {
+	key, value string
+	id         int64
+	epoch      int16
+	committed  bool
+}
+
+// TestEngineBatchesDecodeWithFranzGo runs transactions of one role on the
+// shared engine (lease-topic and data-topic records, pinned and key-hashed
+// partitions, a transaction the broker refuses, after which the producer
+// continues under its own next epoch), then reads back every batch of the
+// partitions it wrote read_uncommitted and checks each with franz-go's own
+// decoders: kmsg.RecordBatch for the producer id, epoch, first sequence
+// (0 at every new epoch, then advancing by the records of each batch) and
+// the transactional flag, and kgo.ProcessFetchPartition, which validates
+// the CRC-32C, for the records themselves; read_committed leaves out the
+// refused transaction. The requests' trace shows the planes: lease-only
+// transactions on the control plane, the others on the data plane.
+func TestEngineBatchesDecodeWithFranzGo(t *testing.T) {
+	for _, tv := range []int{1, 2} {
+		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) {
+			t.Parallel()
+			c := kafkatest.Start(t, kafkatest.Options{TxnVersion: tv})
+			testEngineBatches(t, c)
+		})
+	}
+}
+
+func testEngineBatches(t *testing.T, c *kafkatest.Cluster) {
+	cfg, id := internalConfig(t, c, "eng_", "krabka.engine", "shared", "request.timeout.ms", "10000")
+	tr, traced := tracedTransport(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data := "engdata_" + id
+	if _, err := tr.adm.CreateTopic(ctx, 3, 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("100000")}, data); err != nil {
+		t.Fatal(err)
+	}
+	txnID := "eng-role-" + id
+	mp, err := tr.Mint(ctx, txnID, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := mp.(*engProducer)
+	if !ok {
+		t.Fatalf("krabka.engine=shared minted a %T, not the engine's producer", mp)
+	}
+	defer p.Close()
+	tok0 := p.Token()
+
+	written := map[engPart][]wrote{} // in offset order per partition
+	run := func(i int, leaseOnly bool) {
+		t.Helper()
+		msgs := []coord.Message{{Topic: cfg.Topic, Partition: 0, Key: []byte(fmt.Sprintf("lease-%d", i)), Value: []byte("v")}}
+		if !leaseOnly {
+			msgs = append(msgs,
+				coord.Message{Topic: data, Partition: 1, Key: []byte(fmt.Sprintf("a-%d", i)), Value: []byte("x"), Headers: []coord.Header{{Key: "h", Value: []byte("1")}}},
+				coord.Message{Topic: data, Partition: 1, Key: []byte(fmt.Sprintf("b-%d", i)), Value: bytes.Repeat([]byte("y"), i+1)},
+				coord.Message{Topic: data, Partition: -1, Key: []byte(fmt.Sprintf("hashed-%d", i)), Value: []byte("z")},
+			)
+		}
+		res, err := p.Transact(ctx, msgs)
+		if err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+		if len(res) != len(msgs) {
+			t.Fatalf("transaction %d: %d results for %d messages", i, len(res), len(msgs))
+		}
+		tok := p.Token()
+		for j, r := range res {
+			k := engPart{r.Topic, r.Partition}
+			if r.Topic != msgs[j].Topic || msgs[j].Partition >= 0 && r.Partition != msgs[j].Partition {
+				t.Fatalf("message %d landed on %s/%d", j, r.Topic, r.Partition)
+			}
+			if n := len(written[k]); n > 0 && r.Offset <= int64(n-1) {
+				t.Fatalf("offset %d of %s/%d does not advance", r.Offset, r.Topic, r.Partition)
+			}
+			written[k] = append(written[k], wrote{string(msgs[j].Key), string(msgs[j].Value), tok.ProducerID, tok.ProducerEpoch, true})
+		}
+	}
+	for i := 0; i < 4; i++ {
+		run(i, i%2 == 1)
+	}
+
+	// The broker refuses a record above the topic's max.message.bytes:
+	// the transaction is aborted and the producer continues under exactly
+	// the next epoch of its own producer id.
+	big := []coord.Message{
+		{Topic: data, Partition: 2, Key: []byte("fine"), Value: []byte("ok")},
+		{Topic: data, Partition: 0, Key: []byte("big"), Value: bytes.Repeat([]byte("B"), 200000)},
+	}
+	if _, err := p.Transact(ctx, big); err == nil || errors.Is(err, coord.ErrFenced) {
+		t.Fatalf("an oversized record: %v", err)
+	}
+	k2 := engPart{data, 2} // the refused transaction's other record, aborted
+	written[k2] = append(written[k2], wrote{"fine", "ok", tok0.ProducerID, tok0.ProducerEpoch, false})
+	tok1 := p.Token()
+	if tok1.ProducerID != tok0.ProducerID || tok1.ProducerEpoch != tok0.ProducerEpoch+1 {
+		t.Fatalf("after the refused transaction the token is %s, not the next epoch of %s", tok1, tok0)
+	}
+	if cur, err := tr.CurrentToken(ctx, txnID); err != nil || cur != tok1 {
+		t.Fatalf("coordinator's token %s (%v), producer's %s", cur, err, tok1)
+	}
+	for i := 4; i < 7; i++ {
+		run(i, false)
+	}
+
+	// Read every partition back.
+	leaders := func(topic string) []int32 {
+		ls, err := tr.eng.leaders(ctx, topic, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ls
+	}
+	tds, err := tr.adm.ListTopics(ctx, cfg.Topic, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for k, want := range written {
+		leader := leaders(k.topic)[k.partition]
+		for _, iso := range []int8{0, 1} {
+			req := kmsg.NewPtrFetchRequest()
+			req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.IsolationLevel = -1, 100, 10<<20, iso
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic, ft.TopicID = k.topic, tds[k.topic].ID // Fetch v13+ names topics by id
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LogStartOffset = k.partition, 0, 10<<20, -1, -1
+			ft.Partitions = append(ft.Partitions, fp)
+			req.Topics = append(req.Topics, ft)
+			resp, err := req.RequestWith(ctx, tr.admin.Broker(int(leader)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("fetch of %s/%d answered %d topics", k.topic, k.partition, len(resp.Topics))
+			}
+			rp := &resp.Topics[0].Partitions[0]
+			if iso == 0 {
+				checked += checkBatches(t, k, rp.RecordBatches, tok0.ProducerID, want)
+			}
+			level := kgo.ReadUncommitted()
+			if iso == 1 {
+				level = kgo.ReadCommitted()
+			}
+			got, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: k.topic, Partition: k.partition, IsolationLevel: level}, rp, kgo.DefaultDecompressor(), nil)
+			if got.Err != nil {
+				t.Fatalf("franz-go decoding %s/%d: %v", k.topic, k.partition, got.Err)
+			}
+			var recs []*kgo.Record
+			for _, r := range got.Records {
+				if r.ProducerID == tok0.ProducerID {
+					recs = append(recs, r)
+				}
+			}
+			var exp []wrote
+			for _, w := range want {
+				if w.committed || iso == 0 {
+					exp = append(exp, w)
+				}
+			}
+			if len(recs) != len(exp) {
+				t.Fatalf("%s/%d isolation %d: franz-go decoded %d records of the producer, the engine wrote %d", k.topic, k.partition, iso, len(recs), len(exp))
+			}
+			for i, r := range recs {
+				w := exp[i]
+				if string(r.Key) != w.key || string(r.Value) != w.value || r.ProducerEpoch != w.epoch || !r.Attrs.IsTransactional() {
+					t.Fatalf("%s/%d record %d: key %q value %q epoch %d transactional %v; wrote %+v", k.topic, k.partition, i, r.Key, r.Value, r.ProducerEpoch, r.Attrs.IsTransactional(), w)
+				}
+				hasTok := false
+				for _, h := range r.Headers {
+					if h.Key == "krabka.token" {
+						hasTok = string(h.Value) == fmt.Sprintf("%d:%d", w.id, w.epoch)
+					}
+				}
+				if (k.topic == data) != hasTok {
+					t.Fatalf("%s/%d record %d: token header %v (headers %v)", k.topic, k.partition, i, hasTok, r.Headers)
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d batches checked", checked)
+	}
+
+	// The planes: lease-only transactions on the control plane, the
+	// others on the data plane; nothing on a per-role producer client.
+	planes := map[string]int{}
+	for _, r := range traced() {
+		if r.Key == "Produce" || r.Key == "EndTxn" || r.Key == "AddPartitionsToTxn" || r.Key == "InitProducerID" {
+			planes[r.Client+"/"+r.Key]++
+		}
+		if r.Client == "producer" {
+			t.Fatalf("a per-role producer client sent %s", r.Key)
+		}
+	}
+	if planes["engine-control/InitProducerID"] < 2 || planes["engine-control/Produce"] < 2 || planes["engine-data/Produce"] < 5 || planes["engine-data/EndTxn"] < 5 {
+		t.Fatalf("requests by plane: %v", planes)
+	}
+}
+
+// checkBatches decodes the record batches of one partition with
+// kmsg.RecordBatch and checks the data batches of producer id: epochs as
+// written, the transactional flag, and the sequences (each epoch's first
+// batch at 0, each next batch at the previous one's first sequence plus its
+// records). It returns the number of data batches checked.
+func checkBatches(t *testing.T, k engPart, raw []byte, id int64, want []wrote) int {
+	t.Helper()
+	next := map[int16]int32{}
+	n, rec := 0, 0
+	for len(raw) > 0 {
+		var b kmsg.RecordBatch
+		if err := b.ReadFrom(raw); err != nil {
+			t.Fatalf("%s/%d: %v", k.topic, k.partition, err)
+		}
+		size := int(b.Length) + 12
+		raw = raw[size:]
+		if b.ProducerID != id || b.Attributes&0x20 != 0 { // another producer, or a commit/abort marker
+			continue
+		}
+		if b.Attributes&batchTransactional == 0 || b.Magic != 2 {
+			t.Fatalf("%s/%d: batch at %d attributes %#x magic %d", k.topic, k.partition, b.FirstOffset, b.Attributes, b.Magic)
+		}
+		if b.FirstSequence != next[b.ProducerEpoch] {
+			t.Fatalf("%s/%d: batch at %d of epoch %d has sequence %d, want %d", k.topic, k.partition, b.FirstOffset, b.ProducerEpoch, b.FirstSequence, next[b.ProducerEpoch])
+		}
+		next[b.ProducerEpoch] = b.FirstSequence + b.NumRecords
+		if rec+int(b.NumRecords) > len(want) {
+			t.Fatalf("%s/%d: more records than written", k.topic, k.partition)
+		}
+		for i := 0; i < int(b.NumRecords); i++ {
+			if want[rec+i].epoch != b.ProducerEpoch {
+				t.Fatalf("%s/%d: batch at %d epoch %d, record written under epoch %d", k.topic, k.partition, b.FirstOffset, b.ProducerEpoch, want[rec+i].epoch)
+			}
+		}
+		rec += int(b.NumRecords)
+		n++
+	}
+	if rec != len(want) {
+		t.Fatalf("%s/%d: %d records in batches, %d written", k.topic, k.partition, rec, len(want))
+	}
+	return n
+}
