@@ -262,3 +262,158 @@ func checkBatches(t *testing.T, k engPart, raw []byte, id int64, want []wrote) i
 	}
 	return n
 }
+
+// TestEngineAbandonedStepsAreRecovered: an engine transaction whose
+// AddPartitionsToTxn, Produce or EndTxn was abandoned half-way (its context
+// ended while the request was on the wire, 0.1 to 5 ms in) leaves its
+// outcome and the partition's sequence unknown. The next transaction
+// settles it first (raw EndTxn abort, DescribeTransactions, then the own
+// next-epoch re-initialisation, sequences from 0) and commits; the token
+// is the coordinator's current one and never goes back. At least one
+// abandonment must have forced an epoch recovery, or the recovery is
+// untested and the test fails.
+func TestEngineAbandonedStepsAreRecovered(t *testing.T) {
+	for _, tv := range []int{1, 2} {
+		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) {
+			t.Parallel()
+			c := kafkatest.Start(t, kafkatest.Options{TxnVersion: tv})
+			cfg, id := internalConfig(t, c, "eng-abandon-", "krabka.engine", "shared", "request.timeout.ms", "5000")
+			tr, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			if _, err := tr.Partitions(ctx); err != nil {
+				t.Fatal(err)
+			}
+			txnID := "eng-abandon-" + id
+			mp, err := tr.Mint(ctx, txnID, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := mp.(*engProducer)
+			defer p.Close()
+			msg := []coord.Message{{Topic: cfg.Topic, Partition: 0, Key: []byte("k"), Value: []byte("v")}}
+			abandoned, recovered := 0, 0
+			for i := 0; i < 60; i++ { // d from 0.1 to 4.2 ms: abandons each of the three steps
+				d := time.Duration(100+(i*70)%5000) * time.Microsecond
+				p.sem <- struct{}{}
+				if err := p.settle(ctx); err != nil {
+					t.Fatal(err)
+				}
+				tok := p.Token()
+				ids := tokenIDs{tok.ProducerID, tok.ProducerEpoch}
+				bs, err := p.batches(ctx, []coord.Message{{Topic: cfg.Topic, Partition: 0, Key: []byte("k"), Value: []byte("abandoned")}}, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sctx, scancel := context.WithTimeout(ctx, d)
+				p.open = true
+				err = p.addPartitions(sctx, p.e.ctl, ids, bs)
+				if err == nil {
+					err = p.produce(sctx, p.e.ctl, bs)
+				}
+				if err == nil {
+					err = endTxn(sctx, p.e.ctl, txnID, ids, true)
+				}
+				scancel()
+				if err == nil {
+					p.open = false
+					<-p.sem
+					continue
+				}
+				p.pending = true // what failed() records before settling
+				<-p.sem
+				abandoned++
+				before := p.Token()
+				if _, err := p.Transact(ctx, msg); err != nil {
+					t.Fatalf("the transaction after a step abandoned after %v: %v", d, err)
+				}
+				now := p.Token()
+				cur, err := tr.CurrentToken(ctx, txnID)
+				if err != nil || cur != now || now.Compare(before) < 0 {
+					t.Fatalf("after %v: token before %s, now %s, coordinator %s (%v)", d, before, now, cur, err)
+				}
+				if now != before {
+					recovered++
+				}
+			}
+			if recovered == 0 {
+				t.Fatalf("%d steps abandoned, no epoch recovery: the recovery is untested", abandoned)
+			}
+			tok := p.Token()
+			if _, err := p.Transact(ctx, msg); err != nil || p.Token() != tok {
+				t.Fatalf("a transaction after the recoveries: %v (token %s, then %s)", err, tok, p.Token())
+			}
+			t.Logf("%d abandoned, %d epoch recoveries, now %s", abandoned, recovered, tok)
+		})
+	}
+}
+
+// TestEnginePrepareIsNearlyFree: on the engine Prepare builds nothing per
+// role (no producer, no client) and only has the control plane learn the
+// role's transaction coordinator, so that the Mint that follows sends
+// InitProducerId and its first transaction with no FindCoordinator,
+// ApiVersions, DescribeConfigs or DescribeTransactions; an unprepared Mint
+// of a fresh transport sends them (the control half).
+func TestEnginePrepareIsNearlyFree(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
+	cfg, id := internalConfig(t, c, "eng-prepare-", "krabka.engine", "shared", "request.timeout.ms", "10000")
+	tr, reqs := tracedTransport(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := func(from int) map[string]int {
+		got := map[string]int{}
+		for _, r := range reqs()[from:] {
+			got[r.Key]++
+		}
+		return got
+	}
+	mintAndWrite := func(txnID string) map[string]int {
+		t.Helper()
+		from := len(reqs())
+		p, err := tr.Mint(ctx, txnID, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if _, err := p.Transact(ctx, []coord.Message{{Topic: cfg.Topic, Partition: 0, Key: []byte("k"), Value: []byte("v")}}); err != nil {
+			t.Fatal(err)
+		}
+		return count(from)
+	}
+	cold := mintAndWrite("eng-prepare-cold-" + id)
+	for _, k := range []string{"FindCoordinator", "ApiVersions", "DescribeConfigs"} {
+		if cold[k] == 0 {
+			t.Fatalf("an unprepared Mint sent no %s (requests %v): the control does not show what Prepare saves", k, cold)
+		}
+	}
+	txnID := "eng-prepare-warm-" + id
+	from := len(reqs())
+	tr.Prepare(txnID, 10*time.Second)
+	for count(from)["DescribeTransactions"] == 0 {
+		if sleepCtx(ctx, 10*time.Millisecond) != nil {
+			t.Fatal("Prepare sent no DescribeTransactions")
+		}
+	}
+	tr.mu.Lock()
+	n := len(tr.prepared)
+	tr.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("Prepare on the engine built %d per-role producers", n)
+	}
+	warm := mintAndWrite(txnID)
+	for _, k := range []string{"FindCoordinator", "ApiVersions", "DescribeConfigs", "DescribeTransactions"} {
+		if warm[k] != 0 {
+			t.Errorf("the Mint after Prepare sent %d %s (requests %v)", warm[k], k, warm)
+		}
+	}
+	if warm["InitProducerID"] != 1 || warm["EndTxn"] != 1 {
+		t.Errorf("the prepared Mint and its transaction sent %v: want one InitProducerID and one EndTxn", warm)
+	}
+}
