@@ -40,8 +40,8 @@ func TestEngineBench(t *testing.T) {
 	f.Kafka = kafkaInfo(t, c)
 	f.Settings = map[string]string{"n": strconv.Itoa(n), "failovers": strconv.Itoa(failovers), "roles": strconv.Itoa(roles),
 		"group_seconds": strconv.Itoa(int(dur / time.Second)),
-		"engines": "client (per-role franz-go client, before), shared (engine.go, after), one after the other on the same cluster",
-		"roles_setup": "one client, background renewal, default lease 30 s and renew 10 s, acquired 32 at a time, measured after a full renewal round and GC"}
+		"engines":       "client (per-role franz-go client, before), shared (engine.go, after), one after the other on the same cluster",
+		"roles_setup":   "one client, background renewal, default lease 30 s and renew 10 s, acquired 32 at a time, measured after a full renewal round and GC"}
 	fmt.Printf("engine bench: %s at %s, load %s\n", f.Kafka.Label(), c.Bootstrap, loadAvg())
 	for _, engine := range []string{"client", "shared"} {
 		t.Setenv(coord.EngineEnv, engine)
