@@ -84,9 +84,18 @@ type engine struct {
 	ctl  *kgo.Client
 	data []*kgo.Client
 
+	warmOnce sync.Once // enginePrepare's connections, opened once
+
 	mu     sync.Mutex
 	topics map[string][]int32 // partition leaders by topic (index: partition)
 }
+
+// engineIdleTimeout is how long an engine connection may stay idle before
+// franz-go closes it: long, since an engine has a few connections per
+// broker whatever the number of roles, and a standby that wins after a long
+// wait must not dial at that moment (brokers close idle connections after
+// connections.max.idle.ms, 10 minutes by default).
+const engineIdleTimeout = 9 * time.Minute
 
 // engineVersions are the request versions of the engine's clients.
 func engineVersions() *kgo.Opt {
@@ -101,7 +110,7 @@ func engineVersions() *kgo.Opt {
 func newEngine(t *Transport) (*engine, error) {
 	mv := engineVersions()
 	opts := func(name string) []kgo.Opt {
-		return append(t.clientOpts(name, ""), *mv, kgo.RequiredAcks(kgo.AllISRAcks()))
+		return append(t.clientOpts(name, ""), *mv, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ConnIdleTimeout(engineIdleTimeout))
 	}
 	e := &engine{t: t, topics: map[string][]int32{}}
 	var err error
@@ -145,27 +154,53 @@ func (t *Transport) engine() (*engine, error) {
 	return t.eng, t.engErr
 }
 
-// enginePrepare is Prepare on the engine: in the background, the broker's
-// transaction.max.timeout.ms (once per transport) and the transaction
-// coordinator of txnID, which the control plane caches (FindCoordinator),
-// so that the Mint of a standby that wins sends InitProducerId at once.
-func (t *Transport) enginePrepare(txnID string) {
+// enginePrepare is Prepare on the engine, in the background: once per
+// engine, the broker's transaction.max.timeout.ms and the produce
+// connections of every plane to every broker; per role, the transaction
+// coordinator of txnID, which the control plane and the role's data-plane
+// client each look up and cache (FindCoordinator, through a read-only
+// DescribeTransactions), so that the Mint of a standby that wins, its
+// lease and its first guarded write open no connection and look nothing up.
+// The channel returned is closed when that work is done.
+func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
+	done := make(chan struct{})
 	if t.checkOpen() != nil {
-		return
+		close(done)
+		return done
 	}
 	e, err := t.engine()
 	if err != nil {
-		return
+		close(done)
+		return done
 	}
 	go func() {
+		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
 		defer cancel()
-		t.brokerTxnMax(ctx)
-		// Read-only; its answer does not matter.
-		req := kmsg.NewPtrDescribeTransactionsRequest()
-		req.TransactionalIDs = []string{txnID}
-		_, _ = req.RequestWith(ctx, e.ctl)
+		var wg sync.WaitGroup
+		e.warmOnce.Do(func() {
+			t.brokerTxnMax(ctx)
+			for _, cl := range append([]*kgo.Client{e.ctl}, e.data...) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_ = cl.EnsureProduceConnectionIsOpen(ctx, -1)
+				}()
+			}
+		})
+		for _, cl := range []*kgo.Client{e.ctl, e.dataClient(txnID)} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Read-only; its answer does not matter.
+				req := kmsg.NewPtrDescribeTransactionsRequest()
+				req.TransactionalIDs = []string{txnID}
+				_, _ = req.RequestWith(ctx, cl)
+			}()
+		}
+		wg.Wait()
 	}()
+	return done
 }
 
 // shared reports whether the transport runs roles on the engine.

@@ -353,11 +353,13 @@ func TestEngineAbandonedStepsAreRecovered(t *testing.T) {
 }
 
 // TestEnginePrepareIsNearlyFree: on the engine Prepare builds nothing per
-// role (no producer, no client) and only has the control plane learn the
-// role's transaction coordinator, so that the Mint that follows sends
-// InitProducerId and its first transaction with no FindCoordinator,
-// ApiVersions, DescribeConfigs or DescribeTransactions; an unprepared Mint
-// of a fresh transport sends them (the control half).
+// role (no producer, no client) and only has the control plane and the
+// role's data plane learn the role's transaction coordinator (and, once per
+// engine, opens the produce connections), so that the Mint that follows
+// sends InitProducerId and its lease transaction, and then a guarded
+// write, with no FindCoordinator, ApiVersions, DescribeConfigs or
+// DescribeTransactions; an unprepared Mint of a fresh transport sends them
+// (the control half).
 func TestEnginePrepareIsNearlyFree(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
 	cfg, id := internalConfig(t, c, "eng-prepare-", "krabka.engine", "shared", "request.timeout.ms", "10000")
@@ -365,6 +367,10 @@ func TestEnginePrepareIsNearlyFree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data := "eng-prepare-data-" + id
+	if _, err := tr.adm.CreateTopic(ctx, 1, 1, nil, data); err != nil {
 		t.Fatal(err)
 	}
 	count := func(from int) map[string]int {
@@ -385,6 +391,9 @@ func TestEnginePrepareIsNearlyFree(t *testing.T) {
 		if _, err := p.Transact(ctx, []coord.Message{{Topic: cfg.Topic, Partition: 0, Key: []byte("k"), Value: []byte("v")}}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := p.Transact(ctx, []coord.Message{{Topic: data, Partition: 0, Key: []byte("k"), Value: []byte("w")}}); err != nil {
+			t.Fatal(err)
+		}
 		return count(from)
 	}
 	cold := mintAndWrite("eng-prepare-cold-" + id)
@@ -395,11 +404,13 @@ func TestEnginePrepareIsNearlyFree(t *testing.T) {
 	}
 	txnID := "eng-prepare-warm-" + id
 	from := len(reqs())
-	tr.Prepare(txnID, 10*time.Second)
-	for count(from)["DescribeTransactions"] == 0 {
-		if sleepCtx(ctx, 10*time.Millisecond) != nil {
-			t.Fatal("Prepare sent no DescribeTransactions")
-		}
+	select { // what Transport.Prepare runs on the engine, waited for
+	case <-tr.enginePrepare(txnID):
+	case <-ctx.Done():
+		t.Fatal("Prepare did not finish")
+	}
+	if got := count(from)["DescribeTransactions"]; got != 2 {
+		t.Fatalf("Prepare sent %d DescribeTransactions (requests %v): want one per plane of the role", got, count(from))
 	}
 	tr.mu.Lock()
 	n := len(tr.prepared)
@@ -413,7 +424,7 @@ func TestEnginePrepareIsNearlyFree(t *testing.T) {
 			t.Errorf("the Mint after Prepare sent %d %s (requests %v)", warm[k], k, warm)
 		}
 	}
-	if warm["InitProducerID"] != 1 || warm["EndTxn"] != 1 {
-		t.Errorf("the prepared Mint and its transaction sent %v: want one InitProducerID and one EndTxn", warm)
+	if warm["InitProducerID"] != 1 || warm["EndTxn"] != 2 {
+		t.Errorf("the prepared Mint and its two transactions sent %v: want one InitProducerID and two EndTxn", warm)
 	}
 }

@@ -537,7 +537,7 @@ func (t *Transport) txnOpts(txnID string, txnTimeout time.Duration) []kgo.Opt {
 // On the shared engine (krabka.engine=shared) nothing is built per role:
 // Prepare only reads transaction.max.timeout.ms once and has the control
 // plane look up (and cache) the transaction coordinator of txnID, in the
-// background.
+// background, and opens the engine's produce connections once.
 func (t *Transport) Prepare(txnID string, txnTimeout time.Duration) {
 	if t.shared() {
 		t.enginePrepare(txnID)
