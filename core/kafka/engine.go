@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -286,7 +285,7 @@ func (t *Transport) engineMint(ctx context.Context, txnID string, txnTimeout tim
 	if err != nil {
 		return nil, coord.WrapError(coord.ErrTransport, err, "InitProducerId for %q answered %d:%d", txnID, id, epoch)
 	}
-	return &engProducer{e: e, txnID: txnID, timeout: txnTimeout, token: tok, sem: make(chan struct{}, 1)}, nil
+	return &engProducer{roleTxn: newRoleTxn(t, txnID, tok), e: e, timeout: txnTimeout}, nil
 }
 
 // initProducerID sends InitProducerId for txnID on the control plane: a
@@ -314,22 +313,12 @@ func (e *engine) initProducerID(ctx context.Context, txnID string, timeout time.
 // coord.TokenRecoverer, coord.OffsetProducer): the same safety steps as
 // txnProducer, on the engine's shared connections.
 type engProducer struct {
+	roleTxn
 	e       *engine
-	txnID   string
 	timeout time.Duration
 
-	tokMu sync.Mutex
-	token core.FencingToken
-
-	sem chan struct{} // one transaction at a time
-
 	// Owned by whoever holds sem.
-	open    bool              // the coordinator may hold a transaction of this producer that was not ended
-	seq     map[engPart]int32 // next sequence per partition under the current token
-	pending bool              // a failure left the outcome or the sequences to settle (recoverAfterFailure)
-	broken  error             // set once the producer must not be used again (fenced)
-	closing atomic.Bool       // set when Close begins: no InitProducerId from then on
-	closed  sync.Once
+	seq map[engPart]int32 // next sequence per partition under the current token
 }
 
 var (
@@ -344,19 +333,10 @@ type engPart struct {
 	partition int32
 }
 
-// Token implements coord.TxnProducer.
-func (p *engProducer) Token() core.FencingToken {
-	p.tokMu.Lock()
-	defer p.tokMu.Unlock()
-	return p.token
-}
-
 func (p *engProducer) ids() tokenIDs {
 	t := p.Token()
 	return tokenIDs{t.ProducerID, t.ProducerEpoch}
 }
-
-func (p *engProducer) isClosing() bool { return p.closing.Load() }
 
 // Recover implements coord.TokenRecoverer (see txnProducer.Recover).
 func (p *engProducer) Recover(ctx context.Context) (core.FencingToken, error) {
@@ -388,72 +368,15 @@ func (p *engProducer) TransactOffsets(ctx context.Context, group string, offsets
 // left open with a raw EndTxn abort under the producer's token. The
 // engine's connections stay.
 func (p *engProducer) Close() error {
-	p.closed.Do(func() {
-		t := p.e.t
-		t.mu.Lock()
-		if t.prods[p.txnID] == minted(p) {
-			delete(t.prods, p.txnID)
-		}
-		t.mu.Unlock()
-		p.closing.Store(true)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.sem <- struct{}{}
-			if (p.open || p.pending) && p.broken == nil {
-				_ = p.rawEnd(p.e.ctl, false)
-			}
-			<-p.sem
-		}()
-		select {
-		case <-done:
-		case <-time.After(t.cfg.RequestTimeout):
-		}
-	})
+	p.closeWith(p, func() error { return p.rawEnd(p.e.ctl, false) }, nil)
 	return nil
 }
 
-func (p *engProducer) fenced(err error, what string) error {
-	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.Token())
-	return p.broken
-}
+// settle: see roleTxn.settleWith.
+func (p *engProducer) settle(context.Context) error { return p.settleWith(p.recoverAfterFailure) }
 
-func (p *engProducer) fail(err error, what string) error {
-	if isFence(err) {
-		return p.fenced(err, what)
-	}
-	return p.e.t.classifyTxn(err, what+" of transactional.id "+strconv.Quote(p.txnID), txnACL(p.txnID, "WRITE"), true)
-}
-
-// settle: see txnProducer.settle.
-func (p *engProducer) settle(context.Context) error {
-	if p.broken != nil {
-		return p.broken
-	}
-	if p.open || p.pending {
-		p.recoverAfterFailure()
-		if p.broken != nil {
-			return p.broken
-		}
-		if p.open || p.pending {
-			return coord.WrapError(coord.ErrTransport, nil, "settling the previous failed transaction of %q did not complete; retry", p.txnID)
-		}
-	}
-	return nil
-}
-
-// failed: see txnProducer.failed.
-func (p *engProducer) failed(werr error) error {
-	if errors.Is(werr, coord.ErrFenced) {
-		return werr
-	}
-	p.pending = true
-	p.recoverAfterFailure()
-	if p.broken != nil {
-		return coord.WrapError(coord.ErrFenced, p.broken, "%v; then", werr)
-	}
-	return werr
-}
+// failed: see roleTxn.failedWith.
+func (p *engProducer) failed(werr error) error { return p.failedWith(werr, p.recoverAfterFailure) }
 
 // rawEnd sends EndTxn (commit or abort) under the producer's token through
 // cl and returns the coordinator's answer.
@@ -484,30 +407,13 @@ func endTxn(ctx context.Context, cl *kgo.Client, txnID string, tok tokenIDs, com
 // is taken (ownRecovery). The sequences restart at 0 under the new epoch.
 // Nothing of this runs once Close began. See txnProducer.recoverAfterFailure.
 func (p *engProducer) recoverAfterFailure() {
-	if p.broken != nil || p.isClosing() {
-		return
-	}
-	t := p.e.t
+	t := p.t
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
 	defer cancel()
-	tok := p.Token()
-	if err := retryTxnStep(ctx, func() error { return p.rawEnd(p.e.ctl, false) }); err != nil {
-		if isFence(err) {
-			_ = p.fenced(err, "EndTxn abort after a failed transaction")
-			return
-		}
-		t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", err.Error())
-	}
-	cur, err := t.CurrentToken(ctx, p.txnID)
-	if err != nil {
-		t.log().Debug("krabka: DescribeTransactions after a failed transaction", "transactional_id", p.txnID, "error", err.Error())
-		return
-	}
-	if cur != tok {
-		_ = p.fenced(nil, "after a failed transaction the coordinator's current token is "+cur.String()+" (another member minted)")
-		return
-	}
-	if p.isClosing() {
+	tok, ok := p.stillOurs(ctx, func() error {
+		return retryTxnStep(ctx, func() error { return p.rawEnd(p.e.ctl, false) })
+	})
+	if !ok {
 		return
 	}
 	id, epoch, err := p.e.initProducerID(ctx, p.txnID, p.timeout, tokenIDs{tok.ProducerID, tok.ProducerEpoch})
@@ -522,9 +428,7 @@ func (p *engProducer) recoverAfterFailure() {
 		_ = p.fenced(nil, "epoch recovery answered "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch))+", which is not the next epoch of this producer (another member minted)")
 		return
 	}
-	p.tokMu.Lock()
-	p.token = nt
-	p.tokMu.Unlock()
+	p.setToken(nt)
 	p.seq = nil
 	p.open, p.pending = false, false
 	t.log().Info("krabka: own epoch recovery: this producer continues under a new token",
@@ -572,25 +476,13 @@ func (p *engProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	if err != nil {
 		return nil, err // nothing was sent
 	}
-	var offsetsDone chan error
+	offsetsErr := func() error { return nil }
 	if oc != nil {
 		p.open = true
 		if err := retryTxnStep(ctx, func() error { return addOffsets(ctx, cl, p.txnID, ids, oc.group) }); err != nil {
 			return nil, p.failed(p.offsetsFail(err, "AddOffsetsToTxn (group "+strconv.Quote(oc.group)+")", oc.group))
 		}
-		offsetsDone = make(chan error, 1)
-		go func() { offsetsDone <- txnOffsetCommit(ctx, cl, p.txnID, ids, oc) }()
-	}
-	offsetsErr := func() error {
-		if offsetsDone == nil {
-			return nil
-		}
-		err := <-offsetsDone
-		offsetsDone = nil
-		if err != nil {
-			return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
-		}
-		return nil
+		offsetsErr = p.offsetsAside(ctx, cl, ids, oc)
 	}
 	if len(batches) > 0 {
 		p.open = true
@@ -647,14 +539,6 @@ func (p *engProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		}
 	}
 	return out, nil
-}
-
-// offsetsFail classifies a failed offsets step (see txnProducer.offsetsFail).
-func (p *engProducer) offsetsFail(err error, what, group string) error {
-	if errors.Is(err, kerr.GroupAuthorizationFailed) {
-		return groupAuthErr(err, what, p.txnID, group)
-	}
-	return p.fail(err, what)
 }
 
 // batches places msgs on their partitions (Partition -1: Kafka's key

@@ -79,43 +79,7 @@ func benchHeldRoles(t *testing.T, c *kafkatest.Cluster, n int) []perfdoc.Measure
 		return m.HeapInuse, m.StackInuse, runtime.NumGoroutine(), sockets()
 	}
 	h0, s0, g0, k0 := measure()
-	ls := make([]*coord.Leadership, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			l, err := cl.Acquire(ctxFor(t, 5*time.Minute), core.MustRole(fmt.Sprintf("held-%d-%s", i, uniq(""))), core.MustMemberID("m"))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			ls[i] = l
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	acq := time.Since(start)
-	start = time.Now()
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := ls[i].Renew(ctxFor(t, 5*time.Minute)); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	ren := time.Since(start)
+	ls, acq, ren := acquireAndRenew(t, cl, n, "held")
 	h1, s1, g1, k1 := measure()
 	per := func(a, b uint64) float64 { return float64(int64(b)-int64(a)) / 1024 / float64(n) }
 	fmt.Printf("  %d held roles (%s): acquire all %v, renew all %v; heap %.1f KiB + stacks %.1f KiB per role; goroutines %d -> %d (%.2f per role); sockets %d -> %d (%.2f per role)\n",
@@ -133,6 +97,40 @@ func benchHeldRoles(t *testing.T, c *kafkatest.Cluster, n int) []perfdoc.Measure
 		perfdoc.Value("held-goroutines-process", what+": goroutines of the process", "goroutines", float64(g1)),
 		perfdoc.Value("held-sockets-process", what+": sockets of the process", "sockets", float64(k1)),
 	}
+}
+
+// acquireAndRenew has cl acquire n fresh roles (named prefix-i-random), 32
+// at a time, then renew each once, 32 at a time, and returns the
+// leaderships and the two wall times.
+func acquireAndRenew(t *testing.T, cl *coord.Client, n int, prefix string) ([]*coord.Leadership, time.Duration, time.Duration) {
+	ls := make([]*coord.Leadership, n)
+	each := func(fn func(i int) error) time.Duration {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 32)
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := fn(i); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		return time.Since(start)
+	}
+	acq := each(func(i int) (err error) {
+		ls[i], err = cl.Acquire(ctxFor(t, 5*time.Minute), core.MustRole(fmt.Sprintf("%s-%d-%s", prefix, i, uniq(""))), core.MustMemberID("m"))
+		return err
+	})
+	ren := each(func(i int) error { return ls[i].Renew(ctxFor(t, 5*time.Minute)) })
+	return ls, acq, ren
 }
 
 // sockets counts the process's open socket descriptors.

@@ -264,12 +264,23 @@ func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *off
 	return nil
 }
 
-// txnOffsetCommit sends oc's offsets to the group coordinator under tok
-// (TxnOffsetCommit), after addOffsetsToTxn. It touches no state of p (it
-// may run beside the produce of the same transaction) and returns the
-// answer unclassified (classify it with offsetsFail).
-func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
-	return txnOffsetCommit(ctx, p.cl, p.txnID, tok, oc)
+// offsetsAside starts the TxnOffsetCommit of oc through cl under tok,
+// beside the transaction's produce, and returns the wait for its answer
+// (classified by offsetsFail; a second call returns nil).
+func (p *roleTxn) offsetsAside(ctx context.Context, cl *kgo.Client, tok tokenIDs, oc *offsetCommit) func() error {
+	done := make(chan error, 1)
+	go func() { done <- txnOffsetCommit(ctx, cl, p.txnID, tok, oc) }()
+	return func() error {
+		if done == nil {
+			return nil
+		}
+		err := <-done
+		done = nil
+		if err != nil {
+			return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
+		}
+		return nil
+	}
 }
 
 // addOffsets sends one AddOffsetsToTxn of group for txnID under tok through
@@ -331,21 +342,6 @@ func txnOffsetCommit(ctx context.Context, cl *kgo.Client, txnID string, tok toke
 		}
 		return nil
 	})
-}
-
-// offsetsFail classifies a failed offsets step; a missing ACL on the group
-// is named.
-func (p *txnProducer) offsetsFail(err error, what, group string) error {
-	if errors.Is(err, kerr.GroupAuthorizationFailed) {
-		return groupAuthErr(err, what, p.txnID, group)
-	}
-	return p.fail(err, what)
-}
-
-// groupAuthErr is the error of an offsets step refused for want of READ on
-// the group.
-func groupAuthErr(err error, what, txnID, group string) error {
-	return coord.WrapError(coord.ErrAuthorization, err, "%s of transactional.id %q: the principal lacks READ on Group %q", what, txnID, group)
 }
 
 // tokenIDs is a token as the requests carry it.

@@ -480,7 +480,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 			"InitProducerId for %q gave no producer id: the cluster does not support transactions (InitProducerId), which taking a role needs (%s)", txnID, t.brokerVersion(ctx))
 	}
 	t.log().Info("krabka: minted a producer epoch (InitProducerId returned)", "transactional_id", txnID, "token", tok.String(), "at_ms", time.Now().UnixMilli())
-	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
+	p := &txnProducer{roleTxn: newRoleTxn(t, txnID, tok), cl: cl}
 	if err := t.replaceProducer(txnID, p); err != nil {
 		return nil, err
 	}

@@ -11,16 +11,31 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 )
 
-// txnProducer is one minted transactional producer (coord.TxnProducer).
+// txnProducer is one minted transactional producer (coord.TxnProducer):
+// a franz-go transactional client of its own (krabka.engine=client).
 type txnProducer struct {
+	roleTxn
+	cl *kgo.Client
+
+	// Owned by whoever holds sem.
+	// offsetsAdded: the open transaction holds consumed offsets
+	// (AddOffsetsToTxn answered), so the broker has a transaction even
+	// when no record was produced, and kgo's EndTransaction, which ends
+	// only transactions it produced in, would not end it.
+	offsetsAdded bool
+}
+
+// roleTxn is what both producers of a role (txnProducer, and engProducer
+// on the shared engine) keep and do alike: the token, one transaction at a
+// time, and the settling of a failed transaction without ever minting over
+// another member.
+type roleTxn struct {
 	t     *Transport
-	cl    *kgo.Client
 	txnID string
 
 	tokMu sync.Mutex
@@ -29,14 +44,9 @@ type txnProducer struct {
 	sem chan struct{} // one transaction at a time; held by the worker goroutine
 
 	// Owned by whoever holds sem.
-	open bool // a transaction is begun and not yet ended
-	// offsetsAdded: the open transaction holds consumed offsets
-	// (AddOffsetsToTxn answered), so the broker has a transaction even
-	// when no record was produced, and kgo's EndTransaction, which ends
-	// only transactions it produced in, would not end it.
-	offsetsAdded bool
-	pending      bool  // a failure left the transaction's outcome or franz-go's producer id to settle (recoverAfterFailure)
-	broken       error // set once the producer must not be used again (fenced)
+	open    bool  // a transaction is begun and not yet ended
+	pending bool  // a failure left the transaction's outcome (or the producer's state) to settle
+	broken  error // set once the producer must not be used again (fenced)
 
 	// closing is set when Close begins: from then on the producer never
 	// sends InitProducerId (a leadership is closed when its view saw a
@@ -47,18 +57,147 @@ type txnProducer struct {
 	closeOnce sync.Once
 }
 
+func newRoleTxn(t *Transport, txnID string, tok core.FencingToken) roleTxn {
+	return roleTxn{t: t, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
+}
+
 // Token implements coord.TxnProducer: the token minted, or the one an own
 // epoch recovery (docs/PROTOCOL.md 10.5) continued it under.
-func (p *txnProducer) Token() core.FencingToken {
+func (p *roleTxn) Token() core.FencingToken {
 	p.tokMu.Lock()
 	defer p.tokMu.Unlock()
 	return p.token
 }
 
-func (p *txnProducer) setToken(t core.FencingToken) {
+func (p *roleTxn) setToken(t core.FencingToken) {
 	p.tokMu.Lock()
 	p.token = t
 	p.tokMu.Unlock()
+}
+
+func (p *roleTxn) fenced(err error, what string) error {
+	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.Token())
+	return p.broken
+}
+
+func (p *roleTxn) fail(err error, what string) error {
+	if isFence(err) {
+		return p.fenced(err, what)
+	}
+	return p.t.classifyTxn(err, what+" of transactional.id "+strconv.Quote(p.txnID), txnACL(p.txnID, "WRITE"), true)
+}
+
+// offsetsFail classifies a failed offsets step; a missing ACL on the group
+// is named.
+func (p *roleTxn) offsetsFail(err error, what, group string) error {
+	if errors.Is(err, kerr.GroupAuthorizationFailed) {
+		return coord.WrapError(coord.ErrAuthorization, err, "%s of transactional.id %q: the principal lacks READ on Group %q", what, p.txnID, group)
+	}
+	return p.fail(err, what)
+}
+
+// settleWith runs before every transaction and epoch recovery: a fenced
+// producer stays fenced, and a failure that is not yet settled is settled
+// first (recoverFn, the producer's recoverAfterFailure), or the call fails
+// with a retriable error.
+func (p *roleTxn) settleWith(recoverFn func()) error {
+	if p.broken != nil {
+		return p.broken
+	}
+	if p.open || p.pending {
+		recoverFn()
+		if p.broken != nil {
+			return p.broken
+		}
+		if p.open || p.pending {
+			return coord.WrapError(coord.ErrTransport, nil, "settling the previous failed transaction of %q did not complete; retry", p.txnID)
+		}
+	}
+	return nil
+}
+
+// failedWith handles a transaction step that failed with werr (already
+// classified): a fence ends the producer; anything else is settled at once
+// (recoverFn). When settling finds that another member minted in the
+// meantime, the caller is told FENCED, with both answers in the text: the
+// failed step was refused or aborted by that mint (a coordinator that
+// loses a race with a fence answers EndTxn UNKNOWN_SERVER_ERROR, say).
+func (p *roleTxn) failedWith(werr error, recoverFn func()) error {
+	if errors.Is(werr, coord.ErrFenced) {
+		return werr
+	}
+	p.pending = true
+	recoverFn()
+	if p.broken != nil {
+		return coord.WrapError(coord.ErrFenced, p.broken, "%v; then", werr)
+	}
+	return werr
+}
+
+// stillOurs runs the first two steps of settling a failed transaction
+// (recoverAfterFailure): a raw EndTxn abort under the current token
+// (rawAbort; a fence in its answer ends the producer), then
+// DescribeTransactions: when the coordinator's current token is not this
+// producer's, another member minted and the producer ends fenced. It
+// returns the token and true only when a re-initialisation may follow
+// (not after Close began).
+func (p *roleTxn) stillOurs(ctx context.Context, rawAbort func() error) (core.FencingToken, bool) {
+	tok := p.Token()
+	if p.broken != nil || p.closing.Load() {
+		return tok, false
+	}
+	if err := rawAbort(); err != nil {
+		if isFence(err) {
+			_ = p.fenced(err, "EndTxn abort after a failed transaction")
+			return tok, false
+		}
+		p.t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", err.Error())
+	}
+	cur, err := p.t.CurrentToken(ctx, p.txnID)
+	if err != nil {
+		p.t.log().Debug("krabka: DescribeTransactions after a failed transaction", "transactional_id", p.txnID, "error", err.Error())
+		return tok, false
+	}
+	if cur != tok {
+		_ = p.fenced(nil, "after a failed transaction the coordinator's current token is "+cur.String()+" (another member minted)")
+		return tok, false
+	}
+	return tok, !p.closing.Load()
+}
+
+// closeWith is Close: self leaves the transport's producers, then it waits
+// for a transaction in flight (bounded by request.timeout.ms), runs
+// rawAbort when an earlier failure left a transaction open (so that it does
+// not hold back the last stable offset of the partition until the
+// coordinator times it out), and then release.
+func (p *roleTxn) closeWith(self minted, rawAbort func() error, release func()) {
+	p.closeOnce.Do(func() {
+		p.t.mu.Lock()
+		if p.t.prods[p.txnID] == self {
+			delete(p.t.prods, p.txnID)
+		}
+		p.t.mu.Unlock()
+		p.closing.Store(true)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.sem <- struct{}{}
+			if (p.open || p.pending) && p.broken == nil {
+				// A raw EndTxn abort under this producer's token: it ends
+				// a transaction still open, and a superseded token is
+				// simply refused. Never a re-initialisation.
+				_ = rawAbort()
+			}
+			<-p.sem
+			if release != nil {
+				release()
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(p.t.cfg.RequestTimeout):
+		}
+	})
 }
 
 // Recover implements coord.TokenRecoverer: it completes an epoch recovery
@@ -122,32 +261,7 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 // hold back the last stable offset of the partition until the coordinator
 // times it out, and closes the kgo client.
 func (p *txnProducer) Close() error {
-	p.closeOnce.Do(func() {
-		p.t.mu.Lock()
-		if p.t.prods[p.txnID] == minted(p) {
-			delete(p.t.prods, p.txnID)
-		}
-		p.t.mu.Unlock()
-		p.closing.Store(true)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.sem <- struct{}{}
-			if (p.open || p.pending) && p.broken == nil {
-				// A raw EndTxn abort under this producer's token: it ends
-				// a transaction still open, and a superseded token is
-				// simply refused. Never franz-go's abort, which may
-				// re-initialise the producer (InitProducerId).
-				p.rawAbort()
-			}
-			<-p.sem
-			p.cl.Close()
-		}()
-		select {
-		case <-done:
-		case <-time.After(p.t.cfg.RequestTimeout):
-		}
-	})
+	p.closeWith(p, p.rawAbort, p.cl.Close)
 	return nil
 }
 
@@ -196,18 +310,6 @@ func exclusive(ctx context.Context, sem chan struct{}, t *Transport, txnID, what
 	}
 }
 
-func (p *txnProducer) fenced(err error, what string) error {
-	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.Token())
-	return p.broken
-}
-
-func (p *txnProducer) fail(err error, what string) error {
-	if isFence(err) {
-		return p.fenced(err, what)
-	}
-	return p.t.classifyTxn(err, what+" of transactional.id "+strconv.Quote(p.txnID), txnACL(p.txnID, "WRITE"), true)
-}
-
 // abort ends an open transaction, bounded by request.timeout.ms.
 func (p *txnProducer) abort() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
@@ -254,7 +356,7 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		recs[i] = r
 	}
 	ids := tokenIDs{tok.ProducerID, tok.ProducerEpoch}
-	var offsetsDone chan error // the TxnOffsetCommit running beside the produce
+	offsetsErr := func() error { return nil } // waits for the TxnOffsetCommit running beside the produce
 	if oc != nil {
 		// The offsets join the transaction first (AddOffsetsToTxn, to the
 		// transaction coordinator, before the produce's AddPartitionsToTxn
@@ -265,19 +367,7 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		if err := p.addOffsetsToTxn(ctx, ids, oc); err != nil {
 			return nil, p.failed(err)
 		}
-		offsetsDone = make(chan error, 1)
-		go func() { offsetsDone <- p.txnOffsetCommit(ctx, ids, oc) }()
-	}
-	offsetsErr := func() error { // waits for the TxnOffsetCommit; nil without offsets
-		if offsetsDone == nil {
-			return nil
-		}
-		err := <-offsetsDone
-		offsetsDone = nil
-		if err != nil {
-			return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
-		}
-		return nil
+		offsetsErr = p.offsetsAside(ctx, p.cl, ids, oc)
 	}
 	if len(recs) > 0 {
 		results := p.cl.ProduceSync(ctx, recs...)
@@ -339,43 +429,11 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	return out, nil
 }
 
-// settle runs before every transaction and epoch recovery: a fenced
-// producer stays fenced, and a failure that is not yet settled (see
-// recoverAfterFailure) is settled first, or the call fails with a
-// retriable error.
-func (p *txnProducer) settle(ctx context.Context) error {
-	if p.broken != nil {
-		return p.broken
-	}
-	if p.open || p.pending {
-		p.recoverAfterFailure()
-		if p.broken != nil {
-			return p.broken
-		}
-		if p.open || p.pending {
-			return coord.WrapError(coord.ErrTransport, nil, "settling the previous failed transaction of %q did not complete; retry", p.txnID)
-		}
-	}
-	return nil
-}
+// settle: see roleTxn.settleWith.
+func (p *txnProducer) settle(context.Context) error { return p.settleWith(p.recoverAfterFailure) }
 
-// failed handles a transaction step that failed with werr (already
-// classified): a fence ends the producer; anything else is settled at once
-// (recoverAfterFailure). When settling finds that another member minted in
-// the meantime, the caller is told FENCED, with both answers in the text:
-// the failed step was refused or aborted by that mint (a coordinator that
-// loses a race with a fence answers EndTxn UNKNOWN_SERVER_ERROR, say).
-func (p *txnProducer) failed(werr error) error {
-	if errors.Is(werr, coord.ErrFenced) {
-		return werr
-	}
-	p.pending = true
-	p.recoverAfterFailure()
-	if p.broken != nil {
-		return coord.WrapError(coord.ErrFenced, p.broken, "%v; then", werr)
-	}
-	return werr
-}
+// failed: see roleTxn.failedWith.
+func (p *txnProducer) failed(werr error) error { return p.failedWith(werr, p.recoverAfterFailure) }
 
 // rawAbort sends EndTxn(abort) under the producer's token and returns the
 // coordinator's answer (nil: aborted, or nothing to abort).
@@ -387,16 +445,7 @@ func (p *txnProducer) rawEnd(commit bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
 	defer cancel()
 	tok := p.Token()
-	req := kmsg.NewPtrEndTxnRequest()
-	req.TransactionalID = p.txnID
-	req.ProducerID = tok.ProducerID
-	req.ProducerEpoch = tok.ProducerEpoch
-	req.Commit = commit
-	resp, err := req.RequestWith(ctx, p.cl)
-	if err != nil {
-		return err
-	}
-	return kerr.ErrorForCode(resp.ErrorCode)
+	return endTxn(ctx, p.cl, p.txnID, tokenIDs{tok.ProducerID, tok.ProducerEpoch}, commit)
 }
 
 // recoverAfterFailure settles a transaction that failed part-way, without
@@ -416,29 +465,9 @@ func (p *txnProducer) rawEnd(commit bool) error {
 // Nothing of this runs once Close began. Other errors leave the failure
 // pending for the next transaction to settle.
 func (p *txnProducer) recoverAfterFailure() {
-	if p.broken != nil || p.closing.Load() {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
 	defer cancel()
-	tok := p.Token()
-	if err := p.rawAbort(); err != nil {
-		if isFence(err) {
-			_ = p.fenced(err, "EndTxn abort after a failed transaction")
-			return
-		}
-		p.t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", err.Error())
-	}
-	cur, err := p.t.CurrentToken(ctx, p.txnID)
-	if err != nil {
-		p.t.log().Debug("krabka: DescribeTransactions after a failed transaction", "transactional_id", p.txnID, "error", err.Error())
-		return
-	}
-	if cur != tok {
-		_ = p.fenced(nil, "after a failed transaction the coordinator's current token is "+cur.String()+" (another member minted)")
-		return
-	}
-	if p.closing.Load() {
+	if _, ok := p.stillOurs(ctx, p.rawAbort); !ok {
 		return
 	}
 	if err := p.abort(); err != nil {
