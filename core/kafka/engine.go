@@ -222,6 +222,17 @@ func (e *engine) leaders(ctx context.Context, topic string, refresh bool) ([]int
 	if ok && !refresh {
 		return ls, nil
 	}
+	if !ok && topic == e.t.cfg.Topic {
+		// The coordination topic: the transport's own metadata (Partitions
+		// read it before any mint) saves the round trip on a new holder's
+		// first lease.
+		if ls := e.t.knownLeaders(); ls != nil {
+			e.mu.Lock()
+			e.topics[topic] = ls
+			e.mu.Unlock()
+			return ls, nil
+		}
+	}
 	for try := 0; ; try++ {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
@@ -262,6 +273,25 @@ func (e *engine) leaders(ctx context.Context, topic string, refresh bool) ([]int
 			return nil, err
 		}
 	}
+}
+
+// knownLeaders returns the partition leaders of the coordination topic
+// from the transport's metadata (nil: not read yet, or a leader unknown).
+func (t *Transport) knownLeaders() []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.partitions <= 0 || len(t.leaders) != int(t.partitions) {
+		return nil
+	}
+	ls := make([]int32, t.partitions)
+	for p := range ls {
+		l, ok := t.leaders[int32(p)]
+		if !ok || l < 0 {
+			return nil
+		}
+		ls[p] = l
+	}
+	return ls
 }
 
 // engineMint is Mint on the engine: InitProducerId for txnID on the
