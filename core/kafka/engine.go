@@ -478,12 +478,13 @@ func ownRecovery(old core.FencingToken, id int64, epoch int16) (core.FencingToke
 
 // engBatch is one partition's records of a transaction.
 type engBatch struct {
-	part   engPart
-	idx    []int // indexes into the transaction's messages
-	seq    int32
-	raw    []byte
-	base   int64
-	leader int32
+	part    engPart
+	idx     []int // indexes into the transaction's messages
+	seq     int32
+	raw     []byte
+	base    int64
+	leader  int32
+	written bool // the leader accepted the batch (its sequence is used)
 }
 
 // transact runs one transaction on ctx (the worker's context); caller is
@@ -525,8 +526,20 @@ func (p *engProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		}
 		if err := p.produce(ctx, cl, batches); err != nil {
 			perr := p.fail(err, "produce")
-			if oerr := offsetsErr(); oerr != nil && !errors.Is(perr, coord.ErrFenced) {
+			oerr := offsetsErr()
+			if oerr != nil && !errors.Is(perr, coord.ErrFenced) {
 				perr = oerr
+			}
+			var r refused
+			if oerr == nil && errors.As(err, &r) {
+				// Refused for good: nothing of the producer's state is in
+				// doubt. Abort under the same token (the caller's other
+				// messages of a group commit keep their token); only when
+				// the abort fails is the failure settled in full.
+				if aerr := retryTxnStep(ctx, func() error { return p.rawEnd(cl, false) }); aerr == nil {
+					p.open = false
+					return nil, perr
+				}
 			}
 			return nil, p.failed(perr)
 		}
@@ -717,6 +730,18 @@ func (p *engProducer) addPartitions(ctx context.Context, cl *kgo.Client, tok tok
 // written twice), after fresh metadata, until ctx ends. The sequences of
 // the partitions advance only on success.
 func (p *engProducer) produce(ctx context.Context, cl *kgo.Client, batches []*engBatch) error {
+	defer func() {
+		// The sequences of the batches a leader wrote are used, whatever
+		// happened to the others of the request.
+		if p.seq == nil {
+			p.seq = map[engPart]int32{}
+		}
+		for _, b := range batches {
+			if b.written {
+				p.seq[b.part] = nextSeq(b.seq, len(b.idx))
+			}
+		}
+	}()
 	todo := batches
 	for try := 0; ; try++ {
 		byLeader := map[int32][]*engBatch{}
@@ -759,13 +784,24 @@ func (p *engProducer) produce(ctx context.Context, cl *kgo.Client, batches []*en
 		}
 		todo = retry
 	}
-	if p.seq == nil {
-		p.seq = map[engPart]int32{}
-	}
-	for _, b := range batches {
-		p.seq[b.part] = nextSeq(b.seq, len(b.idx))
-	}
 	return nil
+}
+
+// refused is a produce answer that refused a batch for good (its sequence
+// was not used and the transaction may simply be aborted, under the same
+// token: see refusedBatch).
+type refused struct{ err error }
+
+func (r refused) Error() string { return r.err.Error() }
+func (r refused) Unwrap() error { return r.err }
+
+// refusedBatch reports the produce errors after which the broker holds
+// nothing of the batch and the producer's state is known: the batch is too
+// large or malformed, or the principal may not write the topic.
+func refusedBatch(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord) || errors.Is(err, kerr.CorruptMessage) ||
+		errors.Is(err, kerr.InvalidTimestamp) || errors.Is(err, kerr.TopicAuthorizationFailed)
 }
 
 // errRetryBatches marks an answer whose batches are to be sent again.
@@ -821,10 +857,13 @@ func (p *engProducer) produceTo(ctx context.Context, cl *kgo.Client, leader int3
 		err := kerr.ErrorForCode(rp.ErrorCode)
 		switch {
 		case err == nil:
-			b.base = rp.BaseOffset
+			b.base, b.written = rp.BaseOffset, true
 		case kerr.IsRetriable(err) && !errors.Is(err, kerr.OutOfOrderSequenceNumber):
 			retry = append(retry, b)
 		default:
+			if refusedBatch(err) {
+				err = refused{err}
+			}
 			if rp.ErrorMessage != nil {
 				return nil, coord.WrapError(coord.ErrTransport, err, "%s/%d: %s", b.part.topic, b.part.partition, *rp.ErrorMessage)
 			}

@@ -102,26 +102,37 @@ func testEngineBatches(t *testing.T, c *kafkatest.Cluster) {
 		run(i, i%2 == 1)
 	}
 
-	// The broker refuses a record above the topic's max.message.bytes:
-	// the transaction is aborted and the producer continues under exactly
-	// the next epoch of its own producer id.
+	// The broker refuses a record above the topic's max.message.bytes: the
+	// transaction is aborted under the same token (nothing of the
+	// producer's state is in doubt); the other partition's batch, written
+	// and aborted, used its sequence.
 	big := []coord.Message{
 		{Topic: data, Partition: 2, Key: []byte("fine"), Value: []byte("ok")},
 		{Topic: data, Partition: 0, Key: []byte("big"), Value: bytes.Repeat([]byte("B"), 200000)},
 	}
-	if _, err := p.Transact(ctx, big); err == nil || errors.Is(err, coord.ErrFenced) {
+	if _, err := p.Transact(ctx, big); !errors.Is(err, coord.ErrMessageTooLarge) {
 		t.Fatalf("an oversized record: %v", err)
+	}
+	if p.Token() != tok0 {
+		t.Fatalf("after the refused transaction the token is %s, not %s", p.Token(), tok0)
 	}
 	k2 := engPart{data, 2} // the refused transaction's other record, aborted
 	written[k2] = append(written[k2], wrote{"fine", "ok", tok0.ProducerID, tok0.ProducerEpoch, false})
+	run(4, false)
+	// A failure whose outcome is unknown is settled by an own epoch
+	// recovery: exactly the next epoch, sequences from 0.
+	p.sem <- struct{}{}
+	p.pending = true
+	p.recoverAfterFailure()
+	<-p.sem
 	tok1 := p.Token()
-	if tok1.ProducerID != tok0.ProducerID || tok1.ProducerEpoch != tok0.ProducerEpoch+1 {
-		t.Fatalf("after the refused transaction the token is %s, not the next epoch of %s", tok1, tok0)
+	if tok1.ProducerID != tok0.ProducerID || tok1.ProducerEpoch != tok0.ProducerEpoch+1 || p.broken != nil {
+		t.Fatalf("after the recovery the token is %s (broken %v), not the next epoch of %s", tok1, p.broken, tok0)
 	}
 	if cur, err := tr.CurrentToken(ctx, txnID); err != nil || cur != tok1 {
 		t.Fatalf("coordinator's token %s (%v), producer's %s", cur, err, tok1)
 	}
-	for i := 4; i < 7; i++ {
+	for i := 5; i < 8; i++ {
 		run(i, false)
 	}
 
