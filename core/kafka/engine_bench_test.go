@@ -28,12 +28,14 @@ import (
 // background renewal at the default lease and renew interval: goroutines,
 // Go heap plus goroutine stacks and sockets, per held role and per
 // process. One results file engine-<cluster>-*.json, every measure named
-// with its engine (-client, -shared). Build tag bench (make engine-bench).
+// with its engine (-client, -shared). Build tag bench (make engine-bench);
+// KRABKA_ENGINE_BENCH_ONLY_ROLES=1 measures only the held roles.
 func TestEngineBench(t *testing.T) {
 	n := envInt("KRABKA_ENGINE_BENCH_N", 200)
 	failovers := envInt("KRABKA_ENGINE_BENCH_FAILOVERS", 30)
 	roles := envInt("KRABKA_ENGINE_BENCH_ROLES", 1000)
 	dur := time.Duration(envInt("KRABKA_ENGINE_BENCH_SECONDS", 5)) * time.Second
+	onlyRoles := os.Getenv("KRABKA_ENGINE_BENCH_ONLY_ROLES") == "1" // only the held roles' costs
 	o := benchClusters(t, "KRABKA_ENGINE_BENCH_CLUSTER", "1n-tv2")[0]
 	c := kafkatest.Start(t, o)
 	f := perfdoc.NewFile("engine")
@@ -46,10 +48,12 @@ func TestEngineBench(t *testing.T) {
 	for _, engine := range []string{"client", "shared"} {
 		t.Setenv(coord.EngineEnv, engine)
 		var ms []perfdoc.Measure
-		ms = append(ms, benchOps(t, c, n)...)
-		ms = append(ms, benchFailover(t, c, failovers)...)
-		for _, w := range []int{64, 256} {
-			ms = append(ms, benchGroup(t, c, w, dur))
+		if !onlyRoles {
+			ms = append(ms, benchOps(t, c, n)...)
+			ms = append(ms, benchFailover(t, c, failovers)...)
+			for _, w := range []int{64, 256} {
+				ms = append(ms, benchGroup(t, c, w, dur))
+			}
 		}
 		ms = append(ms, benchHeldRoles(t, c, roles)...)
 		for i := range ms {
