@@ -29,7 +29,8 @@ import (
 // Go heap plus goroutine stacks and sockets, per held role and per
 // process. One results file engine-<cluster>-*.json, every measure named
 // with its engine (-client, -shared). Build tag bench (make engine-bench);
-// KRABKA_ENGINE_BENCH_ONLY_ROLES=1 measures only the held roles.
+// KRABKA_ENGINE_BENCH_ONLY_ROLES=1 measures only the held roles and
+// KRABKA_ENGINE_BENCH_ENGINES (default client,shared) picks the engines.
 func TestEngineBench(t *testing.T) {
 	n := envInt("KRABKA_ENGINE_BENCH_N", 200)
 	failovers := envInt("KRABKA_ENGINE_BENCH_FAILOVERS", 30)
@@ -45,7 +46,12 @@ func TestEngineBench(t *testing.T) {
 		"engines":       "client (per-role franz-go client, before), shared (engine.go, after), one after the other on the same cluster",
 		"roles_setup":   "one client, background renewal, default lease 30 s and renew 10 s, acquired 32 at a time, measured after a full renewal round and GC"}
 	fmt.Printf("engine bench: %s at %s, load %s\n", f.Kafka.Label(), c.Bootstrap, loadAvg())
-	for _, engine := range []string{"client", "shared"} {
+	engines := []string{"client", "shared"}
+	if v := os.Getenv("KRABKA_ENGINE_BENCH_ENGINES"); v != "" {
+		engines = strings.Split(v, ",") // e.g. "shared" alone
+	}
+	f.Settings["engines_run"] = strings.Join(engines, ",")
+	for _, engine := range engines {
 		t.Setenv(coord.EngineEnv, engine)
 		var ms []perfdoc.Measure
 		if !onlyRoles {
