@@ -348,7 +348,8 @@ type engProducer struct {
 	timeout time.Duration
 
 	// Owned by whoever holds sem.
-	seq map[engPart]int32 // next sequence per partition under the current token
+	seq      map[engPart]int32 // next sequence per partition under the current token
+	seqDoubt bool              // a produce failed with a batch whose outcome is unknown: only a new epoch makes the sequences known again
 }
 
 var (
@@ -440,10 +441,22 @@ func (p *engProducer) recoverAfterFailure() {
 	t := p.t
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
 	defer cancel()
+	ended := false
 	tok, ok := p.stillOurs(ctx, func() error {
-		return retryTxnStep(ctx, func() error { return p.rawEnd(p.e.ctl, false) })
+		err := retryTxnStep(ctx, func() error { return p.rawEnd(p.e.ctl, false) })
+		ended = err == nil || errors.Is(err, kerr.InvalidTxnState) // aborted, or nothing ongoing
+		return err
 	})
 	if !ok {
+		return
+	}
+	if ended && !p.seqDoubt {
+		// The transaction is over and every sequence is known (the
+		// failure was not a produce whose outcome is unknown): the
+		// producer continues under the same token, as a link cut that
+		// heals must allow (the elector rides outages out under one
+		// token).
+		p.open, p.pending = false, false
 		return
 	}
 	id, epoch, err := p.e.initProducerID(ctx, p.txnID, p.timeout, tokenIDs{tok.ProducerID, tok.ProducerEpoch})
@@ -459,7 +472,7 @@ func (p *engProducer) recoverAfterFailure() {
 		return
 	}
 	p.setToken(nt)
-	p.seq = nil
+	p.seq, p.seqDoubt = nil, false
 	p.open, p.pending = false, false
 	t.log().Info("krabka: own epoch recovery: this producer continues under a new token",
 		"transactional_id", p.txnID, "old_token", tok.String(), "new_token", nt.String(), "at_ms", time.Now().UnixMilli())
@@ -531,6 +544,9 @@ func (p *engProducer) transact(ctx, caller context.Context, msgs []coord.Message
 				perr = oerr
 			}
 			var r refused
+			if !errors.As(err, &r) {
+				p.seqDoubt = true
+			}
 			if oerr == nil && errors.As(err, &r) {
 				// Refused for good: nothing of the producer's state is in
 				// doubt. Abort under the same token (the caller's other

@@ -122,7 +122,7 @@ func testEngineBatches(t *testing.T, c *kafkatest.Cluster) {
 	// A failure whose outcome is unknown is settled by an own epoch
 	// recovery: exactly the next epoch, sequences from 0.
 	p.sem <- struct{}{}
-	p.pending = true
+	p.pending, p.seqDoubt = true, true // a produce whose outcome is unknown
 	p.recoverAfterFailure()
 	<-p.sem
 	tok1 := p.Token()
@@ -277,10 +277,12 @@ func checkBatches(t *testing.T, k engPart, raw []byte, id int64, want []wrote) i
 // TestEngineAbandonedStepsAreRecovered: an engine transaction whose
 // AddPartitionsToTxn, Produce or EndTxn was abandoned half-way (its context
 // ended while the request was on the wire, 0.1 to 5 ms in) leaves its
-// outcome and the partition's sequence unknown. The next transaction
-// settles it first (raw EndTxn abort, DescribeTransactions, then the own
-// next-epoch re-initialisation, sequences from 0) and commits; the token
-// is the coordinator's current one and never goes back. At least one
+// outcome unknown, and an abandoned Produce the partition's sequence too.
+// The next transaction settles it first (raw EndTxn abort,
+// DescribeTransactions, then, after an abandoned Produce, the own
+// next-epoch re-initialisation with sequences from 0; otherwise the same
+// token) and commits; the token is the coordinator's current one and never
+// goes back. At least one
 // abandonment must have forced an epoch recovery, or the recovery is
 // untested and the test fails.
 func TestEngineAbandonedStepsAreRecovered(t *testing.T) {
@@ -324,7 +326,9 @@ func TestEngineAbandonedStepsAreRecovered(t *testing.T) {
 				p.open = true
 				err = p.addPartitions(sctx, p.e.ctl, ids, bs)
 				if err == nil {
-					err = p.produce(sctx, p.e.ctl, bs)
+					if err = p.produce(sctx, p.e.ctl, bs); err != nil {
+						p.seqDoubt = true // what transact records: the batch's outcome is unknown
+					}
 				}
 				if err == nil {
 					err = endTxn(sctx, p.e.ctl, txnID, ids, true)
