@@ -29,13 +29,22 @@
 #                       writes on fresh clusters of HANDOFF_BENCH_CLUSTERS (default
 #                       1n-tv2,3n-tv2); results files procs-*.json (bench/handoff/run.sh;
 #                       the ledger of each path: bench/handoff/LEDGER.md).
+#   make engine-bench   krabka.engine=client (before) against =shared (after, core/kafka
+#                       engine.go): TestEngineBench on ENGINE_BENCH_CLUSTER (ops, crash
+#                       failover, 64/256 writers, 1,000 held roles: heap+stacks, goroutines,
+#                       sockets; engine-*.json), then bench/handoff A/B trial by trial on
+#                       ENGINE_HANDOFF_CLUSTERS with the three instants of each planned
+#                       handoff (procs-engine-*.json).
 GO ?= go
 CLIENT_TEST_TIMEOUT ?= 15m
 CLIENT_TEST_ARGS ?=
 CLIENT_BENCH_CLUSTERS ?= 1n-tv2,1n-tv1,3n-tv2
 CLIENT_BENCH_FOLLOW_CLUSTERS ?= 1n-tv2,3n-tv2
 
-.PHONY: client-test client-bench handoff-bench
+ENGINE_BENCH_CLUSTER ?= 1n-tv2
+ENGINE_HANDOFF_CLUSTERS ?= 1n-tv2
+
+.PHONY: client-test client-bench handoff-bench engine-bench
 
 client-test:
 	$(GO) vet ./core/...
@@ -48,6 +57,11 @@ client-bench:
 
 handoff-bench:
 	bench/handoff/run.sh
+
+engine-bench:
+	KRABKA_ENGINE_BENCH_CLUSTER=$(ENGINE_BENCH_CLUSTER) \
+	$(GO) test -tags bench -count=1 -timeout 60m -run '^TestEngineBench$$' -v ./core/kafka/
+	HANDOFF_BENCH_ENGINES=client,shared HANDOFF_BENCH_CLUSTERS=$(ENGINE_HANDOFF_CLUSTERS) bench/handoff/run.sh
 
 # make pipeline-bench  guarded writes per second with consumed offsets carried
 #                      (Leadership.ProduceOffsets) beside plain guarded writes, 1, 64

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/krabka/krabka-coord/bench/internal/childproc"
@@ -25,6 +26,8 @@ type event struct {
 	T        int64   `json:"t,omitempty"`  // acq: when Acquire returned
 	T0       int64   `json:"t0,omitempty"` // resigned: the call began
 	T1       int64   `json:"t1,omitempty"` // resigned: the call returned
+	TM       int64   `json:"tm,omitempty"` // acq with -instants: the last InitProducerId answer read
+	TW       int64   `json:"tw,omitempty"` // acq with -instants: the first guarded write committed
 	Token    string  `json:"token,omitempty"`
 	Deadline int64   `json:"deadline,omitempty"` // acq: the lease deadline (ms)
 	Err      string  `json:"err,omitempty"`
@@ -55,6 +58,7 @@ func runCandidate(args []string) {
 	memberName := fs.String("member", "", "member")
 	props := fs.String("props", "", "extra client properties k=v,k=v")
 	trace := fs.Bool("trace", false, "trace every Kafka request")
+	instants := fs.String("instants", "", "topic: report the InitProducerId instant, make one guarded write to topic at once after Acquire, and watch the role (seen events)")
 	fs.Parse(args)
 	o := childproc.NewOut[event](os.Stdout)
 	fail := func(err error) {
@@ -80,10 +84,21 @@ func runCandidate(args []string) {
 		reqs []req
 	)
 	var opts []kafka.Option
+	var mintAt atomic.Int64
+	if *instants != "" && !*trace {
+		opts = append(opts, kafka.WithRequestTrace(func(r kafka.RequestTrace) {
+			if r.Key == "InitProducerID" && r.Err == nil {
+				mintAt.Store(r.End.UnixNano())
+			}
+		}))
+	}
 	if *trace {
 		reqs = make([]req, 0, 4096)
 		opts = append(opts, kafka.WithRequestTrace(func(r kafka.RequestTrace) {
 			q := req{Client: r.Client, Key: r.Key, Broker: r.Broker, Start: r.Start.UnixNano(), End: r.End.UnixNano()}
+			if r.Key == "InitProducerID" && r.Err == nil {
+				mintAt.Store(r.End.UnixNano())
+			}
 			if r.Err != nil {
 				q.Err = r.Err.Error()
 			}
@@ -104,6 +119,19 @@ func runCandidate(args []string) {
 	if err != nil {
 		fail(err)
 	}
+	if *instants != "" {
+		w, err := cl.Watch(context.Background(), role)
+		if err != nil {
+			fail(err)
+		}
+		go func() {
+			for e := range w.C() {
+				if e.Kind == coord.EventHolderChanged && e.Token != core.NoEpoch {
+					o.Send(event{Ev: "seen", Member: *memberName, T: time.Now().UnixNano(), Token: e.Token.String()})
+				}
+			}
+		}()
+	}
 	o.Send(event{Ev: "ready", Member: *memberName})
 
 	var (
@@ -117,10 +145,21 @@ func runCandidate(args []string) {
 			o.Send(event{Ev: "err", Member: *memberName, Err: err.Error()})
 			return
 		}
+		e := event{Ev: "acq", Member: *memberName, T: t, Token: got.Token().String(), Deadline: got.Lease().Deadline}
+		if *instants != "" {
+			e.TM = mintAt.Load()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err := got.Produce(ctx, coord.Message{Topic: *instants, Partition: 0, Key: []byte("k"), Value: []byte("first")})
+			e.TW = time.Now().UnixNano()
+			cancel()
+			if err != nil {
+				e.Err = "first guarded write: " + err.Error()
+			}
+		}
 		lmu.Lock()
 		l = got
 		lmu.Unlock()
-		o.Send(event{Ev: "acq", Member: *memberName, T: t, Token: got.Token().String(), Deadline: got.Lease().Deadline})
+		o.Send(e)
 	}()
 
 	sc := bufio.NewScanner(os.Stdin)

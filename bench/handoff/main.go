@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/krabka/krabka-coord/bench/internal/childproc"
@@ -61,6 +62,8 @@ func main() {
 	outDir := flag.String("out-dir", "bench/results", "directory of the results files (bench/README.md; '' = none)")
 	tag := flag.String("tag", "", "tag in the results file names after the cluster (e.g. before, after)")
 	dataTopic := flag.String("data-topic", "ho-data", "topic of the guarded writes (-mode write; created with one partition and the cluster's default replication if missing)")
+	instants := flag.Bool("instants", false, "-mode handoff: also the successor's InitProducerId answered, its lease seen by the third candidate's live view (Watch), and its first guarded write (one record to -data-topic) committed, each from the resign call")
+	benchName := flag.String("bench", "procs", "bench name of the results files (procs-engine for the engine A/B, so the tables of procs stay on the default engine)")
 	bins := flag.String("candidates", "", "label=binary,label=binary: candidate binaries used in turn, trial by trial "+
 		"(A/B comparison under the same load; each label gets its own results); default this binary")
 	flag.Parse()
@@ -78,6 +81,12 @@ func main() {
 		props += "," + *extra
 	}
 	b := &bench{bootstrap: *bootstrap, props: props, after: *after, trace: *trace, run: time.Now().Unix()}
+	if *instants {
+		if err := ensureTopic(*bootstrap, *dataTopic); err != nil {
+			die("creating -data-topic %s: %v", *dataTopic, err)
+		}
+		b.instants = *dataTopic
+	}
 	type variant struct{ label, bin, commit string }
 	variants := []variant{{label: "", bin: os.Args[0], commit: gitCommit()}}
 	if *bins != "" {
@@ -115,6 +124,7 @@ func main() {
 	}
 	type acc struct {
 		resign, handoff []float64
+		mint, seen, w1  []float64
 		doubles         int
 		led             ledgerSet
 	}
@@ -145,6 +155,10 @@ func main() {
 			}
 			a.resign = append(a.resign, tr.resignMs)
 			a.handoff = append(a.handoff, tr.handoffMs)
+			if b.instants != "" {
+				a.mint, a.seen, a.w1 = append(a.mint, tr.mintMs), append(a.seen, tr.seenMs), append(a.w1, tr.writeMs)
+				fmt.Printf("          instants: InitProducerId answered %6.2f ms, lease seen by a standby %6.2f ms, first guarded write committed %6.2f ms\n", tr.mintMs, tr.seenMs, tr.writeMs)
+			}
 			a.led.add(tr.steps)
 			if *mode == "handoff" {
 				fmt.Printf("trial %2d %s: resign call %6.2f ms, resign -> successor's acquire returned %6.2f ms, double mints %d\n", i, variants[k].label, tr.resignMs, tr.handoffMs, tr.doubles)
@@ -184,6 +198,12 @@ func main() {
 				perfdoc.Summarize("handoff", "planned handoff, resign call -> the successor's acquire returned (separate processes)", "ms", a.handoff),
 			}
 			ms[1].Extra = extra
+			if b.instants != "" {
+				ms = append(ms,
+					perfdoc.Summarize("handoff-mint", "planned handoff, resign call -> the successor's InitProducerId answered (its token enforced by the broker)", "ms", a.mint),
+					perfdoc.Summarize("handoff-seen", "planned handoff, resign call -> the successor's lease seen by another standby's live view (Watch, a third process)", "ms", a.seen),
+					perfdoc.Summarize("handoff-first-write", "planned handoff, resign call -> the successor's first guarded write (one record) committed", "ms", a.w1))
+			}
 		case "crash":
 			ms = []perfdoc.Measure{perfdoc.Summarize("crash-overhead", "crash failover, the killed holder's deadline -> the successor's acquire returned (separate processes)", "ms", a.handoff)}
 			ms[0].Extra = extra
@@ -191,7 +211,7 @@ func main() {
 			ms = []perfdoc.Measure{perfdoc.Summarize("write-1", "one guarded write of one record, one writer, after the holder's acquire", "ms", a.handoff)}
 		}
 		commit, dirty := strings.CutSuffix(v.commit, "-dirty")
-		f := &perfdoc.File{Schema: perfdoc.Schema, Bench: "procs", Commit: commit[:min(7, len(commit))], Dirty: dirty, Date: date,
+		f := &perfdoc.File{Schema: perfdoc.Schema, Bench: *benchName, Commit: commit[:min(7, len(commit))], Dirty: dirty, Date: date,
 			Machine: perfdoc.ThisMachine(), LoadBefore: loadBefore, Kafka: kinfo, Settings: settings, Measures: ms}
 		for _, m := range ms {
 			fmt.Printf("%s %-12s n=%d p50=%.2f p90=%.2f p99=%.2f max=%.2f min=%.2f mean=%.2f ms; double mints %d (load %v -> %v)\n",
@@ -235,6 +255,7 @@ func die(f string, a ...any) {
 }
 
 type bench struct {
+	instants         string // -instants: the topic of the successor's first guarded write ("" = off)
 	bin              string // the candidate binary
 	bootstrap, props string
 	after            time.Duration
@@ -246,12 +267,24 @@ type bench struct {
 type proc struct {
 	*childproc.Proc[event]
 	member string
+
+	mu   sync.Mutex
+	seen []event // seen events read while waiting for something else (-instants)
+}
+
+func (p *proc) keep(e event) {
+	p.mu.Lock()
+	p.seen = append(p.seen, e)
+	p.mu.Unlock()
 }
 
 func (b *bench) start(role, member string) (*proc, error) {
 	args := []string{"candidate", "-bootstrap", b.bootstrap, "-role", role, "-member", member, "-props", b.props}
 	if b.trace {
 		args = append(args, "-trace")
+	}
+	if b.instants != "" {
+		args = append(args, "-instants", b.instants)
 	}
 	cmd := exec.Command(b.bin, args...)
 	cmd.Stderr = os.Stderr
@@ -269,6 +302,41 @@ func (b *bench) start(role, member string) (*proc, error) {
 		return nil, err
 	}
 	return &proc{Proc: c, member: member}, nil
+}
+
+// waitSeen returns when p's watch first saw a lease with token (the
+// instant, Unix ns); other events before it are dropped, except an acq,
+// which is an error (p was to stay a standby).
+func (p *proc) waitSeen(token string, d time.Duration) (int64, error) {
+	p.mu.Lock()
+	kept := p.seen
+	p.seen = nil
+	p.mu.Unlock()
+	for _, e := range kept {
+		if e.Token == token {
+			return e.T, nil
+		}
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	for {
+		select {
+		case e, ok := <-p.Events:
+			if !ok {
+				return 0, fmt.Errorf("%s exited before seeing %s", p.member, token)
+			}
+			switch {
+			case e.Ev == "err":
+				return 0, fmt.Errorf("%s: %s", p.member, e.Err)
+			case e.Ev == "acq":
+				return 0, fmt.Errorf("%s acquired while waiting to see %s (a double mint)", p.member, token)
+			case e.Ev == "seen" && e.Token == token:
+				return e.T, nil
+			}
+		case <-tm.C:
+			return 0, fmt.Errorf("%s: did not see %s within %v", p.member, token, d)
+		}
+	}
 }
 
 // firstAcq waits for the first acq event of any of ps.
@@ -291,6 +359,9 @@ func firstAcq(ps []*proc, d time.Duration) (*proc, event, error) {
 					if e.Ev == "acq" || e.Ev == "err" {
 						ch <- got{p, e}
 						return
+					}
+					if e.Ev == "seen" {
+						p.keep(e)
 					}
 				case <-stop:
 					return
@@ -341,9 +412,10 @@ func finish(ps []*proc) map[string][]req {
 }
 
 type trialResult struct {
-	resignMs, handoffMs float64
-	doubles             int
-	steps               []step
+	resignMs, handoffMs     float64
+	mintMs, seenMs, writeMs float64 // -instants
+	doubles                 int
+	steps                   []step
 }
 
 func (b *bench) candidates(i int) (string, []*proc, error) {
@@ -407,6 +479,23 @@ func (b *bench) handoffTrial(i int) (trialResult, error) {
 		return trialResult{}, err
 	}
 	tr := trialResult{resignMs: ms(rs.T1 - rs.T0), handoffMs: ms(acq2.T - rs.T0)}
+	var seenBy *proc // the standby that is neither holder nor successor
+	for _, p := range others(ps, holder) {
+		if p != succ {
+			seenBy = p
+		}
+	}
+	if b.instants != "" {
+		if acq2.Err != "" || acq2.TM == 0 || acq2.TW == 0 {
+			return trialResult{}, fmt.Errorf("%s: no mint or first-write instant (%+v)", succ.member, acq2)
+		}
+		tr.mintMs, tr.writeMs = ms(acq2.TM-rs.T0), ms(acq2.TW-rs.T0)
+		seen, err := seenBy.waitSeen(acq2.Token, 10*time.Second)
+		if err != nil {
+			return trialResult{}, err
+		}
+		tr.seenMs = ms(seen - rs.T0)
+	}
 	// Overlapping terms: the successor's term began before the holder's
 	// resign call did, or the two hold the same token, or the order of the
 	// tokens is not the order of the terms.
@@ -423,6 +512,9 @@ func (b *bench) handoffTrial(i int) (trialResult, error) {
 			case e := <-p.Events:
 				if e.Ev == "acq" {
 					tr.doubles++
+				}
+				if e.Ev == "seen" && p == seenBy && e.Token != acq1.Token && e.Token != acq2.Token {
+					tr.doubles++ // a third token within the trial
 				}
 			default:
 				break drain

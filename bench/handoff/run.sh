@@ -10,6 +10,12 @@
 # fresh, started here with tests/kafka/cluster.sh and stopped on every exit
 # path; every mode writes a results file procs-<cluster>-...json into
 # bench/results (bench/README.md). Then `make perf-doc`.
+# HANDOFF_BENCH_ENGINES=client,shared (make engine-bench) runs the engines
+# A/B, trial by trial under the same load (each candidate process gets
+# KRABKA_ENGINE), with -instants (the successor's InitProducerId answered,
+# its lease seen by another standby, its first guarded write committed);
+# its results files are procs-engine-<cluster>-<engine>-*.json, so the
+# tables of the default engine stay on procs-*.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 clusters="${HANDOFF_BENCH_CLUSTERS:-1n-tv2,3n-tv2}"
@@ -29,6 +35,17 @@ cleanup() {
 }
 trap cleanup EXIT
 go build -o "$bin" ./bench/handoff
+abflags=()
+if [[ -n "${HANDOFF_BENCH_ENGINES:-}" ]]; then
+  cands=()
+  for e in ${HANDOFF_BENCH_ENGINES//,/ }; do
+    [[ "$e" == client || "$e" == shared ]] || { echo "run.sh: HANDOFF_BENCH_ENGINES: '$e' is not client or shared" >&2; exit 2; }
+    printf '#!/bin/sh\nKRABKA_ENGINE=%s exec %q "$@"\n' "$e" "$bin" > "$root/$e.sh"
+    chmod +x "$root/$e.sh"
+    cands+=("$e=$root/$e.sh")
+  done
+  abflags=(-candidates "$(IFS=,; echo "${cands[*]}")" -bench procs-engine)
+fi
 for c in ${clusters//,/ }; do
   if [[ ! "$c" =~ ^([13])n-tv([12])$ ]]; then
     echo "run.sh: HANDOFF_BENCH_CLUSTERS: '$c' is not a cluster (1n-tv2, 1n-tv1, 3n-tv2, 3n-tv1)" >&2
@@ -42,9 +59,9 @@ for c in ${clusters//,/ }; do
   echo "== $c at $bootstrap"
   for mode in $modes; do
     case "$mode" in
-      handoff) "$bin" -bootstrap "$bootstrap" -mode handoff -n "$n" -warmup 20 ;;
-      crash) "$bin" -bootstrap "$bootstrap" -mode crash -n "$crashes" -warmup 5 ;;
-      write) "$bin" -bootstrap "$bootstrap" -mode write -n "$writes" -warmup 200 ;;
+      handoff) "$bin" -bootstrap "$bootstrap" -mode handoff -n "$n" -warmup 20 ${abflags[@]+"${abflags[@]}"} ${abflags[@]+-instants} ;;
+      crash) "$bin" -bootstrap "$bootstrap" -mode crash -n "$crashes" -warmup 5 ${abflags[@]+"${abflags[@]}"} ;;
+      write) "$bin" -bootstrap "$bootstrap" -mode write -n "$writes" -warmup 200 ${abflags[@]+"${abflags[@]}"} ;;
       *) echo "run.sh: HANDOFF_BENCH_MODES: '$mode' is not handoff, crash or write" >&2; exit 2 ;;
     esac
   done

@@ -3,6 +3,7 @@ package coord
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,7 +124,18 @@ type Config struct {
 	// term, krabka-coord run stops its program. 0 (the default) means half
 	// the risk margin. See StopMargin.
 	LeaseStopMargin time.Duration
+	// Engine: krabka.engine, how the transport carries a role's
+	// transactions: "client" (the default) builds one franz-go client per
+	// acquisition; "shared" runs every role's transactions on one engine
+	// with a few shared connections per broker (core/kafka engine.go). The
+	// environment variable KRABKA_ENGINE, when set, replaces the default in
+	// DefaultConfig.
+	Engine string
 }
+
+// EngineEnv is the environment variable that replaces the default of
+// krabka.engine (DefaultConfig).
+const EngineEnv = "KRABKA_ENGINE"
 
 // RiskMargin returns the effective krabka.lease.risk.margin.ms: the value
 // set, or (krabka.lease.ms - krabka.renew.interval.ms) / 2 (at least 1 ms,
@@ -504,6 +516,16 @@ var configTable = []configEntry{
 			return err
 		},
 		func(c *Config) string { return strconv.FormatInt(c.LeaseStopMargin.Milliseconds(), 10) }},
+	{ConfigKey{"krabka.engine", "enum", "client", "How a role's transactions reach Kafka: client = one franz-go client per acquisition (sockets and goroutines per held role); shared = one transactional engine per client on a few shared connections per broker (control plane for mint and leases, data plane for guarded writes). The environment variable KRABKA_ENGINE replaces the default."},
+		func(c *Config, v string) error {
+			switch s := strings.ToLower(strings.TrimSpace(v)); s {
+			case "", "client", "shared":
+				c.Engine = s
+				return nil
+			}
+			return invalid("krabka.engine", v, "must be client or shared (the environment variable "+EngineEnv+" sets the default)")
+		},
+		func(c *Config) string { return c.Engine }},
 }
 
 func parseBool(name, v string, out *bool) error {
@@ -552,6 +574,10 @@ func DefaultConfig() Config {
 				panic("krabka: bad default of " + e.Name + ": " + err.Error())
 			}
 		}
+	}
+	if v, ok := os.LookupEnv(EngineEnv); ok {
+		// Not parsed here: Validate names a bad value.
+		c.Engine = strings.ToLower(strings.TrimSpace(v))
 	}
 	return c
 }

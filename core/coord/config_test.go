@@ -3,6 +3,7 @@ package coord_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,11 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	for _, k := range coord.ConfigKeys() {
 		got, err := c.Get(k.Name)
-		if err != nil || got != k.Default {
+		want := k.Default
+		if v, ok := os.LookupEnv(coord.EngineEnv); ok && k.Name == "krabka.engine" {
+			want = strings.ToLower(strings.TrimSpace(v)) // the environment's default (the engine suites set it)
+		}
+		if err != nil || got != want {
 			t.Errorf("%s: get %q (%v), table default %q", k.Name, got, err, k.Default)
 		}
 	}
@@ -41,7 +46,7 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"krabka.produce.group.max.bytes":    "65536", "krabka.produce.group.linger.ms": "0", "krabka.leave.on.close": "false",
 		"krabka.produce.token.header": "false", "krabka.lease.risk.margin.ms": "2500",
 		"krabka.txn.timeout.ms": "4000", "krabka.lease.stop.margin.ms": "1200",
-		"krabka.elector.ride.outage": "true",
+		"krabka.elector.ride.outage": "true", "krabka.engine": "shared",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {
@@ -68,6 +73,27 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 	}
 	if len(coord.ConfigKeys()) != len(cases)+2 {
 		t.Fatalf("table has %d keys, test covers %d", len(coord.ConfigKeys()), len(cases)+2)
+	}
+}
+
+// TestConfigEngineFromEnvironment: KRABKA_ENGINE replaces the default of
+// krabka.engine, and a bad value there is refused by Validate with an error
+// naming the key and the variable.
+func TestConfigEngineFromEnvironment(t *testing.T) {
+	t.Setenv(coord.EngineEnv, " Shared ")
+	c := coord.DefaultConfig()
+	if c.Engine != "shared" {
+		t.Fatalf("engine %q from %s= Shared ", c.Engine, coord.EngineEnv)
+	}
+	t.Setenv(coord.EngineEnv, "turbo")
+	c = coord.DefaultConfig()
+	c.BootstrapServers = []string{"localhost:9092"}
+	err := c.Validate()
+	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.engine") || !strings.Contains(err.Error(), coord.EngineEnv) {
+		t.Fatalf("bad engine from the environment: %v", err)
+	}
+	if err := c.Set("krabka.engine", "client"); err != nil || c.Validate() != nil {
+		t.Fatalf("set client: %v", err)
 	}
 }
 

@@ -85,7 +85,7 @@ func runCrossChild(spec string) int {
 	}
 	var armed atomic.Bool
 	cl, err := kafka.NewClient(cfg, kafka.WithRequestTrace(func(r kafka.RequestTrace) {
-		if armed.Load() && r.Client == "producer" && r.Key == "Produce" && r.Err == nil {
+		if armed.Load() && roleProducer(r.Client) && r.Key == "Produce" && r.Err == nil {
 			fmt.Println("PRODUCED")
 			select {} // hold the answer: the transaction stays open
 		}
@@ -326,7 +326,7 @@ func TestHolderCutOffInsideItsRenewalDeposesNoHealthyHolder(t *testing.T) {
 		var armed atomic.Bool
 		cfg := testConfig(t, c.Bootstrap, x.kv("krabka.txn.timeout.ms", fmt.Sprint(xFaultTxnTimeoutMs))...)
 		cl, err := kafka.NewClient(cfg, kafka.WithDialer(px.Dial), kafka.WithRequestTrace(func(r kafka.RequestTrace) {
-			if r.Client == "producer" && r.Key == "Produce" && r.Err == nil && armed.CompareAndSwap(true, false) {
+			if roleProducer(r.Client) && r.Key == "Produce" && r.Err == nil && armed.CompareAndSwap(true, false) {
 				px.Sever()
 			}
 		}))
@@ -361,4 +361,11 @@ func TestHolderCutOffInsideItsRenewalDeposesNoHealthyHolder(t *testing.T) {
 		}
 		x.watch(xLeaseMs*time.Millisecond, "after the takeover")
 	})
+}
+
+// roleProducer reports whether a traced request's client carries a role's
+// transactions: the per-role producer (krabka.engine=client) or the shared
+// engine's planes (krabka.engine=shared).
+func roleProducer(client string) bool {
+	return client == "producer" || client == "engine-control" || client == "engine-data"
 }

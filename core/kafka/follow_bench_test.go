@@ -23,7 +23,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -266,43 +265,7 @@ func benchManyRoles(t *testing.T, c *kafkatest.Cluster, n int) []perfdoc.Measure
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	rss0, g0 := rssKB(), runtime.NumGoroutine()
-	ls := make([]*coord.Leadership, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			l, err := cl.Acquire(ctxFor(t, 5*time.Minute), core.MustRole(fmt.Sprintf("many-%d-%s", i, uniq(""))), core.MustMemberID("m"))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			ls[i] = l
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	acqTime := time.Since(start)
-	start = time.Now()
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := ls[i].Renew(ctxFor(t, 5*time.Minute)); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	renTime := time.Since(start)
+	ls, acqTime, renTime := acquireAndRenew(t, cl, n, "many")
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	rss1, g1 := rssKB(), runtime.NumGoroutine()

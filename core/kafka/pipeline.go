@@ -334,21 +334,11 @@ func retryTxnStep(ctx context.Context, fn func() error) error {
 }
 
 // addOffsetsToTxn adds the offsets partition of oc's group to the open
-// transaction under tok (AddOffsetsToTxn). Errors are classified (a fence:
-// ErrFenced through p.fail).
-func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *offsetCommit) error {
-	err := retryTxnStep(ctx, func() error {
-		req := kmsg.NewPtrAddOffsetsToTxnRequest()
-		req.TransactionalID = p.txnID
-		req.ProducerID = tok.id
-		req.ProducerEpoch = tok.epoch
-		req.Group = oc.group
-		resp, err := req.RequestWith(ctx, p.cl)
-		if err != nil {
-			return err
-		}
-		return kerr.ErrorForCode(resp.ErrorCode)
-	})
+// transaction under tok (AddOffsetsToTxn through cl, the producer's client
+// or an engine plane). Errors are classified (a fence: ErrFenced through
+// p.fail).
+func (p *roleTxn) addOffsetsToTxn(ctx context.Context, cl *kgo.Client, tok tokenIDs, oc *offsetCommit) error {
+	err := retryTxnStep(ctx, func() error { return addOffsets(ctx, cl, p.txnID, tok, oc.group) })
 	if err != nil {
 		return p.offsetsFail(err, "AddOffsetsToTxn (group "+strconv.Quote(oc.group)+")", oc.group)
 	}
@@ -356,14 +346,30 @@ func (p *txnProducer) addOffsetsToTxn(ctx context.Context, tok tokenIDs, oc *off
 	return nil
 }
 
+// addOffsets sends one AddOffsetsToTxn of group for txnID under tok through
+// cl and returns the coordinator's answer.
+func addOffsets(ctx context.Context, cl *kgo.Client, txnID string, tok tokenIDs, group string) error {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.TransactionalID = txnID
+	req.ProducerID = tok.id
+	req.ProducerEpoch = tok.epoch
+	req.Group = group
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.ErrorCode)
+}
+
 // implicitOffsets reports whether this producer's transactions carry their
 // offsets in the implicit form (see above): the cluster's finalized
 // transaction.version is 2 or more and its brokers take TxnOffsetCommit
-// version 5. The producer asks once (ApiVersions through its own client,
+// version 5. The producer asks once (ApiVersions through cl, its own client
+// or its engine plane,
 // bounded by ctx); an ask that fails means the classic form for this
 // transaction, and the next transaction asks again. A cluster whose
 // transaction version changes later is seen by the next term's producer.
-func (p *txnProducer) implicitOffsets(ctx context.Context) bool {
+func (p *roleTxn) implicitOffsets(ctx context.Context, cl *kgo.Client) bool {
 	if p.t.offsetsForm.classic {
 		return false
 	}
@@ -372,7 +378,7 @@ func (p *txnProducer) implicitOffsets(ctx context.Context) bool {
 	}
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "krabka-coord", "1"
-	resp, err := req.RequestWith(ctx, p.cl)
+	resp, err := req.RequestWith(ctx, cl)
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
@@ -405,15 +411,16 @@ func (p *txnProducer) implicitOffsets(ctx context.Context) bool {
 // before); otherwise version 4 through the admin client, after
 // addOffsetsToTxn. A group coordinator that answers an implicit commit
 // below version 5 did not add the partition: that is an error (the
-// producer then uses the classic form).
-func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *offsetCommit, implicit bool) error {
-	cl := p.t.admin
-	if implicit {
-		cl = p.cl
+// producer then uses the classic form). cl is the client of the implicit
+// form (the producer's own, or its engine plane: either may send version 5).
+func (p *roleTxn) txnOffsetCommit(ctx context.Context, cl *kgo.Client, tok tokenIDs, oc *offsetCommit, implicit bool) error {
+	if !implicit {
+		cl = p.t.admin
 	}
+	txnID := p.txnID
 	return retryTxnStep(ctx, func() error {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
-		req.TransactionalID = p.txnID
+		req.TransactionalID = txnID
 		req.Group = oc.group
 		req.ProducerID = tok.id
 		req.ProducerEpoch = tok.epoch
@@ -461,31 +468,22 @@ func (p *txnProducer) txnOffsetCommit(ctx context.Context, tok tokenIDs, oc *off
 // before the records: AddOffsetsToTxn, then TxnOffsetCommit version 4
 // unless overlap (transact then sends it beside the produce). The error is
 // classified.
-func (p *txnProducer) offsetsBefore(ctx context.Context, tok tokenIDs, oc *offsetCommit, overlap bool) error {
-	if err := p.addOffsetsToTxn(ctx, tok, oc); err != nil {
+func (p *roleTxn) offsetsBefore(ctx context.Context, cl *kgo.Client, tok tokenIDs, oc *offsetCommit, overlap bool) error {
+	if err := p.addOffsetsToTxn(ctx, cl, tok, oc); err != nil {
 		return err
 	}
 	if overlap {
 		return nil
 	}
-	return p.commitOffsets(ctx, tok, oc, false)
+	return p.commitOffsets(ctx, cl, tok, oc, false)
 }
 
 // commitOffsets is txnOffsetCommit with its error classified.
-func (p *txnProducer) commitOffsets(ctx context.Context, tok tokenIDs, oc *offsetCommit, implicit bool) error {
-	if err := p.txnOffsetCommit(ctx, tok, oc, implicit); err != nil {
+func (p *roleTxn) commitOffsets(ctx context.Context, cl *kgo.Client, tok tokenIDs, oc *offsetCommit, implicit bool) error {
+	if err := p.txnOffsetCommit(ctx, cl, tok, oc, implicit); err != nil {
 		return p.offsetsFail(err, "TxnOffsetCommit (group "+strconv.Quote(oc.group)+")", oc.group)
 	}
 	return nil
-}
-
-// offsetsFail classifies a failed offsets step; a missing ACL on the group
-// is named.
-func (p *txnProducer) offsetsFail(err error, what, group string) error {
-	if errors.Is(err, kerr.GroupAuthorizationFailed) {
-		return coord.WrapError(coord.ErrAuthorization, err, "%s of transactional.id %q: the principal lacks READ on Group %q", what, p.txnID, group)
-	}
-	return p.fail(err, what)
 }
 
 // tokenIDs is a token as the requests carry it.

@@ -14,10 +14,11 @@ import (
 // connection it needs is open) and no DescribeConfigs (the broker's
 // transaction.max.timeout.ms was read ahead), and its first transaction
 // needs no new connection either. Without Prepare the same Mint sends all
-// of them (the control half of the test).
+// of them (the control half of the test). This is the per-role client
+// (krabka.engine=client); the shared engine's is TestEnginePrepareIsNearlyFree.
 func TestPreparedProducerIsReady(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
-	cfg, id := internalConfig(t, c, "it-prepare-", "request.timeout.ms", "10000")
+	cfg, id := internalConfig(t, c, "it-prepare-", "request.timeout.ms", "10000", "krabka.engine", "client")
 	tr, reqs := tracedTransport(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -23,6 +23,9 @@ import (
 // this needs the raw EndTxn abort before franz-go re-initialises: a
 // re-initialisation during an ongoing transaction is answered
 // PRODUCER_FENCED there.
+//
+// This is the per-role client's path (krabka.engine=client); the shared
+// engine's is TestEngineAbandonedStepsAreRecovered.
 func TestAbandonedProduceIsRecovered(t *testing.T) {
 	for _, tv := range []int{1, 2} {
 		t.Run(fmt.Sprintf("tv%d", tv), func(t *testing.T) {
@@ -32,7 +35,8 @@ func TestAbandonedProduceIsRecovered(t *testing.T) {
 			_, _ = rand.Read(b[:])
 			id := hex.EncodeToString(b[:])
 			cfg := coord.DefaultConfig()
-			for k, v := range map[string]string{"bootstrap.servers": c.Bootstrap, "request.timeout.ms": "5000", "krabka.topic": "it-abandon-" + id} {
+			for k, v := range map[string]string{"bootstrap.servers": c.Bootstrap, "request.timeout.ms": "5000", "krabka.topic": "it-abandon-" + id,
+				"krabka.engine": "client"} {
 				if err := cfg.Set(k, v); err != nil {
 					t.Fatal(err)
 				}

@@ -14,8 +14,9 @@ import (
 type RequestTrace struct {
 	// Client is "admin" (metadata, listings, one-shot reads, describes),
 	// "registrar" (registrations), "producer" (the transactional producer
-	// of an acquisition, prepared or minted) or "follower" (the long polls
-	// of a followed partition).
+	// of an acquisition, prepared or minted), "engine-control" or
+	// "engine-data" (the shared engine's planes, krabka.engine=shared) or
+	// "follower" (the long polls of a followed partition).
 	Client string
 	// TxnID is the producer's transactional.id ("" for the other clients).
 	TxnID  string

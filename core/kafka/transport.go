@@ -140,17 +140,25 @@ type Transport struct {
 	topicID    [16]byte
 	leaders    map[int32]int32
 	txnMax     time.Duration
-	prods      map[string]*txnProducer // newest producer per transactional id
-	follow     *followers              // the long polls of the followed partitions, one per broker (follow.go)
-	topicCheck sync.Once               // the settings of an existing topic are checked once
-	prepared   map[string]*prepared    // producers built ahead of their Mint (Prepare)
+	prods      map[string]minted    // newest producer per transactional id
+	follow     *followers           // the long polls of the followed partitions, one per broker (follow.go)
+	topicCheck sync.Once            // the settings of an existing topic are checked once
+	prepared   map[string]*prepared // producers built ahead of their Mint (Prepare)
 
 	trace func(RequestTrace) // WithRequestTrace (nil: off)
 
 	offsetsForm offsetsForm // how transactions carry offsets (pipeline.go; zero: the library's choice)
 
 	fetchNext map[int32]int64 // the highest next offset a fetch of each partition answered (stableByFetch)
+
+	engOnce sync.Once
+	eng     *engine // krabka.engine=shared (engine.go); built on first use
+	engErr  error
 }
+
+// minted is a producer Mint returned (txnProducer, or engProducer on the
+// shared engine).
+type minted interface{ Close() error }
 
 var _ coord.Transport = (*Transport)(nil)
 
@@ -191,7 +199,7 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	}
 	t := &Transport{
 		cfg: cfg, opts: opts, trace: o.trace, offsetsForm: o.offsets,
-		leaders: map[int32]int32{}, prods: map[string]*txnProducer{}, prepared: map[string]*prepared{},
+		leaders: map[int32]int32{}, prods: map[string]minted{}, prepared: map[string]*prepared{},
 		fetchNext: map[int32]int64{},
 	}
 	t.follow = newFollowers(t)
@@ -469,6 +477,17 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	if txnTimeout < time.Millisecond {
 		txnTimeout = time.Millisecond
 	}
+	if t.shared() {
+		p, err := t.engineMint(ctx, txnID, txnTimeout)
+		if err != nil {
+			return nil, err
+		}
+		t.log().Info("krabka: minted a producer epoch (InitProducerId returned)", "transactional_id", txnID, "token", p.token.String(), "at_ms", time.Now().UnixMilli())
+		if err := t.replaceProducer(txnID, p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	cl := t.takePrepared(txnID, txnTimeout)
 	if cl == nil {
 		var err error
@@ -490,12 +509,21 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 			"InitProducerId for %q gave no producer id: the cluster does not support transactions (InitProducerId), which taking a role needs (%s)", txnID, t.brokerVersion(ctx))
 	}
 	t.log().Info("krabka: minted a producer epoch (InitProducerId returned)", "transactional_id", txnID, "token", tok.String(), "at_ms", time.Now().UnixMilli())
-	p := &txnProducer{t: t, cl: cl, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
+	p := &txnProducer{roleTxn: newRoleTxn(t, txnID, tok), cl: cl}
+	if err := t.replaceProducer(txnID, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// replaceProducer makes p the producer of txnID and closes the previous
+// one; on a closed transport it closes p and fails with ErrClosed.
+func (t *Transport) replaceProducer(txnID string, p minted) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		p.Close()
-		return nil, coord.WrapError(coord.ErrClosed, nil, "transport closed")
+		return coord.WrapError(coord.ErrClosed, nil, "transport closed")
 	}
 	prev := t.prods[txnID]
 	t.prods[txnID] = p
@@ -503,7 +531,7 @@ func (t *Transport) Mint(ctx context.Context, txnID string, txnTimeout time.Dura
 	if prev != nil {
 		prev.Close()
 	}
-	return p, nil
+	return nil
 }
 
 // txnOpts are the options of the transactional producer of txnID.
@@ -535,7 +563,16 @@ func (t *Transport) txnOpts(txnID string, txnTimeout time.Duration) []kgo.Opt {
 // does not, and opens the coordinator's connection), and the producer's
 // produce connections are opened. The producer holds no epoch until Mint
 // initialises it. Never blocks.
+//
+// On the shared engine (krabka.engine=shared) nothing is built per role:
+// Prepare only reads transaction.max.timeout.ms once and has the control
+// plane look up (and cache) the transaction coordinator of txnID, in the
+// background, and opens the engine's produce connections once.
 func (t *Transport) Prepare(txnID string, txnTimeout time.Duration) {
+	if t.shared() {
+		t.enginePrepare(txnID)
+		return
+	}
 	t.mu.Lock()
 	if t.closed || t.prepared[txnID] != nil {
 		t.mu.Unlock()
@@ -691,7 +728,7 @@ func (t *Transport) Close() error {
 	}
 	t.closed = true
 	prods := t.prods
-	t.prods = map[string]*txnProducer{}
+	t.prods = map[string]minted{}
 	var idle []*kgo.Client // prepared producers
 	for _, p := range t.prepared {
 		idle = append(idle, p.cl)
@@ -701,6 +738,10 @@ func (t *Transport) Close() error {
 	t.follow.close()
 	for _, p := range prods {
 		p.Close()
+	}
+	t.engOnce.Do(func() {}) // waits for an engine being built; none is built after this
+	if t.eng != nil {
+		t.eng.close()
 	}
 	for _, cl := range idle {
 		cl.Close()

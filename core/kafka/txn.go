@@ -11,16 +11,24 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/krabka/krabka-coord/core"
 	"github.com/krabka/krabka-coord/core/coord"
 )
 
-// txnProducer is one minted transactional producer (coord.TxnProducer).
+// txnProducer is one minted transactional producer (coord.TxnProducer):
+// a franz-go transactional client of its own (krabka.engine=client).
 type txnProducer struct {
+	roleTxn
+	cl *kgo.Client
+}
+
+// roleTxn is what both producers of a role (txnProducer, and engProducer
+// on the shared engine) keep and do alike: the token, one transaction at a
+// time, and the settling of a failed transaction without ever minting over
+// another member.
+type roleTxn struct {
 	t     *Transport
-	cl    *kgo.Client
 	txnID string
 
 	tokMu sync.Mutex
@@ -29,14 +37,15 @@ type txnProducer struct {
 	sem chan struct{} // one transaction at a time; held by the worker goroutine
 
 	// Owned by whoever holds sem.
-	open bool // a transaction is begun and not yet ended
+	open    bool  // a transaction is begun and not yet ended
+	pending bool  // a failure left the transaction's outcome (or the producer's state) to settle
+	broken  error // set once the producer must not be used again (fenced)
 	// offsetsAdded: the open transaction holds consumed offsets
 	// (AddOffsetsToTxn answered), so the broker has a transaction even
 	// when no record was produced, and kgo's EndTransaction, which ends
-	// only transactions it produced in, would not end it.
+	// only transactions it produced in, would not end it (txnProducer; the
+	// engine ends every transaction raw).
 	offsetsAdded bool
-	pending      bool  // a failure left the transaction's outcome or franz-go's producer id to settle (recoverAfterFailure)
-	broken       error // set once the producer must not be used again (fenced)
 
 	// offsetsImplicit: the offsets form of this producer's transactions
 	// (pipeline.go, implicitOffsets): 0 not asked yet, 1 implicit
@@ -52,18 +61,147 @@ type txnProducer struct {
 	closeOnce sync.Once
 }
 
+func newRoleTxn(t *Transport, txnID string, tok core.FencingToken) roleTxn {
+	return roleTxn{t: t, txnID: txnID, token: tok, sem: make(chan struct{}, 1)}
+}
+
 // Token implements coord.TxnProducer: the token minted, or the one an own
 // epoch recovery (docs/PROTOCOL.md 10.5) continued it under.
-func (p *txnProducer) Token() core.FencingToken {
+func (p *roleTxn) Token() core.FencingToken {
 	p.tokMu.Lock()
 	defer p.tokMu.Unlock()
 	return p.token
 }
 
-func (p *txnProducer) setToken(t core.FencingToken) {
+func (p *roleTxn) setToken(t core.FencingToken) {
 	p.tokMu.Lock()
 	p.token = t
 	p.tokMu.Unlock()
+}
+
+func (p *roleTxn) fenced(err error, what string) error {
+	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.Token())
+	return p.broken
+}
+
+func (p *roleTxn) fail(err error, what string) error {
+	if isFence(err) {
+		return p.fenced(err, what)
+	}
+	return p.t.classifyTxn(err, what+" of transactional.id "+strconv.Quote(p.txnID), txnACL(p.txnID, "WRITE"), true)
+}
+
+// offsetsFail classifies a failed offsets step; a missing ACL on the group
+// is named.
+func (p *roleTxn) offsetsFail(err error, what, group string) error {
+	if errors.Is(err, kerr.GroupAuthorizationFailed) {
+		return coord.WrapError(coord.ErrAuthorization, err, "%s of transactional.id %q: the principal lacks READ on Group %q", what, p.txnID, group)
+	}
+	return p.fail(err, what)
+}
+
+// settleWith runs before every transaction and epoch recovery: a fenced
+// producer stays fenced, and a failure that is not yet settled is settled
+// first (recoverFn, the producer's recoverAfterFailure), or the call fails
+// with a retriable error.
+func (p *roleTxn) settleWith(recoverFn func()) error {
+	if p.broken != nil {
+		return p.broken
+	}
+	if p.open || p.pending {
+		recoverFn()
+		if p.broken != nil {
+			return p.broken
+		}
+		if p.open || p.pending {
+			return coord.WrapError(coord.ErrTransport, nil, "settling the previous failed transaction of %q did not complete; retry", p.txnID)
+		}
+	}
+	return nil
+}
+
+// failedWith handles a transaction step that failed with werr (already
+// classified): a fence ends the producer; anything else is settled at once
+// (recoverFn). When settling finds that another member minted in the
+// meantime, the caller is told FENCED, with both answers in the text: the
+// failed step was refused or aborted by that mint (a coordinator that
+// loses a race with a fence answers EndTxn UNKNOWN_SERVER_ERROR, say).
+func (p *roleTxn) failedWith(werr error, recoverFn func()) error {
+	if errors.Is(werr, coord.ErrFenced) {
+		return werr
+	}
+	p.pending = true
+	recoverFn()
+	if p.broken != nil {
+		return coord.WrapError(coord.ErrFenced, p.broken, "%v; then", werr)
+	}
+	return werr
+}
+
+// stillOurs runs the first two steps of settling a failed transaction
+// (recoverAfterFailure): a raw EndTxn abort under the current token
+// (rawAbort; a fence in its answer ends the producer), then
+// DescribeTransactions: when the coordinator's current token is not this
+// producer's, another member minted and the producer ends fenced. It
+// returns the token and true only when a re-initialisation may follow
+// (not after Close began).
+func (p *roleTxn) stillOurs(ctx context.Context, rawAbort func() error) (core.FencingToken, bool) {
+	tok := p.Token()
+	if p.broken != nil || p.closing.Load() {
+		return tok, false
+	}
+	if err := rawAbort(); err != nil {
+		if isFence(err) {
+			_ = p.fenced(err, "EndTxn abort after a failed transaction")
+			return tok, false
+		}
+		p.t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", err.Error())
+	}
+	cur, err := p.t.CurrentToken(ctx, p.txnID)
+	if err != nil {
+		p.t.log().Debug("krabka: DescribeTransactions after a failed transaction", "transactional_id", p.txnID, "error", err.Error())
+		return tok, false
+	}
+	if cur != tok {
+		_ = p.fenced(nil, "after a failed transaction the coordinator's current token is "+cur.String()+" (another member minted)")
+		return tok, false
+	}
+	return tok, !p.closing.Load()
+}
+
+// closeWith is Close: self leaves the transport's producers, then it waits
+// for a transaction in flight (bounded by request.timeout.ms), runs
+// rawAbort when an earlier failure left a transaction open (so that it does
+// not hold back the last stable offset of the partition until the
+// coordinator times it out), and then release.
+func (p *roleTxn) closeWith(self minted, rawAbort func() error, release func()) {
+	p.closeOnce.Do(func() {
+		p.t.mu.Lock()
+		if p.t.prods[p.txnID] == self {
+			delete(p.t.prods, p.txnID)
+		}
+		p.t.mu.Unlock()
+		p.closing.Store(true)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.sem <- struct{}{}
+			if (p.open || p.pending) && p.broken == nil {
+				// A raw EndTxn abort under this producer's token: it ends
+				// a transaction still open, and a superseded token is
+				// simply refused. Never a re-initialisation.
+				_ = rawAbort()
+			}
+			<-p.sem
+			if release != nil {
+				release()
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(p.t.cfg.RequestTimeout):
+		}
+	})
 }
 
 // Recover implements coord.TokenRecoverer: it completes an epoch recovery
@@ -71,35 +209,21 @@ func (p *txnProducer) setToken(t core.FencingToken) {
 // producer's id and epoch, KIP-360) and returns the current token, so that
 // a renewal writes its lease under the token its records carry.
 func (p *txnProducer) Recover(ctx context.Context) (core.FencingToken, error) {
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return p.Token(), p.t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
-	}
-	ch := make(chan error, 1)
-	go func() {
-		defer func() { <-p.sem }()
-		wctx, cancel := p.workCtx(ctx)
-		defer cancel()
-		ch <- p.settle(wctx)
-	}()
-	select {
-	case err := <-ch:
-		return p.Token(), err
-	case <-ctx.Done():
-		return p.Token(), p.t.classify(ctx.Err(), "epoch recovery of "+strconv.Quote(p.txnID), "")
-	}
+	_, err := exclusive(ctx, p.sem, p.t, p.txnID, "epoch recovery of ", func(wctx context.Context) ([]coord.ProduceResult, error) {
+		return nil, p.settle(wctx)
+	})
+	return p.Token(), err
 }
 
-// workCtx is the context of the kgo calls of one transaction. It is not
+// workCtx is the context of the calls of one transaction. It is not
 // cancelled with the caller's context: a kgo produce or EndTxn abandoned
 // half-way makes franz-go re-initialise the producer (an epoch bump) and,
 // on a transaction.version 1 coordinator, a re-initialisation during an
 // ongoing transaction is answered PRODUCER_FENCED. The worker finishes
 // (or aborts) the transaction cleanly instead, bounded by the later of the
 // caller's deadline and request.timeout.ms.
-func (p *txnProducer) workCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := time.Now().Add(p.t.cfg.RequestTimeout)
+func workCtx(ctx context.Context, requestTimeout time.Duration) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(requestTimeout)
 	if dl, ok := ctx.Deadline(); ok && dl.After(d) {
 		d = dl
 	}
@@ -126,11 +250,9 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 	if id == old.ProducerID && epoch == old.ProducerEpoch {
 		return nil
 	}
-	nt, terr := core.NewFencingToken(id, epoch)
-	own := id == old.ProducerID && int(epoch) == int(old.ProducerEpoch)+1 ||
-		id != old.ProducerID && epoch == 0 && old.ProducerEpoch >= epochExhausted
-	if terr != nil || !own {
-		return p.fenced(terr, "epoch recovery answered "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch))+", which is not the next epoch of this producer (another member minted)")
+	nt, own := ownRecovery(old, id, epoch)
+	if !own {
+		return p.fenced(nil, "epoch recovery answered "+strconv.FormatInt(id, 10)+":"+strconv.Itoa(int(epoch))+", which is not the next epoch of this producer (another member minted)")
 	}
 	p.setToken(nt)
 	p.t.log().Info("krabka: own epoch recovery: this producer continues under a new token",
@@ -143,32 +265,7 @@ func (p *txnProducer) adopt(ctx context.Context) error {
 // hold back the last stable offset of the partition until the coordinator
 // times it out, and closes the kgo client.
 func (p *txnProducer) Close() error {
-	p.closeOnce.Do(func() {
-		p.t.mu.Lock()
-		if p.t.prods[p.txnID] == p {
-			delete(p.t.prods, p.txnID)
-		}
-		p.t.mu.Unlock()
-		p.closing.Store(true)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.sem <- struct{}{}
-			if (p.open || p.pending) && p.broken == nil {
-				// A raw EndTxn abort under this producer's token: it ends
-				// a transaction still open, and a superseded token is
-				// simply refused. Never franz-go's abort, which may
-				// re-initialise the producer (InitProducerId).
-				p.rawAbort()
-			}
-			<-p.sem
-			p.cl.Close()
-		}()
-		select {
-		case <-done:
-		case <-time.After(p.t.cfg.RequestTimeout):
-		}
-	})
+	p.closeWith(p, p.rawAbort, p.cl.Close)
 	return nil
 }
 
@@ -181,43 +278,40 @@ func (p *txnProducer) Transact(ctx context.Context, msgs []coord.Message) ([]coo
 
 // run is Transact and TransactOffsets (oc nil: no offsets).
 func (p *txnProducer) run(ctx context.Context, msgs []coord.Message, oc *offsetCommit) ([]coord.ProduceResult, error) {
+	return exclusive(ctx, p.sem, p.t, p.txnID, "transaction of ", func(wctx context.Context) ([]coord.ProduceResult, error) {
+		return p.transact(wctx, ctx, msgs, oc)
+	})
+}
+
+// exclusive runs fn holding sem (one transaction at a time per producer) in
+// a worker goroutine on the worker context of ctx (workCtx), and returns
+// its answer, or a timeout when ctx ends first (the worker then finishes or
+// aborts in the background and releases sem). what names the step for the
+// timeout ("transaction of " and the quoted id).
+func exclusive(ctx context.Context, sem chan struct{}, t *Transport, txnID, what string, fn func(wctx context.Context) ([]coord.ProduceResult, error)) ([]coord.ProduceResult, error) {
 	select {
-	case p.sem <- struct{}{}:
+	case sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, p.t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(p.txnID), "")
+		return nil, t.classify(ctx.Err(), "waiting for the previous transaction of "+strconv.Quote(txnID), "")
 	}
-	ch := make(chan struct {
+	type result struct {
 		res []coord.ProduceResult
 		err error
-	}, 1)
+	}
+	ch := make(chan result, 1)
 	go func() {
-		defer func() { <-p.sem }()
-		wctx, cancel := p.workCtx(ctx)
+		defer func() { <-sem }()
+		wctx, cancel := workCtx(ctx, t.cfg.RequestTimeout)
 		defer cancel()
-		res, err := p.transact(wctx, ctx, msgs, oc)
-		ch <- struct {
-			res []coord.ProduceResult
-			err error
-		}{res, err}
+		res, err := fn(wctx)
+		ch <- result{res, err}
 	}()
 	select {
 	case r := <-ch:
 		return r.res, r.err
 	case <-ctx.Done():
-		return nil, p.t.classify(ctx.Err(), "transaction of "+strconv.Quote(p.txnID), "")
+		return nil, t.classify(ctx.Err(), what+strconv.Quote(txnID), "")
 	}
-}
-
-func (p *txnProducer) fenced(err error, what string) error {
-	p.broken = coord.WrapError(coord.ErrFenced, err, "%s of transactional.id %q with token %s", what, p.txnID, p.Token())
-	return p.broken
-}
-
-func (p *txnProducer) fail(err error, what string) error {
-	if isFence(err) {
-		return p.fenced(err, what)
-	}
-	return p.t.classifyTxn(err, what+" of transactional.id "+strconv.Quote(p.txnID), txnACL(p.txnID, "WRITE"), true)
 }
 
 // abort ends an open transaction, bounded by request.timeout.ms.
@@ -272,10 +366,10 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	// implicit form TxnOffsetCommit version 5 after them.
 	var implicit, overlap bool
 	if oc != nil {
-		implicit = len(recs) > 0 && p.implicitOffsets(ctx)
+		implicit = len(recs) > 0 && p.implicitOffsets(ctx, p.cl)
 		overlap = !implicit && len(recs) > 0 && p.t.offsetsForm.overlap
 		if !implicit {
-			if err := p.offsetsBefore(ctx, ids, oc, overlap); err != nil {
+			if err := p.offsetsBefore(ctx, p.cl, ids, oc, overlap); err != nil {
 				return nil, p.failed(err)
 			}
 		}
@@ -284,7 +378,7 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		var beside chan error
 		if overlap {
 			beside = make(chan error, 1)
-			go func() { beside <- p.commitOffsets(ctx, ids, oc, false) }()
+			go func() { beside <- p.commitOffsets(ctx, p.cl, ids, oc, false) }()
 		}
 		results := p.cl.ProduceSync(ctx, recs...)
 		var oerr error
@@ -299,7 +393,7 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 		}
 	}
 	if implicit {
-		if err := p.commitOffsets(ctx, ids, oc, true); err != nil {
+		if err := p.commitOffsets(ctx, p.cl, ids, oc, true); err != nil {
 			return nil, p.failed(err)
 		}
 	}
@@ -350,43 +444,11 @@ func (p *txnProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	return out, nil
 }
 
-// settle runs before every transaction and epoch recovery: a fenced
-// producer stays fenced, and a failure that is not yet settled (see
-// recoverAfterFailure) is settled first, or the call fails with a
-// retriable error.
-func (p *txnProducer) settle(ctx context.Context) error {
-	if p.broken != nil {
-		return p.broken
-	}
-	if p.open || p.pending {
-		p.recoverAfterFailure()
-		if p.broken != nil {
-			return p.broken
-		}
-		if p.open || p.pending {
-			return coord.WrapError(coord.ErrTransport, nil, "settling the previous failed transaction of %q did not complete; retry", p.txnID)
-		}
-	}
-	return nil
-}
+// settle: see roleTxn.settleWith.
+func (p *txnProducer) settle(context.Context) error { return p.settleWith(p.recoverAfterFailure) }
 
-// failed handles a transaction step that failed with werr (already
-// classified): a fence ends the producer; anything else is settled at once
-// (recoverAfterFailure). When settling finds that another member minted in
-// the meantime, the caller is told FENCED, with both answers in the text:
-// the failed step was refused or aborted by that mint (a coordinator that
-// loses a race with a fence answers EndTxn UNKNOWN_SERVER_ERROR, say).
-func (p *txnProducer) failed(werr error) error {
-	if errors.Is(werr, coord.ErrFenced) {
-		return werr
-	}
-	p.pending = true
-	p.recoverAfterFailure()
-	if p.broken != nil {
-		return coord.WrapError(coord.ErrFenced, p.broken, "%v; then", werr)
-	}
-	return werr
-}
+// failed: see roleTxn.failedWith.
+func (p *txnProducer) failed(werr error) error { return p.failedWith(werr, p.recoverAfterFailure) }
 
 // rawAbort sends EndTxn(abort) under the producer's token and returns the
 // coordinator's answer (nil: aborted, or nothing to abort).
@@ -398,16 +460,7 @@ func (p *txnProducer) rawEnd(commit bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
 	defer cancel()
 	tok := p.Token()
-	req := kmsg.NewPtrEndTxnRequest()
-	req.TransactionalID = p.txnID
-	req.ProducerID = tok.ProducerID
-	req.ProducerEpoch = tok.ProducerEpoch
-	req.Commit = commit
-	resp, err := req.RequestWith(ctx, p.cl)
-	if err != nil {
-		return err
-	}
-	return kerr.ErrorForCode(resp.ErrorCode)
+	return endTxn(ctx, p.cl, p.txnID, tokenIDs{tok.ProducerID, tok.ProducerEpoch}, commit)
 }
 
 // recoverAfterFailure settles a transaction that failed part-way, without
@@ -427,29 +480,9 @@ func (p *txnProducer) rawEnd(commit bool) error {
 // Nothing of this runs once Close began. Other errors leave the failure
 // pending for the next transaction to settle.
 func (p *txnProducer) recoverAfterFailure() {
-	if p.broken != nil || p.closing.Load() {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.t.cfg.RequestTimeout)
 	defer cancel()
-	tok := p.Token()
-	if err := p.rawAbort(); err != nil {
-		if isFence(err) {
-			_ = p.fenced(err, "EndTxn abort after a failed transaction")
-			return
-		}
-		p.t.log().Debug("krabka: EndTxn abort after a failed transaction", "transactional_id", p.txnID, "answer", err.Error())
-	}
-	cur, err := p.t.CurrentToken(ctx, p.txnID)
-	if err != nil {
-		p.t.log().Debug("krabka: DescribeTransactions after a failed transaction", "transactional_id", p.txnID, "error", err.Error())
-		return
-	}
-	if cur != tok {
-		_ = p.fenced(nil, "after a failed transaction the coordinator's current token is "+cur.String()+" (another member minted)")
-		return
-	}
-	if p.closing.Load() {
+	if _, ok := p.stillOurs(ctx, p.rawAbort); !ok {
 		return
 	}
 	if err := p.abort(); err != nil {
