@@ -125,9 +125,10 @@ type Config struct {
 	// the risk margin. See StopMargin.
 	LeaseStopMargin time.Duration
 	// Engine: krabka.engine, how the transport carries a role's
-	// transactions: "client" (the default) builds one franz-go client per
-	// acquisition; "shared" runs every role's transactions on one engine
-	// with a few shared connections per broker (core/kafka engine.go). The
+	// transactions: "shared" (the default; "" too) runs every role's
+	// transactions on one engine with a few shared connections per broker
+	// (core/kafka engine.go); "client" builds one franz-go transactional
+	// client per acquisition, as releases before issue 35 did. The
 	// environment variable KRABKA_ENGINE, when set, replaces the default in
 	// DefaultConfig.
 	Engine string
@@ -516,7 +517,7 @@ var configTable = []configEntry{
 			return err
 		},
 		func(c *Config) string { return strconv.FormatInt(c.LeaseStopMargin.Milliseconds(), 10) }},
-	{ConfigKey{"krabka.engine", "enum", "client", "How a role's transactions reach Kafka: client = one franz-go client per acquisition (sockets and goroutines per held role); shared = one transactional engine per client on a few shared connections per broker (control plane for mint and leases, data plane for guarded writes). The environment variable KRABKA_ENGINE replaces the default."},
+	{ConfigKey{"krabka.engine", "enum", "shared", "How a role's transactions reach Kafka: shared = one transactional engine per client on a few shared connections per broker (control plane for mint and leases, data plane for guarded writes), whatever the number of roles; client = one franz-go transactional client per acquisition (sockets and goroutines per held role; the engine of releases before issue 35). The environment variable KRABKA_ENGINE replaces the default."},
 		func(c *Config, v string) error {
 			switch s := strings.ToLower(strings.TrimSpace(v)); s {
 			case "", "client", "shared":

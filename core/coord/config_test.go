@@ -46,7 +46,7 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 		"krabka.produce.group.max.bytes":    "65536", "krabka.produce.group.linger.ms": "0", "krabka.leave.on.close": "false",
 		"krabka.produce.token.header": "false", "krabka.lease.risk.margin.ms": "2500",
 		"krabka.txn.timeout.ms": "4000", "krabka.lease.stop.margin.ms": "1200",
-		"krabka.elector.ride.outage": "true", "krabka.engine": "shared",
+		"krabka.elector.ride.outage": "true", "krabka.engine": "client",
 	}
 	for k, v := range cases {
 		if err := c.Set(k, v); err != nil {
@@ -80,10 +80,13 @@ func TestConfigSetGetRoundTrip(t *testing.T) {
 // krabka.engine, and a bad value there is refused by Validate with an error
 // naming the key and the variable.
 func TestConfigEngineFromEnvironment(t *testing.T) {
-	t.Setenv(coord.EngineEnv, " Shared ")
+	if c := coord.DefaultConfig(); c.Engine != "shared" && os.Getenv(coord.EngineEnv) == "" {
+		t.Fatalf("default engine %q, want shared", c.Engine)
+	}
+	t.Setenv(coord.EngineEnv, " Client ")
 	c := coord.DefaultConfig()
-	if c.Engine != "shared" {
-		t.Fatalf("engine %q from %s= Shared ", c.Engine, coord.EngineEnv)
+	if c.Engine != "client" {
+		t.Fatalf("engine %q from %s= Client ", c.Engine, coord.EngineEnv)
 	}
 	t.Setenv(coord.EngineEnv, "turbo")
 	c = coord.DefaultConfig()
@@ -92,8 +95,8 @@ func TestConfigEngineFromEnvironment(t *testing.T) {
 	if !errors.Is(err, coord.ErrInvalidConfig) || !strings.Contains(err.Error(), "krabka.engine") || !strings.Contains(err.Error(), coord.EngineEnv) {
 		t.Fatalf("bad engine from the environment: %v", err)
 	}
-	if err := c.Set("krabka.engine", "client"); err != nil || c.Validate() != nil {
-		t.Fatalf("set client: %v", err)
+	if err := c.Set("krabka.engine", "shared"); err != nil || c.Validate() != nil {
+		t.Fatalf("set shared: %v", err)
 	}
 }
 

@@ -203,7 +203,7 @@ func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
 }
 
 // shared reports whether the transport runs roles on the engine.
-func (t *Transport) shared() bool { return t.cfg.Engine == "shared" }
+func (t *Transport) shared() bool { return t.cfg.Engine != "client" }
 
 // dataClient is the data-plane client of txnID.
 func (e *engine) dataClient(txnID string) *kgo.Client {
