@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/krabka/krabka-coord/bench/internal/childproc"
+	"github.com/krabka/krabka-coord/core/coord"
 	"github.com/krabka/krabka-coord/internal/perfdoc"
 )
 
@@ -246,6 +247,7 @@ func main() {
 		"label": label, "roles": strconv.Itoa(c.roles), "partitions": strconv.Itoa(c.parts),
 		"krabka.lease.ms": strconv.FormatInt(c.lease.Milliseconds(), 10), "krabka.renew.interval.ms": strconv.FormatInt(c.renew.Milliseconds(), 10),
 		"krabka.renew.background": "true", "window": duration.String(), "concurrency": strconv.Itoa(c.conc),
+		"krabka.engine": coord.DefaultConfig().Engine + " (the default of this build, or KRABKA_ENGINE; builds before issue 35 item 1 had only the per-role client)",
 		"topic":     c.topic + " (created by the holder's client with the library's settings for new topics)",
 		"processes": "holder (child), standby (child), fresh folder (child, started after the holder's SIGKILL)",
 	}
