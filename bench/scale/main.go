@@ -248,8 +248,8 @@ func main() {
 		"krabka.lease.ms": strconv.FormatInt(c.lease.Milliseconds(), 10), "krabka.renew.interval.ms": strconv.FormatInt(c.renew.Milliseconds(), 10),
 		"krabka.renew.background": "true", "window": duration.String(), "concurrency": strconv.Itoa(c.conc),
 		"krabka.engine": coord.DefaultConfig().Engine + " (the default of this build, or KRABKA_ENGINE; builds before issue 35 item 1 had only the per-role client)",
-		"topic":     c.topic + " (created by the holder's client with the library's settings for new topics)",
-		"processes": "holder (child), standby (child), fresh folder (child, started after the holder's SIGKILL)",
+		"topic":         c.topic + " (created by the holder's client with the library's settings for new topics)",
+		"processes":     "holder (child), standby (child), fresh folder (child, started after the holder's SIGKILL)",
 	}
 	f.Note = fmt.Sprintf("issue 35: %d roles; holder %d goroutines, %v sockets; standby %d goroutines (with %d of the bench), %v sockets",
 		c.roles, hEnd.Goroutines, hEnd.Sockets, sEnd.Goroutines, c.roles, sEnd.Sockets)
