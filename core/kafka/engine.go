@@ -109,7 +109,7 @@ func engineVersions() *kgo.Opt {
 func newEngine(t *Transport) (*engine, error) {
 	mv := engineVersions()
 	opts := func(name string) []kgo.Opt {
-		return append(t.clientOpts(name, ""), *mv, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ConnIdleTimeout(engineIdleTimeout))
+		return append(t.tracedOpts(traceHook{client: name, engine: true}), *mv, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ConnIdleTimeout(engineIdleTimeout))
 	}
 	e := &engine{t: t, topics: map[string][]int32{}}
 	var err error
@@ -204,6 +204,15 @@ func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
 
 // shared reports whether the transport runs roles on the engine.
 func (t *Transport) shared() bool { return t.cfg.Engine != "client" }
+
+// plane names the plane of cl ("engine-control" or "engine-data", as
+// RequestTrace does).
+func (e *engine) plane(cl *kgo.Client) string {
+	if cl == e.ctl {
+		return "engine-control"
+	}
+	return "engine-data"
+}
 
 // dataClient is the data-plane client of txnID.
 func (e *engine) dataClient(txnID string) *kgo.Client {
@@ -844,7 +853,9 @@ func (p *engProducer) produceTo(ctx context.Context, cl *kgo.Client, leader int3
 		rp.Records = b.raw
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
+	start := time.Now()
 	kresp, err := cl.Broker(int(leader)).Request(ctx, req)
+	p.e.t.engineTrace(p.e.plane(cl), p.txnID, leader, start, err)
 	if err != nil {
 		if ctx.Err() != nil || !retriableConn(err) {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -433,7 +434,20 @@ func TestEnginePrepareIsNearlyFree(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("Prepare on the engine built %d per-role producers", n)
 	}
+	from = len(reqs())
 	warm := mintAndWrite(txnID)
+	// Each Produce is traced once, by the engine, naming the role (the
+	// chaos campaign's mid-transaction faults pick a role's renewal by it):
+	// the lease on the control plane, the guarded write on the data plane.
+	var produced []string
+	for _, r := range reqs()[from:] {
+		if r.Key == "Produce" {
+			produced = append(produced, r.Client+"/"+r.TxnID)
+		}
+	}
+	if want := []string{"engine-control/" + txnID, "engine-data/" + txnID}; !slices.Equal(produced, want) {
+		t.Errorf("the Produce requests of the two transactions were traced as %q, want %q", produced, want)
+	}
 	for _, k := range []string{"FindCoordinator", "ApiVersions", "DescribeConfigs", "DescribeTransactions"} {
 		if warm[k] != 0 {
 			t.Errorf("the Mint after Prepare sent %d %s (requests %v)", warm[k], k, warm)

@@ -39,8 +39,10 @@
 //	EVENT <unix_ms> <member> MIDTXN role=<role> token=<t> broker=<node>
 //
 // and holds the answer back from the producer (the library's request
-// trace, core/kafka WithRequestTrace, runs on the connection's goroutine
-// before the answer is handed on), so no EndTxn is sent until the campaign
+// trace, core/kafka WithRequestTrace, runs before the answer is handed on:
+// on the connection's goroutine of the role's own producer with
+// krabka.engine=client, on the role's transaction goroutine with the shared
+// engine), so no EndTxn is sent until the campaign
 // writes "GO" (after it killed, stopped or cut off the process). "DISARM"
 // withdraws an arm that did not fire. While a role renews, its writers wait
 // (the renewal is the only transaction of the role's producer in flight),
@@ -137,7 +139,10 @@ func (h *host) errorEvent(kind, role, op string, err error, kv ...any) {
 // renewal's answered Produce it reports MIDTXN and holds the answer until
 // GO.
 func (h *host) trace(tr kafka.RequestTrace) {
-	if tr.Client != "producer" || tr.Key != "Produce" || tr.Err != nil || !h.armed.Load() {
+	// The role's Produce: its own producer's (krabka.engine=client), or
+	// the shared engine's, which names the role's transactional id too.
+	if (tr.Client != "producer" && tr.Client != "engine-control" && tr.Client != "engine-data") ||
+		tr.Key != "Produce" || tr.Err != nil || !h.armed.Load() {
 		return
 	}
 	h.mu.Lock()

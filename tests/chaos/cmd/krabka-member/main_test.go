@@ -132,3 +132,34 @@ func TestTraceLetsEverythingElsePass(t *testing.T) {
 	}
 	pw.Close()
 }
+
+// With the shared engine (the default) a renewal's Produce is traced by the
+// engine's control plane with the role's transactional id: armed, it is
+// held until GO like the per-role producer's; the engine's Produce of
+// another role passes.
+func TestTraceHoldsTheEnginesRenewal(t *testing.T) {
+	h, out := testHost()
+	h.setRenewing("r1", true)
+	h.armed.Store(true)
+	if _, ok := traceReturns(h, kafka.RequestTrace{Client: "engine-control", TxnID: "r2", Key: "Produce", Broker: 2}, time.Second); !ok {
+		t.Fatal("the engine's Produce of a role not renewing was held")
+	}
+	done, ok := traceReturns(h, kafka.RequestTrace{Client: "engine-control", TxnID: "r1", Key: "Produce", Broker: 2}, 200*time.Millisecond)
+	if ok {
+		t.Fatal("the engine's armed renewal was not held")
+	}
+	if got := out.String(); !strings.Contains(got, " go-1 MIDTXN role=r1 ") {
+		t.Fatalf("events: %q", got)
+	}
+	pr, pw := io.Pipe()
+	go h.control(pr)
+	if _, err := io.WriteString(pw, "GO\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("GO did not release the engine's answer")
+	}
+	pw.Close()
+}
