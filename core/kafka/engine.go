@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -47,9 +48,10 @@ import (
 // renewal; a coordinator runs a transaction whose EndTxn is below version 5
 // as a version-1 transaction (see the package documentation).
 //
-// Planes: the control plane (one client) carries every InitProducerId,
-// every recovery and every transaction that writes only the coordination
-// topic (leases); the data plane (engineDataClients clients, a role picked
+// Planes: the control plane (engineControlClients clients, a role picked by
+// its transactional id) carries every InitProducerId, every recovery and
+// every transaction that writes only the coordination topic (leases); the
+// data plane (engineDataClients clients, a role picked
 // by its transactional id) carries the transactions that write other topics
 // (guarded writes, pipelines). A broker answers the requests of one
 // connection in order, so a slow command partition never delays a renewal.
@@ -62,6 +64,18 @@ import (
 // with one produce connection and one request connection per broker it
 // talks to).
 const engineDataClients = 2
+
+// engineControlClients is the number of control-plane clients of an engine:
+// a role's coordinator requests go through one of them (picked by its
+// transactional id), so that requests of different roles are in flight on
+// several connections at once. A broker answers the requests of one
+// connection one after the other, so a single connection caps a process's
+// renewals, mints and resignations at one coordinator append at a time.
+// Seen with one control client per process: 1,024 shards over 4 members on
+// one broker had renewals time out past their lease while 256 shards moved
+// (the group bench of 2026-12-07 15:37; the serialised connection is a
+// cause this removes, not shown to be the only one).
+const engineControlClients = 4
 
 // maxEngineProduceVersion is the highest Produce version the engine sends
 // (version 12 is the transaction version 2 form, see above).
@@ -80,8 +94,8 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 // engine is the shared transactional engine of one Transport.
 type engine struct {
 	t    *Transport
-	ctl  *kgo.Client
-	data []*kgo.Client
+	ctls []*kgo.Client // control plane (ctlClient)
+	data []*kgo.Client // data plane (dataClient)
 
 	warmOnce sync.Once // enginePrepare's connections, opened once
 
@@ -112,24 +126,24 @@ func newEngine(t *Transport) (*engine, error) {
 		return append(t.tracedOpts(traceHook{client: name, engine: true}), *mv, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ConnIdleTimeout(engineIdleTimeout))
 	}
 	e := &engine{t: t, topics: map[string][]int32{}}
-	var err error
-	if e.ctl, err = kgo.NewClient(opts("engine-control")...); err != nil {
-		return nil, err
-	}
-	for i := 0; i < engineDataClients; i++ {
-		cl, err := kgo.NewClient(opts("engine-data")...)
+	for i := 0; i < engineControlClients+engineDataClients; i++ {
+		name, plane := "engine-control", &e.ctls
+		if i >= engineControlClients {
+			name, plane = "engine-data", &e.data
+		}
+		cl, err := kgo.NewClient(opts(name)...)
 		if err != nil {
 			e.close()
 			return nil, err
 		}
-		e.data = append(e.data, cl)
+		*plane = append(*plane, cl)
 	}
 	return e, nil
 }
 
 func (e *engine) close() {
-	if e.ctl != nil {
-		e.ctl.Close()
+	for _, cl := range e.ctls {
+		cl.Close()
 	}
 	for _, cl := range e.data {
 		cl.Close()
@@ -179,7 +193,7 @@ func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
 		var wg sync.WaitGroup
 		e.warmOnce.Do(func() {
 			t.brokerTxnMax(ctx)
-			for _, cl := range append([]*kgo.Client{e.ctl}, e.data...) {
+			for _, cl := range append(slices.Clone(e.ctls), e.data...) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -187,7 +201,7 @@ func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
 				}()
 			}
 		})
-		for _, cl := range []*kgo.Client{e.ctl, e.dataClient(txnID)} {
+		for _, cl := range []*kgo.Client{e.ctlClient(txnID), e.dataClient(txnID)} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -208,17 +222,23 @@ func (t *Transport) shared() bool { return t.cfg.Engine != "client" }
 // plane names the plane of cl ("engine-control" or "engine-data", as
 // RequestTrace does).
 func (e *engine) plane(cl *kgo.Client) string {
-	if cl == e.ctl {
+	if slices.Contains(e.ctls, cl) {
 		return "engine-control"
 	}
 	return "engine-data"
 }
 
+// ctlClient is the control-plane client of txnID.
+func (e *engine) ctlClient(txnID string) *kgo.Client { return pick(e.ctls, txnID) }
+
 // dataClient is the data-plane client of txnID.
-func (e *engine) dataClient(txnID string) *kgo.Client {
+func (e *engine) dataClient(txnID string) *kgo.Client { return pick(e.data, txnID) }
+
+// pick is the client of clients that txnID hashes to.
+func pick(clients []*kgo.Client, txnID string) *kgo.Client {
 	h := fnv.New32a()
 	h.Write([]byte(txnID))
-	return e.data[int(h.Sum32()%uint32(len(e.data)))]
+	return clients[int(h.Sum32()%uint32(len(clients)))]
 }
 
 // leaders returns the partition leaders of topic, from the engine's cache
@@ -247,7 +267,7 @@ func (e *engine) leaders(ctx context.Context, topic string, refresh bool) ([]int
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, e.ctl)
+		resp, err := req.RequestWith(ctx, e.ctls[0])
 		if err == nil && len(resp.Topics) != 1 {
 			err = kerr.UnknownTopicOrPartition
 		}
@@ -338,7 +358,7 @@ func (e *engine) initProducerID(ctx context.Context, txnID string, timeout time.
 		req.TransactionalID = kmsg.StringPtr(txnID)
 		req.TransactionTimeoutMillis = int32(timeout.Milliseconds())
 		req.ProducerID, req.ProducerEpoch = cur.id, cur.epoch
-		resp, err := req.RequestWith(ctx, e.ctl)
+		resp, err := req.RequestWith(ctx, e.ctlClient(txnID))
 		if err != nil {
 			return err
 		}
@@ -408,7 +428,7 @@ func (p *engProducer) TransactOffsets(ctx context.Context, group string, offsets
 // left open with a raw EndTxn abort under the producer's token. The
 // engine's connections stay.
 func (p *engProducer) Close() error {
-	p.closeWith(p, func() error { return p.rawEnd(p.e.ctl, false) }, nil)
+	p.closeWith(p, func() error { return p.rawEnd(p.e.ctlClient(p.txnID), false) }, nil)
 	return nil
 }
 
@@ -452,7 +472,7 @@ func (p *engProducer) recoverAfterFailure() {
 	defer cancel()
 	ended := false
 	tok, ok := p.stillOurs(ctx, func() error {
-		err := retryTxnStep(ctx, func() error { return p.rawEnd(p.e.ctl, false) })
+		err := retryTxnStep(ctx, func() error { return p.rawEnd(p.e.ctlClient(p.txnID), false) })
 		ended = err == nil || errors.Is(err, kerr.InvalidTxnState) // aborted, or nothing ongoing
 		return err
 	})
@@ -518,7 +538,7 @@ func (p *engProducer) transact(ctx, caller context.Context, msgs []coord.Message
 	t := p.e.t
 	tok := p.Token()
 	ids := tokenIDs{tok.ProducerID, tok.ProducerEpoch}
-	cl := p.e.ctl
+	cl := p.e.ctlClient(p.txnID)
 	for _, m := range msgs {
 		if m.Topic != t.cfg.Topic {
 			cl = p.e.dataClient(p.txnID)

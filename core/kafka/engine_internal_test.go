@@ -325,14 +325,14 @@ func TestEngineAbandonedStepsAreRecovered(t *testing.T) {
 				}
 				sctx, scancel := context.WithTimeout(ctx, d)
 				p.open = true
-				err = p.addPartitions(sctx, p.e.ctl, ids, bs)
+				err = p.addPartitions(sctx, p.e.ctlClient(txnID), ids, bs)
 				if err == nil {
-					if err = p.produce(sctx, p.e.ctl, bs); err != nil {
+					if err = p.produce(sctx, p.e.ctlClient(txnID), bs); err != nil {
 						p.seqDoubt = true // what transact records: the batch's outcome is unknown
 					}
 				}
 				if err == nil {
-					err = endTxn(sctx, p.e.ctl, txnID, ids, true)
+					err = endTxn(sctx, p.e.ctlClient(txnID), txnID, ids, true)
 				}
 				scancel()
 				if err == nil {
