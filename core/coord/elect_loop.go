@@ -293,15 +293,7 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 	if ride {
 		l.rideOutage()
 	}
-	if !e.c.cfg.BackgroundRenew {
-		// The leadership's goroutines hold the client's wait group while it
-		// is active (it was just won), so this Add cannot race with Close.
-		e.c.wg.Add(1)
-		go func() {
-			defer e.c.wg.Done()
-			l.renewLoop()
-		}()
-	}
+	l.startRenewer() // already on with krabka.renew.background
 	evCtx, evCancel := context.WithCancel(context.Background())
 	defer evCancel()
 	evs := l.Events(evCtx)
