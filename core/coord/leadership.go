@@ -140,6 +140,7 @@ func (l *Leadership) finish(s LeadershipState, err error, background bool) {
 	l.state, l.err = s, err
 	close(l.done)
 	held := l.stopTimersLocked()
+	l.checkRiskLocked() // the end for the subscribers of Events
 	l.mu.Unlock()
 	l.c.stats.role(l.role).end(s)
 	l.c.logEnd(l, s, err)
@@ -365,7 +366,7 @@ func (l *Leadership) renew(ctx context.Context, newMeta []byte, setMeta bool) er
 	l.ride.failed(nil)
 	if lease.Deadline > l.lease.Deadline || lease.Token != l.lease.Token {
 		l.lease = lease
-		l.risk.nudge()
+		l.leaseMoved()
 	}
 	if setMeta {
 		l.meta = meta

@@ -1,6 +1,7 @@
 package coord_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -24,12 +25,13 @@ func goroutinesAtMost(n int) int {
 }
 
 // Issue 35, item 3: no goroutine per held role. One client holds 200
-// roles (with background renewal): the process runs at most 20 more
-// goroutines than with one role held (the old design ran 3 or 4 per role:
-// deadline watcher, committer, view watcher, renewer). The leaderships
-// still end as before: Fenced when the view shows a newer token of their
-// role (a second client took ten of them over), Expired at their deadline
-// when their renewals fail.
+// roles and another 200 more with background renewal and their at-risk
+// watches started: the process runs at most 20 more goroutines than with
+// one role held per client (the old design ran 3 to 5 per role: deadline
+// watcher, committer, view watcher, renewer, at-risk watcher). The
+// leaderships still end as before: Fenced when the view shows a newer
+// token of their role (a second client took ten of them over), Expired at
+// their deadline when their renewals fail, after LeadershipAtRisk.
 func TestManyRolesNoGoroutinePerRole(t *testing.T) {
 	const roles, spare = 200, 20
 	e := oneBus(t) // one partition: one follower per client for every role
@@ -47,17 +49,23 @@ func TestManyRolesNoGoroutinePerRole(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	base := runtime.NumGoroutine()
 
-	// c1 holds 200 roles; c3 holds 200 more with background renewal.
+	// c1 holds 200 roles; c3 holds 200 more with background renewal and
+	// their at-risk watches started (a subscription to Events, cancelled:
+	// the watch stays).
 	ls := make([]*coord.Leadership, roles)
-	var err error
+	subs, unsubscribe := context.WithCancel(bg())
 	for i := range ls {
+		var err error
 		if ls[i], err = c1.Acquire(bg(), name(i), ma); err != nil {
 			t.Fatal(err)
 		}
-		if _, err = c3.Acquire(bg(), core.MustRole(fmt.Sprintf("bg-%03d", i)), ma); err != nil {
+		l3, err := c3.Acquire(bg(), core.MustRole(fmt.Sprintf("bg-%03d", i)), ma)
+		if err != nil {
 			t.Fatal(err)
 		}
+		l3.Events(subs)
 	}
+	unsubscribe()
 	if got := goroutinesAtMost(base + spare); got > base+spare {
 		t.Fatalf("%d goroutines with %d roles held, %d with two: %d more (at most %d expected)", got, 2*roles+2, base, got-base, spare)
 	}
@@ -114,6 +122,7 @@ func TestManyRolesNoGoroutinePerRole(t *testing.T) {
 			t.Fatalf("%s: late renewal: %v", name(i), err)
 		}
 	}
+	evs := ls[10].Events(bg())
 	tr1.SetFault(memtransport.Refuse)
 	deadline := ls[10].Lease().Deadline
 	for i := 10; i < roles; i++ {
@@ -141,6 +150,17 @@ func TestManyRolesNoGoroutinePerRole(t *testing.T) {
 		}
 		if ls[i].State() != coord.Expired || !errors.Is(ls[i].Err(), coord.ErrLeaseExpired) {
 			t.Fatalf("%s: %s %v (want Expired)", name(i), ls[i].State(), ls[i].Err())
+		}
+	}
+	// The at-risk watch of ls[10] (a timer too) warned before the end.
+	for _, want := range []coord.LeadershipEventKind{coord.LeadershipAtRisk, coord.LeadershipEnded} {
+		select {
+		case ev := <-evs:
+			if ev.Kind != want || (want == coord.LeadershipEnded && ev.State != coord.Expired) {
+				t.Fatalf("event %+v, want %s", ev, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s event", want)
 		}
 	}
 }
