@@ -366,7 +366,7 @@ func (l *Leadership) renew(ctx context.Context, newMeta []byte, setMeta bool) er
 	l.ride.failed(nil)
 	if lease.Deadline > l.lease.Deadline || lease.Token != l.lease.Token {
 		l.lease = lease
-		l.leaseMoved()
+		l.leaseMovedLocked()
 	}
 	if setMeta {
 		l.meta = meta

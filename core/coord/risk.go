@@ -65,9 +65,9 @@ type riskState struct {
 	moved   chan struct{} // closed when a renewal moves the lease (leaseMoved, elect_lease.go)
 }
 
-// leaseMoved tells the watch that a renewal moved the lease (called with
+// leaseMovedLocked tells the watch that a renewal moved the lease (called with
 // l.mu held; never blocks).
-func (l *Leadership) leaseMoved() {
+func (l *Leadership) leaseMovedLocked() {
 	r := &l.risk
 	r.mu.Lock()
 	if r.moved != nil {

@@ -401,18 +401,15 @@ func (v *partView) lag() int64 {
 }
 
 // waitChange waits until changed is closed, d passes on the client's
-// clock, or ctx ends (then its error).
+// clock (a call scheduled on it: no goroutine sleeps), or ctx ends (then
+// its error).
 func (c *Client) waitChange(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
 	if d <= 0 {
 		d = time.Millisecond
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	slept := make(chan struct{})
-	go func() {
-		_ = c.clock.Sleep(wctx, d)
-		close(slept)
-	}()
+	t := core.AfterFunc(c.clock, d, func() { close(slept) })
+	defer t.Stop()
 	select {
 	case <-changed:
 		return nil
