@@ -456,19 +456,18 @@ func stopReason(l *Leadership) (StopReason, error) {
 }
 
 // after returns a channel closed at the instant at (the client's clock),
-// unless ctx ends or stop is called first.
+// unless ctx ends or stop is called first. A call scheduled on the clock
+// (core.AfterFunc): no goroutine waits for the instant.
 func (e *Elector) after(parent context.Context, at time.Time) (<-chan struct{}, context.CancelFunc) {
 	ctx, stop := context.WithCancel(parent)
 	ch := make(chan struct{})
-	go func() {
-		d := time.Duration(at.UnixMilli()-e.c.clock.NowMs()) * time.Millisecond
-		if d <= 0 || e.c.clock.Sleep(ctx, d) == nil {
-			if ctx.Err() == nil {
-				close(ch)
-			}
+	d := time.Duration(at.UnixMilli()-e.c.clock.NowMs()) * time.Millisecond
+	t := core.AfterFunc(e.c.clock, d, func() {
+		if ctx.Err() == nil {
+			close(ch)
 		}
-	}()
-	return ch, stop
+	})
+	return ch, func() { t.Stop(); stop() }
 }
 
 // waitReleased waits until term n's TermStopped was taken.
