@@ -241,10 +241,7 @@ func (l *Leadership) checkRiskLocked() {
 	if !r.started || r.ended {
 		return
 	}
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
+	stopTimer(&r.timer)
 	lease := l.lease
 	now := l.c.clock.NowMs()
 	if l.state != Active {

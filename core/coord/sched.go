@@ -78,19 +78,21 @@ func (l *Leadership) goLocked(f func()) bool {
 	return true
 }
 
+// stopTimer stops the call *t (if any) and forgets it.
+func stopTimer(t *core.Timer) {
+	if *t != nil {
+		(*t).Stop()
+		*t = nil
+	}
+}
+
 // stopTimersLocked stops the scheduled calls of a leadership that ended
 // and reports whether it held a count of the wait group (finish releases
 // it last). The caller holds l.mu.
 func (l *Leadership) stopTimersLocked() bool {
 	s := &l.sched
-	if s.deadline != nil {
-		s.deadline.Stop()
-		s.deadline = nil
-	}
-	if s.renew != nil {
-		s.renew.Stop()
-		s.renew = nil
-	}
+	stopTimer(&s.deadline)
+	stopTimer(&s.renew)
 	held := s.held
 	s.held = false
 	return held
@@ -102,17 +104,14 @@ func (l *Leadership) stopTimersLocked() bool {
 // renewal or the ride's end nudges it again). The caller holds l.mu.
 func (l *Leadership) armDeadlineLocked() {
 	s := &l.sched
-	if s.deadline != nil {
-		s.deadline.Stop()
-		s.deadline = nil
-	}
+	stopTimer(&s.deadline)
 	if l.state != Active {
 		return
 	}
 	deadline := l.lease.Deadline
 	now := l.c.clock.NowMs()
 	if now < deadline {
-		s.deadline = core.AfterFunc(l.c.clock, time.Duration(deadline-now)*time.Millisecond, l.deadlineDue)
+		s.deadline = core.AfterFunc(l.c.clock, time.Duration(deadline-now)*time.Millisecond, l.nudge)
 		return
 	}
 	if l.renewFailing && !l.ride.riding() {
@@ -122,15 +121,8 @@ func (l *Leadership) armDeadlineLocked() {
 	}
 }
 
-// deadlineDue is the deadline check's call. Never blocks.
-func (l *Leadership) deadlineDue() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.armDeadlineLocked()
-}
-
-// nudge checks the deadline again (a renewal failed, the ride changed).
-// Never blocks.
+// nudge checks the deadline again: the deadline check's call, and after a
+// failed renewal or a change of the ride. Never blocks.
 func (l *Leadership) nudge() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -168,10 +160,7 @@ func (l *Leadership) drawJitterLocked() {
 // instant). The caller holds l.mu.
 func (l *Leadership) armRenewLocked(d time.Duration) {
 	s := &l.sched
-	if s.renew != nil {
-		s.renew.Stop()
-		s.renew = nil
-	}
+	stopTimer(&s.renew)
 	if l.state != Active {
 		return
 	}
