@@ -13,10 +13,9 @@ import (
 // Concurrent Produce calls on one leadership queue here; one committer
 // goroutine, started by the call that finds none running and gone once the
 // queue is empty (no goroutine per idle role: sched.go), takes the
-// operation slot (the same one Renew and
-// Resign take), gathers the queued calls into one transaction of the role's
-// producer and hands each caller its own slice of the results, or the
-// transaction's error. While a transaction commits, new calls queue for the
+// operation slot (the same one Renew and Resign take), gathers the queued
+// calls into one transaction of the role's producer and hands each caller
+// its own slice of the results, or the transaction's error. While a transaction commits, new calls queue for the
 // next one. Bounds: krabka.produce.group.max.messages and
 // krabka.produce.group.max.bytes (a call never splits: one bigger than a
 // bound goes alone), and krabka.produce.group.linger.ms (see takeBatch).
