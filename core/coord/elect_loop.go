@@ -294,9 +294,8 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 		l.rideOutage()
 	}
 	l.startRenewer() // already on with krabka.renew.background
-	evCtx, evCancel := context.WithCancel(context.Background())
-	defer evCancel()
-	evs := l.Events(evCtx)
+	evs := l.subscribe() // no goroutine per term: the loop below drains it
+	defer l.unsubscribe(evs)
 	tok := l.Token()
 	ev := func(k TermEventKind, deadline time.Time) TermEvent {
 		return TermEvent{Kind: k, Term: n, Token: tok, Holder: e.member, Deadline: deadline,
@@ -338,11 +337,12 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 wait:
 	for {
 		select {
-		case lev, ok := <-evs:
+		case <-evs.wake:
+			lev, ok := evs.pop()
 			if !ok {
-				reason, err = stopReason(l)
-				break wait
+				continue
 			}
+			signal(evs.wake) // the next one (if any) in the next pass
 			switch lev.Kind {
 			case LeadershipAtRisk:
 				e.push(ev(TermAtRisk, lev.Deadline))

@@ -148,10 +148,20 @@ func (l *Leadership) Events(ctx context.Context) <-chan LeadershipEvent {
 		ctx = context.Background()
 	}
 	ch := make(chan LeadershipEvent)
+	s := l.subscribe()
+	go s.pump(ctx, ch, func() { l.unsubscribe(s) })
+	return ch
+}
+
+// subscribe is Events without the goroutine: the subscription's events
+// queue in s (pop), and s.wake is nudged when one arrives. unsubscribe
+// ends it. Never blocks.
+func (l *Leadership) subscribe() *leadershipSub {
 	s := &leadershipSub{wake: make(chan struct{}, 1)}
 	l.startRiskWatch()
 	r := &l.risk
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch {
 	case r.ended:
 		s.q = append(s.q, r.endEv)
@@ -164,13 +174,18 @@ func (l *Leadership) Events(ctx context.Context) <-chan LeadershipEvent {
 			s.q = append(s.q, r.riskEv)
 		}
 	}
+	if len(s.q) > 0 {
+		s.wake <- struct{}{}
+	}
+	return s
+}
+
+// unsubscribe ends a subscription of subscribe. Never blocks.
+func (l *Leadership) unsubscribe(s *leadershipSub) {
+	r := &l.risk
+	r.mu.Lock()
+	delete(r.subs, s)
 	r.mu.Unlock()
-	go s.pump(ctx, ch, func() {
-		r.mu.Lock()
-		delete(r.subs, s)
-		r.mu.Unlock()
-	})
-	return ch
 }
 
 func (s *leadershipSub) pump(ctx context.Context, ch chan<- LeadershipEvent, unsubscribe func()) {
