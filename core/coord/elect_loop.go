@@ -293,7 +293,7 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 	if ride {
 		l.rideOutage()
 	}
-	l.startRenewer() // already on with krabka.renew.background
+	l.startRenewer()     // already on with krabka.renew.background
 	evs := l.subscribe() // no goroutine per term: the loop below drains it
 	defer l.unsubscribe(evs)
 	tok := l.Token()
