@@ -9,9 +9,10 @@ import (
 )
 
 // The scheduler of a client's leaderships (issue 35, item 3): no goroutine
-// per held role. A leadership keeps its deadline and its background
-// renewal as calls scheduled on the client's clock (core.AfterFunc: on a
-// core.TimerClock, a record of the clock, not a goroutine), learns from its
+// per held role. A leadership keeps its deadline, its background renewal
+// and its at-risk watch (risk.go) as calls scheduled on the client's clock
+// (core.AfterFunc: on a core.TimerClock, a record of the clock, not a
+// goroutine), learns from its
 // partition's view when a newer token of its role was written (the view's
 // follower calls it back, partView.watch), and commits guarded writes in a
 // committer started when a Produce call arrives and gone when the queue

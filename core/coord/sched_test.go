@@ -164,3 +164,41 @@ func TestManyRolesNoGoroutinePerRole(t *testing.T) {
 		}
 	}
 }
+
+// Background renewals are jittered: roles acquired at the same instant are
+// due at instants spread over the last tenth of the renew interval, never
+// after it, and every one of them renews by its renew instant.
+func TestBackgroundRenewalsJittered(t *testing.T) {
+	const roles = 50
+	e := oneBus(t)
+	c, _ := e.client("krabka.renew.background", "true")
+	ls := make([]*coord.Leadership, roles)
+	due := map[int64]bool{}
+	for i := range ls {
+		var err error
+		if ls[i], err = c.Acquire(bg(), core.MustRole(fmt.Sprintf("jit-%02d", i)), ma); err != nil {
+			t.Fatal(err)
+		}
+		at, on := coord.RenewInstant(ls[i])
+		renewAt := ls[i].Lease().GrantedAt + 10000 // krabka.renew.interval.ms
+		if !on || at > renewAt || at < renewAt-1000 {
+			t.Fatalf("%d: renewal due at %d (on %v), want within [%d, %d]", i, at, on, renewAt-1000, renewAt)
+		}
+		due[at] = true
+	}
+	if len(due) < 2 {
+		t.Fatalf("%d roles acquired together are all due at one instant %v", roles, due)
+	}
+	// Each renews by its instant: the clock moves to the latest one.
+	e.clock.Advance(10 * time.Second)
+	for i, l := range ls {
+		for deadline := time.Now().Add(30 * time.Second); l.Lease().GrantedAt < t0+9000; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d: not renewed by its renew instant: lease %+v", i, l.Lease())
+			}
+		}
+		if at, _ := coord.RenewInstant(l); at < l.Lease().GrantedAt+9000 {
+			t.Fatalf("%d: next renewal due at %d, before the jitter window of the lease granted at %d", i, at, l.Lease().GrantedAt)
+		}
+	}
+}
