@@ -429,7 +429,7 @@ var configTable = []configEntry{
 			return nil
 		},
 		func(c *Config) string { return strconv.FormatInt(int64(c.TopicReplication), 10) }},
-	{ConfigKey{"krabka.renew.background", "bool", "false", "true: each leadership renews itself in the background when due."},
+	{ConfigKey{"krabka.renew.background", "bool", "false", "true: each leadership renews itself in the background when due (jittered: up to a tenth of krabka.renew.interval.ms early, so that roles acquired together do not renew together)."},
 		func(c *Config, v string) error { return parseBool("krabka.renew.background", v, &c.BackgroundRenew) },
 		func(c *Config) string { return strconv.FormatBool(c.BackgroundRenew) }},
 	{ConfigKey{"krabka.elector.ride.outage", "bool", "false", "true: an elector rides out an outage of the whole cluster: when renewals fail because no broker answers, the term is SUSPENDED at the stop margin instead of stopped and resumes under the same token once a renewal succeeds (or ends FENCED if a standby minted meanwhile); as a standby back from an outage, it leaves the holder one krabka.lease.ms to renew before it challenges. See docs/ELECTOR.md before turning it on."},

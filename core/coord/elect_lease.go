@@ -73,7 +73,7 @@ func (e *Elector) followLeases(n uint64, l *Leadership, first time.Time) (stop f
 }
 
 // leaseMoved returns a channel that is closed when a renewal next moves the
-// lease (riskState.nudge).
+// lease (Leadership.leaseMovedLocked).
 func (r *riskState) leaseMoved() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -293,18 +293,9 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 	if ride {
 		l.rideOutage()
 	}
-	if !e.c.cfg.BackgroundRenew {
-		// The leadership's goroutines hold the client's wait group while it
-		// is active (it was just won), so this Add cannot race with Close.
-		e.c.wg.Add(1)
-		go func() {
-			defer e.c.wg.Done()
-			l.renewLoop()
-		}()
-	}
-	evCtx, evCancel := context.WithCancel(context.Background())
-	defer evCancel()
-	evs := l.Events(evCtx)
+	l.startRenewer()     // already on with krabka.renew.background
+	evs := l.subscribe() // no goroutine per term: the loop below drains it
+	defer l.unsubscribe(evs)
 	tok := l.Token()
 	ev := func(k TermEventKind, deadline time.Time) TermEvent {
 		return TermEvent{Kind: k, Term: n, Token: tok, Holder: e.member, Deadline: deadline,
@@ -346,11 +337,12 @@ func (e *Elector) runTerm(ctx context.Context, l *Leadership) (uint64, StopReaso
 wait:
 	for {
 		select {
-		case lev, ok := <-evs:
+		case <-evs.wake:
+			lev, ok := evs.pop()
 			if !ok {
-				reason, err = stopReason(l)
-				break wait
+				continue
 			}
+			signal(evs.wake) // the next one (if any) in the next pass
 			switch lev.Kind {
 			case LeadershipAtRisk:
 				e.push(ev(TermAtRisk, lev.Deadline))
@@ -464,19 +456,18 @@ func stopReason(l *Leadership) (StopReason, error) {
 }
 
 // after returns a channel closed at the instant at (the client's clock),
-// unless ctx ends or stop is called first.
+// unless ctx ends or stop is called first. A call scheduled on the clock
+// (core.AfterFunc): no goroutine waits for the instant.
 func (e *Elector) after(parent context.Context, at time.Time) (<-chan struct{}, context.CancelFunc) {
 	ctx, stop := context.WithCancel(parent)
 	ch := make(chan struct{})
-	go func() {
-		d := time.Duration(at.UnixMilli()-e.c.clock.NowMs()) * time.Millisecond
-		if d <= 0 || e.c.clock.Sleep(ctx, d) == nil {
-			if ctx.Err() == nil {
-				close(ch)
-			}
+	d := time.Duration(at.UnixMilli()-e.c.clock.NowMs()) * time.Millisecond
+	t := core.AfterFunc(e.c.clock, d, func() {
+		if ctx.Err() == nil {
+			close(ch)
 		}
-	}()
-	return ch, stop
+	})
+	return ch, func() { t.Stop(); stop() }
 }
 
 // waitReleased waits until term n's TermStopped was taken.

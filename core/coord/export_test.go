@@ -3,3 +3,11 @@ package coord
 // Sentinels returns the Go error values of the cluster side in the order
 // ClientErrorKind tests them (for errtable_test.go).
 func Sentinels() []*Error { return sentinels }
+
+// RenewInstant returns when l's next background renewal is due (its
+// jittered renew instant; sched.go) and whether background renewal is on.
+func RenewInstant(l *Leadership) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewAtLocked(), l.sched.renewOn
+}

@@ -24,7 +24,8 @@ func ViewWaiter(c *Client, role core.Role) (<-chan struct{}, bool) {
 }
 
 // ViewWakes returns how many waiter channels of role the client's view of
-// role's partition closed so far (-1: no view).
+// role's partition closed, plus how many fetch answers it called the
+// role's leaderships back for, so far (-1: no view).
 func ViewWakes(c *Client, role core.Role) int64 {
 	w, err := c.wire(role)
 	if err != nil {

@@ -11,10 +11,11 @@ import (
 // Group commit of guarded writes.
 //
 // Concurrent Produce calls on one leadership queue here; one committer
-// goroutine per leadership takes the operation slot (the same one Renew and
-// Resign take), gathers the queued calls into one transaction of the role's
-// producer and hands each caller its own slice of the results, or the
-// transaction's error. While a transaction commits, new calls queue for the
+// goroutine, started by the call that finds none running and gone once the
+// queue is empty (no goroutine per idle role: sched.go), takes the
+// operation slot (the same one Renew and Resign take), gathers the queued
+// calls into one transaction of the role's producer and hands each caller
+// its own slice of the results, or the transaction's error. While a transaction commits, new calls queue for the
 // next one. Bounds: krabka.produce.group.max.messages and
 // krabka.produce.group.max.bytes (a call never splits: one bigger than a
 // bound goes alone), and krabka.produce.group.linger.ms (see takeBatch).
@@ -41,7 +42,8 @@ type group struct {
 	mu      sync.Mutex
 	queue   []*produceCall
 	last    int           // callers of the previous transaction (linger target)
-	kick    chan struct{} // wakes the committer (capacity 1)
+	running bool          // a committer runs (commitLoop)
+	ended   bool          // the leadership ended: no committer starts any more
 	arrived chan struct{} // nudged on every enqueue while the committer lingers (capacity 1)
 }
 
@@ -85,14 +87,35 @@ func (l *Leadership) PendingWrites() int {
 	return len(l.grp.queue)
 }
 
-// enqueue adds a call and wakes the committer.
+// enqueue adds a call and starts the committer unless one runs. A call
+// queued after the leadership ended is left to its caller, who sees the
+// end (queueCall).
 func (l *Leadership) enqueue(c *produceCall) {
 	g := &l.grp
 	g.mu.Lock()
 	g.queue = append(g.queue, c)
+	start := !g.running && !g.ended
+	if start {
+		// Before the end (ended is set under g.mu before the leadership's
+		// hold is released): the wait group is above zero.
+		g.running = true
+		l.c.wg.Add(1)
+	}
 	g.mu.Unlock()
-	signal(g.kick)
+	if start {
+		go l.commitLoop()
+	}
 	signal(g.arrived)
+}
+
+// endGroup stops the committers of an ended leadership and fails whatever
+// is still queued with err.
+func (l *Leadership) endGroup(err error) {
+	g := &l.grp
+	g.mu.Lock()
+	g.ended = true
+	g.mu.Unlock()
+	l.failQueue(err)
 }
 
 // withdraw removes a call that no transaction has taken yet; false when it
@@ -114,19 +137,22 @@ func (l *Leadership) withdraw(c *produceCall) bool {
 	return true
 }
 
-// commitLoop is the committer: it runs from start until the leadership
-// ends, then fails whatever is still queued with the leadership's error.
+// commitLoop is the committer: it commits group transactions until the
+// queue is empty or the leadership ended, then returns. It holds a count
+// of the client's wait group (enqueue).
 func (l *Leadership) commitLoop() {
+	defer l.c.wg.Done()
 	g := &l.grp
 	for {
-		select {
-		case <-g.kick:
-		case <-l.bg.Done():
-			l.failQueue(l.Err())
-			return
-		}
 		for l.commitOne() {
 		}
+		g.mu.Lock()
+		if len(g.queue) == 0 || g.ended {
+			g.running = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
 	}
 }
 

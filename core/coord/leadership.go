@@ -92,7 +92,7 @@ type Leadership struct {
 	// when one succeeds: a failing renewal at the deadline ends the
 	// leadership as Expired.
 	renewFailing bool
-	wake         chan struct{} // nudges the deadline watcher (capacity 1)
+	sched        schedState // the leadership's timers (sched.go)
 
 	bg       context.Context // ends with the leadership
 	bgCancel context.CancelFunc
@@ -111,136 +111,9 @@ func newLeadership(c *Client, role wireRole, member core.MemberID, p int32, prod
 	bg, cancel := context.WithCancel(context.Background())
 	return &Leadership{
 		c: c, role: role, member: member, partition: p, prod: prod, view: view,
-		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}), wake: make(chan struct{}, 1),
+		op: make(chan struct{}, 1), lease: lease, state: Active, done: make(chan struct{}),
 		bg: bg, bgCancel: cancel,
-		grp: group{kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1)},
-	}
-}
-
-// start launches the deadline watcher, the group committer, the view
-// watcher and, with
-// krabka.renew.background, the renewer.
-func (l *Leadership) start() {
-	l.c.wg.Add(3)
-	go func() {
-		defer l.c.wg.Done()
-		l.watchDeadline()
-	}()
-	go func() {
-		defer l.c.wg.Done()
-		l.commitLoop()
-	}()
-	go func() {
-		defer l.c.wg.Done()
-		l.watchView()
-	}()
-	if l.c.cfg.BackgroundRenew {
-		l.c.wg.Add(1)
-		go func() {
-			defer l.c.wg.Done()
-			l.renewLoop()
-		}()
-	}
-}
-
-// watchDeadline ends the leadership as Expired when the lease deadline comes
-// while a renewal is failing. Before the deadline it sleeps until it; after
-// the deadline (nobody renewed, nothing failed) it waits for a nudge.
-func (l *Leadership) watchDeadline() {
-	for {
-		l.mu.Lock()
-		if l.state != Active {
-			l.mu.Unlock()
-			return
-		}
-		deadline, failing := l.lease.Deadline, l.renewFailing && !l.ride.riding()
-		l.mu.Unlock()
-		now := l.c.clock.NowMs()
-		if now >= deadline {
-			if failing {
-				l.end(Expired, WrapError(ErrLeaseExpired, nil, "role %s: lease deadline %d passed while renewals were failing", l.role, deadline))
-				return
-			}
-			select {
-			case <-l.wake:
-				continue
-			case <-l.bg.Done():
-				return
-			}
-		}
-		if err := l.c.clock.Sleep(l.bg, time.Duration(core.SatSub(deadline, now))*time.Millisecond); err != nil {
-			return
-		}
-	}
-}
-
-// watchView ends the leadership as Fenced as soon as the client's view of
-// the log shows a lease whose token supersedes this leadership's
-// (docs/PROTOCOL.md 10, section 11.4 of the issue): another member (or
-// another incarnation of this one) minted and wrote its lease, so the
-// broker already rejects this token. No write is needed to learn it.
-func (l *Leadership) watchView() {
-	for {
-		st, _, changed := l.view.snapshot(l.role)
-		if st.Lease != nil {
-			if tok := l.Token(); st.Lease.Token.Supersedes(tok) {
-				l.end(Fenced, WrapError(ErrFenced, nil,
-					"role %s: the log shows a lease of %s with token %s, which supersedes this leadership's token %s",
-					l.role, st.Lease.Member, st.Lease.Token, tok))
-				return
-			}
-		}
-		select {
-		case <-changed:
-		case <-l.bg.Done():
-			return
-		}
-	}
-}
-
-// nudge wakes the deadline watcher.
-func (l *Leadership) nudge() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-// renewLoop renews when due and retries failed renewals until the deadline.
-func (l *Leadership) renewLoop() {
-	cfg := l.c.cfg
-	retry := time.Duration(cfg.Lease.RenewIntervalMs) * time.Millisecond / 4
-	if retry > cfg.PollInterval {
-		retry = cfg.PollInterval
-	}
-	if retry < 10*time.Millisecond {
-		retry = 10 * time.Millisecond
-	}
-	for {
-		l.mu.Lock()
-		if l.state != Active {
-			l.mu.Unlock()
-			return
-		}
-		at := cfg.Lease.RenewAt(l.lease)
-		l.mu.Unlock()
-		if now := l.c.clock.NowMs(); now < at {
-			if err := l.c.clock.Sleep(l.bg, time.Duration(at-now)*time.Millisecond); err != nil {
-				return
-			}
-			continue
-		}
-		ctx, cancel := context.WithTimeout(l.bg, cfg.RequestTimeout)
-		err := l.Renew(ctx)
-		cancel()
-		if err != nil {
-			if l.State() != Active {
-				return
-			}
-			if err := l.c.clock.Sleep(l.bg, retry); err != nil {
-				return
-			}
-		}
+		grp: group{arrived: make(chan struct{}, 1)},
 	}
 }
 
@@ -253,26 +126,28 @@ func (l *Leadership) end(s LeadershipState, err error) { l.finish(s, err, false)
 // nothing left to settle, and its caller need not wait for the connections
 // to close).
 func (l *Leadership) finish(s LeadershipState, err error, background bool) {
-	if background {
-		// Added while the leadership is active: its own goroutines hold
-		// the wait group, so this cannot race with Client.Close's Wait.
-		l.c.wg.Add(1)
-	}
 	l.mu.Lock()
 	if l.state != Active {
 		l.mu.Unlock()
-		if background {
-			l.c.wg.Done()
-		}
 		return
+	}
+	if background {
+		// Added while the leadership is active: its hold (sched.go) keeps
+		// the wait group above zero, so this cannot race with
+		// Client.Close's Wait.
+		l.c.wg.Add(1)
 	}
 	l.state, l.err = s, err
 	close(l.done)
+	held := l.stopTimersLocked()
+	l.checkRiskLocked() // the end for the subscribers of Events
 	l.mu.Unlock()
 	l.c.stats.role(l.role).end(s)
 	l.c.logEnd(l, s, err)
 	l.bgCancel()
 	l.c.forget(l)
+	l.endGroup(err)
+	l.view.unwatch(l)
 	if background {
 		go func() {
 			defer l.c.wg.Done()
@@ -282,6 +157,9 @@ func (l *Leadership) finish(s LeadershipState, err error, background bool) {
 		l.closeProducer()
 	}
 	l.view.release()
+	if held {
+		l.c.wg.Done()
+	}
 }
 
 func (l *Leadership) closeProducer() { l.prodOnce.Do(func() { l.prod.Close() }) }
@@ -387,12 +265,8 @@ func (l *Leadership) begin(ctx context.Context, renewal bool) (context.Context, 
 	}
 	// A renewal never runs past the lease deadline.
 	dctx, dcancel := context.WithCancel(cctx)
-	go func() {
-		if l.c.clock.Sleep(dctx, time.Duration(lease.Deadline-now)*time.Millisecond) == nil {
-			dcancel()
-		}
-	}()
-	return dctx, func() { dcancel(); rel() }, lease, nil
+	bound := core.AfterFunc(l.c.clock, time.Duration(lease.Deadline-now)*time.Millisecond, dcancel)
+	return dctx, func() { bound.Stop(); dcancel(); rel() }, lease, nil
 }
 
 // failure classifies err of a transactional step: a fence ends the
@@ -492,7 +366,7 @@ func (l *Leadership) renew(ctx context.Context, newMeta []byte, setMeta bool) er
 	l.ride.failed(nil)
 	if lease.Deadline > l.lease.Deadline || lease.Token != l.lease.Token {
 		l.lease = lease
-		l.risk.nudge()
+		l.leaseMovedLocked()
 	}
 	if setMeta {
 		l.meta = meta

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,11 +52,19 @@ type recoveringProducer struct {
 	t       *memtransport.Transport
 	id      string
 	timeout time.Duration
-	inner   coord.TxnProducer
-	pending bool
+	pending bool // set by the test before the calls
+
+	mu    sync.Mutex // Token is called concurrently (the view's fence check)
+	inner coord.TxnProducer
 }
 
-func (p *recoveringProducer) Token() core.FencingToken { return p.inner.Token() }
+func (p *recoveringProducer) producer() coord.TxnProducer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inner
+}
+
+func (p *recoveringProducer) Token() core.FencingToken { return p.producer().Token() }
 
 func (p *recoveringProducer) Recover(ctx context.Context) (core.FencingToken, error) {
 	if p.pending {
@@ -64,7 +73,9 @@ func (p *recoveringProducer) Recover(ctx context.Context) (core.FencingToken, er
 		if err != nil {
 			return p.Token(), err
 		}
+		p.mu.Lock()
 		p.inner, p.pending = next, false
+		p.mu.Unlock()
 	}
 	return p.Token(), nil
 }
@@ -73,10 +84,10 @@ func (p *recoveringProducer) Transact(ctx context.Context, msgs []coord.Message)
 	if _, err := p.Recover(ctx); err != nil {
 		return nil, err
 	}
-	return p.inner.Transact(ctx, msgs)
+	return p.producer().Transact(ctx, msgs)
 }
 
-func (p *recoveringProducer) Close() error { return p.inner.Close() }
+func (p *recoveringProducer) Close() error { return p.producer().Close() }
 
 // A resign whose producer has an own epoch recovery pending writes its
 // expired lease under the token its transaction is written with (the one

@@ -56,7 +56,7 @@ type LeadershipEvent struct {
 type riskState struct {
 	mu      sync.Mutex
 	started bool
-	renewed chan struct{} // nudged (capacity 1) when a renewal moved the lease
+	timer   core.Timer // the next check (checkRiskLocked); nil: none pending
 	atRisk  bool
 	riskEv  LeadershipEvent // the AT_RISK event while at risk
 	ended   bool
@@ -65,22 +65,17 @@ type riskState struct {
 	moved   chan struct{} // closed when a renewal moves the lease (leaseMoved, elect_lease.go)
 }
 
-// nudge tells the watcher that a renewal succeeded (called with l.mu held;
-// never blocks).
-func (r *riskState) nudge() {
+// leaseMovedLocked tells the watch that a renewal moved the lease (called with
+// l.mu held; never blocks).
+func (l *Leadership) leaseMovedLocked() {
+	r := &l.risk
 	r.mu.Lock()
-	ch := r.renewed
 	if r.moved != nil {
 		close(r.moved)
 		r.moved = nil
 	}
 	r.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	l.checkRiskLocked()
 }
 
 func (r *riskState) broadcastLocked(ev LeadershipEvent) {
@@ -144,17 +139,29 @@ func (l *Leadership) AtRisk() bool {
 // channel is closed, after LeadershipEnded or when ctx ends (nil: never).
 //
 // With a cut link LeadershipAtRisk comes Config.RiskMargin before the
-// deadline, before the end as EXPIRED. The first subscription starts one
-// goroutine per leadership that watches the deadline.
+// deadline, before the end as EXPIRED. The first subscription starts the
+// watch of the deadline (a call scheduled on the client's clock, no
+// goroutine); each subscription runs one goroutine that hands its events
+// over until it ends.
 func (l *Leadership) Events(ctx context.Context) <-chan LeadershipEvent {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ch := make(chan LeadershipEvent)
+	s := l.subscribe()
+	go s.pump(ctx, ch, func() { l.unsubscribe(s) })
+	return ch
+}
+
+// subscribe is Events without the goroutine: the subscription's events
+// queue in s (pop), and s.wake is nudged when one arrives. unsubscribe
+// ends it. Never blocks.
+func (l *Leadership) subscribe() *leadershipSub {
 	s := &leadershipSub{wake: make(chan struct{}, 1)}
 	l.startRiskWatch()
 	r := &l.risk
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch {
 	case r.ended:
 		s.q = append(s.q, r.endEv)
@@ -167,13 +174,18 @@ func (l *Leadership) Events(ctx context.Context) <-chan LeadershipEvent {
 			s.q = append(s.q, r.riskEv)
 		}
 	}
+	if len(s.q) > 0 {
+		s.wake <- struct{}{}
+	}
+	return s
+}
+
+// unsubscribe ends a subscription of subscribe. Never blocks.
+func (l *Leadership) unsubscribe(s *leadershipSub) {
+	r := &l.risk
+	r.mu.Lock()
+	delete(r.subs, s)
 	r.mu.Unlock()
-	go s.pump(ctx, ch, func() {
-		r.mu.Lock()
-		delete(r.subs, s)
-		r.mu.Unlock()
-	})
-	return ch
 }
 
 func (s *leadershipSub) pump(ctx context.Context, ch chan<- LeadershipEvent, unsubscribe func()) {
@@ -200,87 +212,76 @@ func (s *leadershipSub) pump(ctx context.Context, ch chan<- LeadershipEvent, uns
 	}
 }
 
-// startRiskWatch starts the at-risk watcher once, unless the leadership
-// ended already (then it records the end for the subscribers).
+// startRiskWatch starts the at-risk watch once, unless the leadership
+// ended already (then it records the end for the subscribers). The watch
+// is a call scheduled on the client's clock at the instant the lease
+// would be at risk (deadline - margin), moved by every renewal that moves
+// the lease (sched.go: no goroutine per leadership). Never blocks.
 func (l *Leadership) startRiskWatch() {
 	l.mu.Lock()
-	active, lease, state, err := l.state == Active, l.lease, l.state, l.err
+	defer l.mu.Unlock()
 	r := &l.risk
 	r.mu.Lock()
 	if r.started || r.ended {
 		r.mu.Unlock()
-		l.mu.Unlock()
 		return
 	}
-	if !active {
+	if l.state != Active {
 		r.ended = true
-		r.endEv = LeadershipEvent{Kind: LeadershipEnded, Deadline: time.UnixMilli(lease.Deadline), At: time.UnixMilli(l.c.clock.NowMs()), State: state, Err: err}
+		r.endEv = LeadershipEvent{Kind: LeadershipEnded, Deadline: time.UnixMilli(l.lease.Deadline), At: time.UnixMilli(l.c.clock.NowMs()), State: l.state, Err: l.err}
 		r.mu.Unlock()
-		l.mu.Unlock()
 		return
 	}
 	r.started = true
-	r.renewed = make(chan struct{}, 1)
-	renewed := r.renewed
 	r.mu.Unlock()
-	// While the leadership is active its own goroutines are counted in the
-	// client's wait group, so adding to it here cannot race with Close's
-	// Wait.
-	l.c.wg.Add(1)
-	l.mu.Unlock()
-	go func() {
-		defer l.c.wg.Done()
-		l.watchRisk(renewed)
-	}()
+	l.checkRiskLocked()
 }
 
-// watchRisk follows the lease: it sleeps until the instant the lease would
-// be at risk (deadline - margin), and a renewal that moves the lease wakes
-// it. It publishes the changes of the at-risk level and, when the
-// leadership ends, the end.
-func (l *Leadership) watchRisk(renewed <-chan struct{}) {
-	margin := l.c.cfg.RiskMargin().Milliseconds()
+// riskDue is the at-risk watch's call. Never blocks.
+func (l *Leadership) riskDue() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkRiskLocked()
+}
+
+// checkRiskLocked follows the lease once the watch started: it publishes
+// the changes of the at-risk level and, once the leadership ended, the
+// end; while the lease is not at risk it schedules itself at the instant
+// it would be (a renewal that moves the lease calls it again first). The
+// caller holds l.mu. Never blocks.
+func (l *Leadership) checkRiskLocked() {
 	r := &l.risk
-	for {
-		l.mu.Lock()
-		state, lease, lerr := l.state, l.lease, l.err
-		l.mu.Unlock()
-		now := l.c.clock.NowMs()
-		if state != Active {
-			r.mu.Lock()
-			r.ended, r.atRisk = true, false
-			r.endEv = LeadershipEvent{Kind: LeadershipEnded, Deadline: time.UnixMilli(lease.Deadline), At: time.UnixMilli(now), State: state, Err: lerr}
-			r.broadcastLocked(r.endEv)
-			r.subs = nil
-			r.mu.Unlock()
-			return
-		}
-		riskAt := core.SatSub(lease.Deadline, margin)
-		risky := now >= riskAt
-		r.mu.Lock()
-		switch {
-		case risky && !r.atRisk:
-			r.atRisk = true
-			r.riskEv = LeadershipEvent{Kind: LeadershipAtRisk, Deadline: time.UnixMilli(lease.Deadline), At: time.UnixMilli(now)}
-			r.broadcastLocked(r.riskEv)
-			l.c.log().Warn("krabka: lease at risk: no renewal succeeded and the deadline is near",
-				"role", l.role.String(), "member", l.member.String(), "deadline", lease.Deadline, "remaining_ms", lease.Deadline-now)
-		case !risky && r.atRisk:
-			r.atRisk = false
-			r.broadcastLocked(LeadershipEvent{Kind: LeadershipRecovered, Deadline: time.UnixMilli(lease.Deadline), At: time.UnixMilli(now)})
-			l.c.log().Info("krabka: lease recovered: a renewal succeeded",
-				"role", l.role.String(), "member", l.member.String(), "deadline", lease.Deadline)
-		}
-		r.mu.Unlock()
-		if !risky {
-			// Ends early on a renewal, or when the leadership ends (the
-			// next pass reports it).
-			_ = l.c.waitChange(l.bg, renewed, time.Duration(riskAt-now)*time.Millisecond)
-			continue
-		}
-		select {
-		case <-renewed:
-		case <-l.bg.Done():
-		}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started || r.ended {
+		return
+	}
+	stopTimer(&r.timer)
+	lease := l.lease
+	now := l.c.clock.NowMs()
+	if l.state != Active {
+		r.ended, r.atRisk = true, false
+		r.endEv = LeadershipEvent{Kind: LeadershipEnded, Deadline: time.UnixMilli(lease.Deadline), At: time.UnixMilli(now), State: l.state, Err: l.err}
+		r.broadcastLocked(r.endEv)
+		r.subs = nil
+		return
+	}
+	riskAt := core.SatSub(lease.Deadline, l.c.cfg.RiskMargin().Milliseconds())
+	risky := now >= riskAt
+	switch {
+	case risky && !r.atRisk:
+		r.atRisk = true
+		r.riskEv = LeadershipEvent{Kind: LeadershipAtRisk, Deadline: time.UnixMilli(lease.Deadline), At: time.UnixMilli(now)}
+		r.broadcastLocked(r.riskEv)
+		l.c.log().Warn("krabka: lease at risk: no renewal succeeded and the deadline is near",
+			"role", l.role.String(), "member", l.member.String(), "deadline", lease.Deadline, "remaining_ms", lease.Deadline-now)
+	case !risky && r.atRisk:
+		r.atRisk = false
+		r.broadcastLocked(LeadershipEvent{Kind: LeadershipRecovered, Deadline: time.UnixMilli(lease.Deadline), At: time.UnixMilli(now)})
+		l.c.log().Info("krabka: lease recovered: a renewal succeeded",
+			"role", l.role.String(), "member", l.member.String(), "deadline", lease.Deadline)
+	}
+	if !risky {
+		r.timer = core.AfterFunc(l.c.clock, time.Duration(riskAt-now)*time.Millisecond, l.riskDue)
 	}
 }

@@ -76,7 +76,8 @@ type Transport interface {
 type TxnProducer interface {
 	// Token is the (producer id, epoch) this producer was minted with, or
 	// the one an own epoch recovery continued it under (docs/PROTOCOL.md
-	// 10.5).
+	// 10.5). It is called concurrently with the other calls (the view's
+	// fence check, Leadership.Token) and must not block.
 	Token() core.FencingToken
 	// Transact writes msgs in one transaction and commits it, returning
 	// where each message landed. It succeeds only if every message's produce

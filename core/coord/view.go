@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,12 +59,17 @@ type partView struct {
 	// closed and removed when a record of that role is folded or the fold
 	// restarts; the next snapshot of the role makes a new one.
 	roleWait map[string]chan struct{}
-	wakes    map[string]int64 // role channels closed since the view started, by role (tests)
-	err      error            // the follower's last error; nil after a fetch succeeded
-	folded   int64            // records folded since the view started
-	resets   int64            // times the fold restarted from the log start
-	heardMs  int64            // when a fetch last answered (client clock; 0: never)
-	skipped  int              // records of the partition skipped by the fold so far
+	wakes    map[string]int64 // role channels closed and holder calls (once per fetch answer) since the view started, by role (tests)
+	// holders holds the leaderships of the client on the partition, by
+	// role (watch): the follower calls their checkView after it folded a
+	// record of their role (touched) or folded the partition again.
+	holders map[string][]*Leadership
+	touched map[string]struct{} // roles of holders folded by the fetch answer being applied
+	err     error               // the follower's last error; nil after a fetch succeeded
+	folded  int64               // records folded since the view started
+	resets  int64               // times the fold restarted from the log start
+	heardMs int64               // when a fetch last answered (client clock; 0: never)
+	skipped int                 // records of the partition skipped by the fold so far
 }
 
 // follow returns the client's view of partition p, starting its follower
@@ -84,7 +90,7 @@ func (c *Client) follow(p int32) (*partView, error) {
 	v := &partView{
 		c: c, p: p, stop: cancel, done: make(chan struct{}), refs: 1,
 		lso: -1, changed: make(chan struct{}), roleWait: map[string]chan struct{}{},
-		wakes: map[string]int64{},
+		wakes: map[string]int64{}, holders: map[string][]*Leadership{}, touched: map[string]struct{}{},
 	}
 	v.restartFold()
 	c.views[p] = v
@@ -182,8 +188,51 @@ func (v *partView) run(ctx context.Context) {
 		if moved {
 			v.wakeLocked()
 		}
+		check := v.touchedLocked()
 		v.mu.Unlock()
+		for _, l := range check {
+			l.checkView()
+		}
 	}
+}
+
+// watch registers l, a leadership of the client on the partition: the
+// follower calls l.checkView after folding a record of its role. It checks
+// the view once now. unwatch undoes it. Never blocks on the cluster.
+func (v *partView) watch(l *Leadership) {
+	k := l.role.r.String()
+	v.mu.Lock()
+	v.holders[k] = append(v.holders[k], l)
+	v.mu.Unlock()
+	l.checkView()
+}
+
+// unwatch removes l (registered by watch).
+func (v *partView) unwatch(l *Leadership) {
+	k := l.role.r.String()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	hs := slices.DeleteFunc(v.holders[k], func(h *Leadership) bool { return h == l })
+	if len(hs) == 0 {
+		delete(v.holders, k)
+	} else {
+		v.holders[k] = hs
+	}
+}
+
+// touchedLocked returns the leaderships whose roles the fetch answer just
+// applied folded, and forgets them. The caller holds v.mu.
+func (v *partView) touchedLocked() []*Leadership {
+	if len(v.touched) == 0 {
+		return nil
+	}
+	var ls []*Leadership
+	for k := range v.touched {
+		ls = append(ls, v.holders[k]...)
+		v.wakes[k]++
+	}
+	clear(v.touched)
+	return ls
 }
 
 // restartFold starts the fold afresh (a new view, or the log start moved).
@@ -201,15 +250,22 @@ func (v *partView) addLocked(r core.RawRecord) {
 	if !ok {
 		return // a key that does not decode: counted as skipped, no role's state moved
 	}
-	if ch, ok := v.roleWait[role.String()]; ok {
+	k := role.String()
+	if _, ok := v.holders[k]; ok {
+		v.touched[k] = struct{}{}
+	}
+	if ch, ok := v.roleWait[k]; ok {
 		close(ch)
-		delete(v.roleWait, role.String())
-		v.wakes[role.String()]++
+		delete(v.roleWait, k)
+		v.wakes[k]++
 	}
 }
 
 // wakeRolesLocked wakes the waiters of every role (the fold restarted).
 func (v *partView) wakeRolesLocked() {
+	for k := range v.holders {
+		v.touched[k] = struct{}{}
+	}
 	for k, ch := range v.roleWait {
 		close(ch)
 		delete(v.roleWait, k)
@@ -345,18 +401,15 @@ func (v *partView) lag() int64 {
 }
 
 // waitChange waits until changed is closed, d passes on the client's
-// clock, or ctx ends (then its error).
+// clock (a call scheduled on it: no goroutine sleeps), or ctx ends (then
+// its error).
 func (c *Client) waitChange(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
 	if d <= 0 {
 		d = time.Millisecond
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	slept := make(chan struct{})
-	go func() {
-		_ = c.clock.Sleep(wctx, d)
-		close(slept)
-	}()
+	t := core.AfterFunc(c.clock, d, func() { close(slept) })
+	defer t.Stop()
 	select {
 	case <-changed:
 		return nil
