@@ -72,9 +72,9 @@ const engineDataClients = 2
 // connection one after the other, so a single connection caps a process's
 // renewals, mints and resignations at one coordinator append at a time.
 // Seen with one control client per process: 1,024 shards over 4 members on
-// one broker had renewals time out past their lease while 256 shards moved
-// (the group bench of 2026-12-07 15:37; the serialised connection is a
-// cause this removes, not shown to be the only one).
+// one broker had renewals time out past their lease while 256 shards moved.
+// With four the same bench was not better (docs/GROUPS.md: the cause of
+// those timeouts is not found); 256 shards run without a failed renewal.
 const engineControlClients = 4
 
 // maxEngineProduceVersion is the highest Produce version the engine sends
