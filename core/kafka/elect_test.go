@@ -530,6 +530,10 @@ func TestElectorCancelResignsStandbyTakesOver(t *testing.T) {
 			}
 			waitUntil(t, 30*time.Second, "the standby's term", o.holding)
 			ns, _ := o.last(coord.TermStarted)
+			// Run returned after it queued the TermStopped; the reader
+			// goroutine logs it in its own time (a CI at load took longer
+			// than the standby's takeover and saw no event yet).
+			waitUntil(t, 30*time.Second, "the cancelled holder's STOPPED", func() bool { return !h.holding() })
 			if hs, _ := h.last(coord.TermStopped); hs.ev.Reason != coord.StopResigned {
 				t.Fatalf("run %d: the cancelled holder stopped %s %v", i, hs.ev.Reason, hs.ev.Err)
 			}
@@ -591,6 +595,7 @@ func TestElectorEligibilityMovesMemberToTail(t *testing.T) {
 	}
 	cs, _ := cc.last(coord.TermStarted)
 	took := cs.ev.At.Sub(at).Milliseconds()
+	waitUntil(t, 30*time.Second, "a's STOPPED", func() bool { return !a.holding() })
 	if as, _ := a.last(coord.TermStopped); as.ev.Reason != coord.StopResigned {
 		t.Fatalf("a stopped %s %v", as.ev.Reason, as.ev.Err)
 	}
