@@ -196,8 +196,10 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 //
 // It reads the role through the client's live view of the role's
 // partition: a WAIT ends at its instant or as soon as a record arrives
-// (krabka.poll.interval.ms only bounds how long it goes without
-// re-checking), and before it challenges it brings the view up to the
+// (a standby waiting behind a live lease is not woken in between:
+// krabka.poll.interval.ms bounds the steps that wait for something no
+// record of the role announces, such as its own registration being read
+// back or a backoff), and before it challenges it brings the view up to the
 // partition's last stable offset. It registers at most once, and again only
 // when the log shows its registration removed after that (it was pruned).
 //
@@ -310,9 +312,17 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 			if try {
 				return nil, d.WaitUntil, nil
 			}
+			// Until the WAIT instant or the role's next record, whichever
+			// is first: every record of the role wakes this wait (changed),
+			// so re-reading on a poll would only repeat the same decision
+			// (at 10,000 waiting roles, 10,000 wake-ups a second). The
+			// bound, the larger of the poll and the renew interval, only
+			// covers a wall clock that steps while the timer runs on the
+			// monotonic clock; a live holder's renewal wakes the wait
+			// before it.
 			wait := time.Duration(core.SatSub(d.WaitUntil, now)) * time.Millisecond
-			if wait > poll {
-				wait = poll
+			if bound := max(poll, time.Duration(c.cfg.Lease.RenewIntervalMs)*time.Millisecond); wait > bound {
+				wait = bound
 			}
 			if err := c.waitChange(cctx, changed, wait); err != nil {
 				return nil, 0, c.fail(cctx, err)

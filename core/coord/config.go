@@ -60,8 +60,9 @@ type Config struct {
 	// The broker aborts a transaction still open after this long and bumps
 	// the producer's epoch, which fences the holder.
 	TxnTimeout time.Duration
-	// PollInterval: krabka.poll.interval.ms, the longest sleep of one WAIT
-	// step of Acquire (default 1 s).
+	// PollInterval: krabka.poll.interval.ms, the longest sleep of an
+	// Acquire step that no record of the role ends (default 1 s); a WAIT
+	// behind a live lease ends at its instant or at the role's next record.
 	PollInterval time.Duration
 	// RolePrefix: krabka.role.prefix, prepended to the role to form the
 	// transactional.id (default empty).
@@ -374,7 +375,7 @@ var configTable = []configEntry{
 			return err
 		},
 		func(c *Config) string { return strconv.FormatInt(c.TxnTimeout.Milliseconds(), 10) }},
-	{ConfigKey{"krabka.poll.interval.ms", "int", "1000", "Longest sleep of one WAIT step of acquire before re-reading the role (ms, >= 1)."},
+	{ConfigKey{"krabka.poll.interval.ms", "int", "1000", "Longest sleep of an acquire step that waits for something no record of the role announces (its registration read back, a backoff); a standby behind a live lease sleeps until the lease's instant or the role's next record, at most the larger of this and the renew interval (ms, >= 1)."},
 		func(c *Config, v string) error {
 			n, err := parseMsMax("krabka.poll.interval.ms", v, 1, maxInt32Ms, "about 24.8 days")
 			if err == nil {

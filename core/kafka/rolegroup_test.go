@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,6 +151,7 @@ func runGroupChild(spec string) int {
 			}
 		}
 	}()
+	profileGroupChild(s.Member)
 	say(groupChildEvent{Ev: "ready"})
 	for {
 		ev, err := g.Next(context.Background())
@@ -180,6 +182,35 @@ func runGroupChild(spec string) int {
 			say(groupChildEvent{Ev: "revoked", Shard: ev.Shard, Err: fmt.Sprint(ev.Err)})
 		}
 	}
+}
+
+// profileGroupChild writes a CPU profile of the member process to
+// $KRABKA_GROUP_CPUPROFILE/<member>.prof for the first
+// $KRABKA_GROUP_CPUPROFILE_S seconds (default 120) after it joined: a
+// diagnosis aid for the group bench (go tool pprof), off unless set.
+func profileGroupChild(member string) {
+	dir := os.Getenv("KRABKA_GROUP_CPUPROFILE")
+	if dir == "" {
+		return
+	}
+	secs := 120
+	if n, err := strconv.Atoi(os.Getenv("KRABKA_GROUP_CPUPROFILE_S")); err == nil && n > 0 {
+		secs = n
+	}
+	f, err := os.Create(filepath.Join(dir, member+".prof"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "group child: cpu profile:", err)
+		return
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "group child: cpu profile:", err)
+		f.Close()
+		return
+	}
+	time.AfterFunc(time.Duration(secs)*time.Second, func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	})
 }
 
 // groupRun is one scenario on one cluster.
