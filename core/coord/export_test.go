@@ -11,3 +11,6 @@ func RenewInstant(l *Leadership) (int64, bool) {
 	defer l.mu.Unlock()
 	return l.renewAtLocked(), l.sched.renewOn
 }
+
+// GroupRenewDue draws when g renews l next (rolegroup_run.go hold).
+func GroupRenewDue(g *Group, l *Leadership) int64 { return g.renewDue(l) }

@@ -219,7 +219,11 @@ func (g *Group) campaign(ctx context.Context, role core.Role) (*Leadership, erro
 // hold renews l until its term ends by itself (false) or the shard is
 // released: then it tells the owner (ShardRevoked, before the handover, so
 // that the shard's work stops before the successor can start) and resigns l
-// to the successor named (true).
+// to the successor named (true). Each renewal is due up to a tenth of the
+// renew interval early, drawn anew each time (as background renewals are,
+// sched.go): shards won together at the start do not renew together, which
+// with 256 shards a member was a burst of 256 lease transactions every
+// renew interval.
 func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 	// The renewal runs beside the wait, so that neither the plan's release
 	// nor the end of the term waits for a slow renewal (a renewal started
@@ -229,7 +233,7 @@ func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 		var timerC <-chan time.Time
 		stop := func() bool { return false }
 		if renewing == nil {
-			wait := time.Until(time.UnixMilli(g.c.cfg.Lease.RenewAt(l.Lease())))
+			wait := time.Until(time.UnixMilli(g.renewDue(l)))
 			timer := time.NewTimer(max(wait, 0))
 			timerC, stop = timer.C, timer.Stop
 		}
@@ -269,6 +273,12 @@ func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 			}(renewing)
 		}
 	}
+}
+
+// renewDue draws the instant of l's next renewal: its lease's renew
+// instant, up to a tenth of the renew interval early.
+func (g *Group) renewDue(l *Leadership) int64 {
+	return core.SatSub(g.c.cfg.Lease.RenewAt(l.Lease()), renewJitterMs(g.c.cfg.Lease))
 }
 
 // giveUp tells the owner that shard s is revoked, then resigns l to

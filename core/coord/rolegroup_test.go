@@ -526,3 +526,36 @@ func TestGroupMemCloseDeliversEveryRevoked(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupMemRenewalsJittered: a member renews each shard it holds up to a
+// tenth of the renew interval before the lease's renew instant, drawn anew
+// each time, so that the shards it won together do not renew together
+// (1,024 shards over 4 members renewed in bursts of 256 transactions).
+func TestGroupMemRenewalsJittered(t *testing.T) {
+	e := newGroupEnv(t) // renew interval 500 ms: up to 50 ms early
+	const n = 4
+	a := e.join("a", n)
+	e.waitConverged(a)
+	ev, err := a.Next(context.Background())
+	if err != nil || ev.Kind != coord.ShardAssigned {
+		t.Fatalf("a's first event: %v %v", ev.Kind, err)
+	}
+	l := ev.Leadership
+	due := map[int64]bool{}
+	for draws := 0; draws < 64; {
+		before := l.Lease()
+		at := coord.GroupRenewDue(a, l)
+		if l.Lease() != before {
+			continue // renewed meanwhile: draw again against the new lease
+		}
+		draws++
+		renewAt := min(before.GrantedAt+500, before.Deadline)
+		if at > renewAt || at < renewAt-50 {
+			t.Fatalf("renewal drawn at %d, want within [%d, %d]", at, renewAt-50, renewAt)
+		}
+		due[at-renewAt] = true
+	}
+	if len(due) < 2 {
+		t.Fatalf("64 draws of the renewal instant were all %v ms from the renew instant", due)
+	}
+}

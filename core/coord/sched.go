@@ -151,10 +151,16 @@ func (l *Leadership) startRenewerLocked() {
 // drawJitterLocked draws how early the next renewal is due. The caller
 // holds l.mu.
 func (l *Leadership) drawJitterLocked() {
-	l.sched.jitterMs = 0
-	if most := int64(float64(l.c.cfg.Lease.RenewIntervalMs) * renewJitterFraction); most > 0 {
-		l.sched.jitterMs = rand.Int64N(most + 1)
+	l.sched.jitterMs = renewJitterMs(l.c.cfg.Lease)
+}
+
+// renewJitterMs draws how early a renewal is due: 0 to renewJitterFraction
+// of the renew interval.
+func renewJitterMs(lc core.LeaseConfig) int64 {
+	if most := int64(float64(lc.RenewIntervalMs) * renewJitterFraction); most > 0 {
+		return rand.Int64N(most + 1)
 	}
+	return 0
 }
 
 // armRenewLocked schedules the renewal check after d (0: at the renew
