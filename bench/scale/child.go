@@ -10,8 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
-
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,6 +145,7 @@ func parseChild(args []string) childFlags {
 // sample measures the process after a GC: heap in use by live objects,
 // goroutine stacks, goroutines, TCP sockets by remote address, CPU.
 func sample(cl *coord.Client) event {
+	dumpGoroutines()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -155,6 +157,29 @@ func sample(cl *coord.Client) event {
 	}
 	return e
 }
+
+// dumpGoroutines writes the process's goroutines, grouped by stack, to
+// $KRABKA_SCALE_GOROUTINES/<pid>-<n>.txt at each sample when that names a
+// directory: a diagnosis aid (which goroutines a process of many roles
+// keeps), off unless set.
+func dumpGoroutines() {
+	dir := os.Getenv("KRABKA_SCALE_GOROUTINES")
+	if dir == "" {
+		return
+	}
+	dumps++
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.txt", os.Getpid(), dumps)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scale: goroutine dump:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
+		fmt.Fprintln(os.Stderr, "scale: goroutine dump:", err)
+	}
+}
+
+var dumps int // goroutine dumps written (dumpGoroutines)
 
 func cpuMs() float64 {
 	var ru syscall.Rusage
