@@ -195,6 +195,8 @@ func main() {
 		perfdoc.Value("acquire-all", "the holder process acquires every free role (first call to last return)", "s", acq.TotalMs/1000),
 		perfdoc.Value("held-mem-per-role", "holder process: Go heap (HeapAlloc) + goroutine stacks after a GC, end of the window minus before the first Acquire, per held role", "KiB", perRole(hEnd, hBase)),
 		perfdoc.Value("standby-mem-per-role", "standby process: Go heap + goroutine stacks after a GC, end of the window minus before the first Acquire, per standby role (includes the bench's goroutine blocked in Acquire per role)", "KiB", perRole(sEnd, sBase)),
+		perfdoc.Value("standby-heap-per-role", "standby process: the Go heap part of standby-mem-per-role", "KiB", (kib(sEnd.HeapBytes)-kib(sBase.HeapBytes))/n),
+		perfdoc.Value("standby-stacks-per-role", "standby process: the goroutine-stack part of standby-mem-per-role (mostly the bench's own goroutine blocked in Acquire per role: the Go API blocks its caller)", "KiB", (kib(sEnd.StackBytes)-kib(sBase.StackBytes))/n),
 		perfdoc.Value("held-goroutines-per-role", "holder process: goroutines at the end of the window minus before the first Acquire, per held role", "goroutines", float64(hEnd.Goroutines-hBase.Goroutines)/n),
 		perfdoc.Value("standby-goroutines-per-role", "standby process: goroutines at the end minus before, per standby role, without the bench's own goroutine per role still blocked in Acquire", "goroutines", float64(sEnd.Goroutines-sBase.Goroutines-blocked)/n),
 		perfdoc.Value("holder-goroutines", "holder process: goroutines at the end of the window", "goroutines", float64(hEnd.Goroutines)),
