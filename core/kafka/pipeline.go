@@ -312,26 +312,32 @@ func txnRetry(err error) bool {
 }
 
 // retryTxnStep repeats one raw transactional request while its answer is
-// txnRetry, until ctx ends. The backoff is franz-go's for concurrent
-// transactions (txnBackoff, the state usually lasts until the previous
-// transaction's markers are written, about a millisecond), raised to 100 ms
-// once the state has lasted a second.
+// txnRetry, until ctx ends. The first backoff is txnBackoff (the state
+// usually lasts until the previous transaction's markers are written,
+// about a millisecond on a quiet broker); each retry doubles it, up to
+// txnBackoffMax. A fixed 500 µs for the first second was a retry storm on
+// a loaded broker: with 1,024 group shards, whose markers took tens of
+// milliseconds, a member sent several AddPartitionsToTxn per transaction,
+// which loaded the broker further (docs/GROUPS.md).
 func retryTxnStep(ctx context.Context, fn func() error) error {
-	start := time.Now()
+	d := txnBackoff
 	for {
 		err := fn()
 		if err == nil || !txnRetry(err) {
 			return err
 		}
-		d := txnBackoff
-		if time.Since(start) > time.Second {
-			d = 100 * time.Millisecond
-		}
-		if sleepCtx(ctx, d) != nil {
+		if txnStepSleep(ctx, d) != nil {
 			return err
 		}
+		d = min(2*d, txnBackoffMax)
 	}
 }
+
+// txnBackoffMax bounds retryTxnStep's backoff.
+const txnBackoffMax = 50 * time.Millisecond
+
+// txnStepSleep is retryTxnStep's wait (a test records it).
+var txnStepSleep = sleepCtx
 
 // addOffsetsToTxn adds the offsets partition of oc's group to the open
 // transaction under tok (AddOffsetsToTxn through cl, the producer's client
