@@ -176,16 +176,15 @@ func (g *Group) shardLoop(ctx context.Context, s *groupShard) {
 		g.mu.Unlock()
 		g.nudge()
 		g.push(GroupEvent{Kind: ShardAssigned, Shard: s.k, Role: role, Leadership: l})
-		released := g.hold(ctx, s, l)
+		released := g.hold(ctx, s, l) // it told the owner (ShardRevoked) either way
 		g.mu.Lock()
 		delete(g.held, s.k)
 		g.hbDirty = true
 		g.mu.Unlock()
 		g.nudge()
 		if released || ctx.Err() != nil {
-			return // hold told the owner before it resigned
+			return
 		}
-		g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: role, Leadership: l, Err: l.Err()})
 	}
 }
 
@@ -217,9 +216,10 @@ func (g *Group) campaign(ctx context.Context, role core.Role) (*Leadership, erro
 }
 
 // hold renews l until its term ends by itself (false) or the shard is
-// released: then it tells the owner (ShardRevoked, before the handover, so
-// that the shard's work stops before the successor can start) and resigns l
-// to the successor named (true). Each renewal is due up to a tenth of the
+// released (true). Either way it tells the owner, once: ShardRevoked with
+// the term's error, or, for a release, ShardRevoked before the handover (so
+// that the shard's work stops before the successor can start), then the
+// resignation to the successor named. Each renewal is due up to a tenth of the
 // renew interval early, drawn anew each time (as background renewals are,
 // sched.go): shards won together at the start do not renew together, which
 // with 256 shards a member was a burst of 256 lease transactions every
@@ -240,6 +240,11 @@ func (g *Group) hold(ctx context.Context, s *groupShard, l *Leadership) bool {
 		select {
 		case <-l.Done():
 			stop()
+			// Told here, whatever happens to ctx next: the plan that moves
+			// the shard away often arrives with the end of its term (a
+			// member back from SIGSTOP past its leases reads both at once),
+			// and the ShardRevoked must not depend on which came first.
+			g.push(GroupEvent{Kind: ShardRevoked, Shard: s.k, Role: l.Role(), Leadership: l, Err: l.Err()})
 			return false
 		case succ := <-s.release:
 			stop()

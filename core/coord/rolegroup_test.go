@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -557,5 +558,97 @@ func TestGroupMemRenewalsJittered(t *testing.T) {
 	}
 	if len(due) < 2 {
 		t.Fatalf("64 draws of the renewal instant were all %v ms from the renew instant", due)
+	}
+}
+
+// TestGroupMemFrozenMemberIsToldOfEveryLostShard: a member whose process
+// stood still past its leases (SIGSTOP: its clock and its network frozen
+// together) learns, once it runs again, of every shard it lost: a
+// ShardRevoked for each, whether the end of the term or the plan that moved
+// the shard away reached it first. Before the fix, a term that ended just
+// as the new plan cancelled the shard's loop lost its ShardRevoked (the
+// 1,024-shard bench: a member resumed after SIGSTOP still believed it held
+// shards that other members owned).
+func TestGroupMemFrozenMemberIsToldOfEveryLostShard(t *testing.T) {
+	const n = 24
+	e := newGroupEnv(t)
+	// a's clock follows the real one, except while a is frozen.
+	clock := core.NewManualClock(time.Now().UnixMilli())
+	var frozen atomic.Bool
+	tick := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-tick:
+				return
+			case <-time.After(5 * time.Millisecond):
+				if !frozen.Load() {
+					clock.Set(time.Now().UnixMilli())
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(tick) })
+	cfg := e.client().Config()
+	trA := e.cluster.Transport(cfg.Topic)
+	ca, err := coord.NewClient(cfg, trA, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ca.Close() })
+	trLogA := e.cluster.Transport(groupTopic)
+	logA := coord.GroupLog{Transport: trLogA, Topic: groupTopic}
+	a, err := coord.NewGroup(ca, logA, "fleet", n, core.MustMemberID("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	var mu sync.Mutex
+	held := map[int]bool{}
+	go func() {
+		for {
+			ev, err := a.Next(context.Background())
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held[ev.Shard] = ev.Kind == coord.ShardAssigned
+			mu.Unlock()
+		}
+	}()
+	b := e.join("b", n)
+	e.waitConverged(a, b)
+
+	// Freeze a: no time, and every call of its refused (a blocked call of
+	// memtransport's BlackHole would stay blocked after the thaw).
+	frozen.Store(true)
+	trA.SetFault(memtransport.Refuse)
+	trLogA.SetFault(memtransport.Refuse)
+	waitFor(t, "b owning every shard", func() bool {
+		st, err := coord.DescribeGroup(context.Background(), e.log, "fleet", nil)
+		return err == nil && counts(st)["b"] == n
+	})
+	// Thaw a: its clock jumps past its leases as its network comes back.
+	trA.SetFault(memtransport.Healthy)
+	trLogA.SetFault(memtransport.Healthy)
+	frozen.Store(false)
+	st := e.waitConverged(a, b)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var diff []string
+		mu.Lock()
+		for k, o := range st.Owner {
+			if (o == "a") != held[k] {
+				diff = append(diff, fmt.Sprintf("shard %d: owner %s, a's events say held %v", k, o, held[k]))
+			}
+		}
+		mu.Unlock()
+		if len(diff) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's events disagree with the group: %v", diff)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
