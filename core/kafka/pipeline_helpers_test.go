@@ -78,12 +78,37 @@ func readCommands(t testing.TB, bootstrap, topic string) map[int32][]int {
 	t.Helper()
 	adm := adminFor(t, bootstrap)
 	ctx := ctxFor(t, 60*time.Second)
-	lso, err := adm.ListCommittedOffsets(ctx, topic)
-	if err == nil {
-		err = lso.Error()
-	}
-	if err != nil {
-		t.Fatalf("listing %s: %v", topic, err)
+	// The writers are done, but the coordinator writes a transaction's
+	// markers after it answered EndTxn: wait (up to 30 s) until the last
+	// stable offset of every partition reached its end, so that a commit
+	// answered just before the call is read (a CI run read 20 of 60
+	// commands: the successor's last transaction was not stable yet).
+	var lso kadm.ListedOffsets
+	for settle := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		lso, err = adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = lso.Error()
+		}
+		if err != nil {
+			t.Fatalf("listing %s: %v", topic, err)
+		}
+		hw, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = hw.Error()
+		}
+		if err != nil {
+			t.Fatalf("listing %s: %v", topic, err)
+		}
+		stable := true
+		lso.Each(func(o kadm.ListedOffset) {
+			if h, ok := hw.Lookup(topic, o.Partition); !ok || h.Offset != o.Offset {
+				stable = false
+			}
+		})
+		if stable || time.Now().After(settle) {
+			break
+		}
 	}
 	parts := map[int32]kgo.Offset{}
 	ends := map[int32]int64{}
