@@ -320,13 +320,19 @@ func txnRetry(err error) bool {
 // milliseconds, a member sent several AddPartitionsToTxn per transaction,
 // which loaded the broker further (docs/GROUPS.md).
 func retryTxnStep(ctx context.Context, fn func() error) error {
+	return retryTxnStepWith(ctx, fn, sleepCtx)
+}
+
+// retryTxnStepWith is retryTxnStep waiting with sleep (a test records the
+// waits).
+func retryTxnStepWith(ctx context.Context, fn func() error, sleep func(context.Context, time.Duration) error) error {
 	d := txnBackoff
 	for {
 		err := fn()
 		if err == nil || !txnRetry(err) {
 			return err
 		}
-		if txnStepSleep(ctx, d) != nil {
+		if sleep(ctx, d) != nil {
 			return err
 		}
 		d = min(2*d, txnBackoffMax)
@@ -335,9 +341,6 @@ func retryTxnStep(ctx context.Context, fn func() error) error {
 
 // txnBackoffMax bounds retryTxnStep's backoff.
 const txnBackoffMax = 50 * time.Millisecond
-
-// txnStepSleep is retryTxnStep's wait (a test records it).
-var txnStepSleep = sleepCtx
 
 // addOffsetsToTxn adds the offsets partition of oc's group to the open
 // transaction under tok (AddOffsetsToTxn through cl, the producer's client

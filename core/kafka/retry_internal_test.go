@@ -18,18 +18,16 @@ import (
 // transaction to a loaded broker.
 func TestRetryTxnStepBacksOffExponentially(t *testing.T) {
 	var waits []time.Duration
-	old := txnStepSleep
-	txnStepSleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
-	defer func() { txnStepSleep = old }()
+	record := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
 	calls := 0
 	final := errors.New("not to be retried")
-	err := retryTxnStep(context.Background(), func() error {
+	err := retryTxnStepWith(context.Background(), func() error {
 		calls++
 		if calls <= 10 {
 			return kerr.ConcurrentTransactions
 		}
 		return final
-	})
+	}, record)
 	if !errors.Is(err, final) || calls != 11 {
 		t.Fatalf("retryTxnStep returned %v after %d calls, want the 11th call's error", err, calls)
 	}
@@ -41,7 +39,6 @@ func TestRetryTxnStepBacksOffExponentially(t *testing.T) {
 	// A context that ends stops the retries with the last answer.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	txnStepSleep = sleepCtx
 	calls = 0
 	err = retryTxnStep(ctx, func() error { calls++; return kerr.ConcurrentTransactions })
 	if !errors.Is(err, kerr.ConcurrentTransactions) || calls != 1 {
