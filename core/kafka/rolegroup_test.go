@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -428,6 +429,9 @@ func (r *groupRun) converge(name string, since time.Time, before *coord.GroupSta
 		st := r.describe()
 		if st.MovesInFlight > res.MaxInFlight && name != "resume" {
 			res.MaxInFlight = st.MovesInFlight
+			if st.MovesInFlight > grpMaxMoves {
+				r.t.Logf("%s: %d moves in flight: %s", name, st.MovesInFlight, inFlight(st))
+			}
 		}
 		if st.Converged && sameMembers(st, want) {
 			res.Converge = time.Since(since)
@@ -458,6 +462,30 @@ func (r *groupRun) converge(name string, since time.Time, before *coord.GroupSta
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// inFlight names the shards whose live holder is not their owner, with
+// the members whose heartbeats report them (and those heartbeats'
+// deadlines), and each member's liveness.
+func inFlight(st *coord.GroupStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan %d by %s, unheld %d, pending %d;", st.Seq, st.Leader, st.Unheld, st.Pending)
+	for _, m := range st.Members {
+		fmt.Fprintf(&b, " %s(live %v until %s)", m.Member, m.Live, m.Deadline.Format("15:04:05.000"))
+	}
+	for k := range st.Owner {
+		if st.Holder[k] == "" || st.Holder[k] == st.Owner[k] {
+			continue
+		}
+		fmt.Fprintf(&b, " [%d owner %s holder %s, reported by", k, st.Owner[k], st.Holder[k])
+		for _, m := range st.Members {
+			if slices.Contains(m.Held, k) {
+				b.WriteString(" " + m.Member)
+			}
+		}
+		b.WriteString("]")
+	}
+	return b.String()
 }
 
 // sameMembers: the members of want are live, eligible and given shards;
