@@ -48,8 +48,9 @@ With --group (comma separated), each role group's state from the group log
   krabka_group_member_weight{member}              its weight
   krabka_group_member_live{member}                1 while its heartbeat is live and it is eligible
   krabka_group_moves_total                        owner changes over the group's plans
-  krabka_group_moves_in_flight                    shards whose live holder is not their owner
+  krabka_group_moves_in_flight                    shards handed over between live members
   krabka_group_unheld_shards                      shards no live member holds
+  krabka_group_orphaned_shards                    shards held while their owner is not live
   krabka_group_converged                          1 when every shard is held by its target
   krabka_group_last_converge_seconds              how long the last spell away from convergence lasted
   krabka_group_convergences_total                 times the group converged again

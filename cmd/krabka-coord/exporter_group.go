@@ -78,9 +78,11 @@ var (
 	descGroupMoves = prometheus.NewDesc("krabka_group_moves_total",
 		"Shards whose owner changed over the group's plans (the leaders' running count).", []string{"group"}, nil)
 	descGroupInFlight = prometheus.NewDesc("krabka_group_moves_in_flight",
-		"Shards whose live holder is not their owner in the plan.", []string{"group"}, nil)
+		"Shards handed over between live members: the owner in the plan is live and another live member reports holding it.", []string{"group"}, nil)
 	descGroupUnheld = prometheus.NewDesc("krabka_group_unheld_shards",
 		"Shards no live member reports holding.", []string{"group"}, nil)
+	descGroupOrphaned = prometheus.NewDesc("krabka_group_orphaned_shards",
+		"Shards a live member holds while their owner in the plan is not live (or there is none): the next plan settles them.", []string{"group"}, nil)
 	descGroupConverged = prometheus.NewDesc("krabka_group_converged",
 		"1 when every shard is held by its target.", []string{"group"}, nil)
 	descGroupConverge = prometheus.NewDesc("krabka_group_last_converge_seconds",
@@ -93,7 +95,7 @@ var (
 
 func (g *groupCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGroupShards, descGroupMemberShards, descGroupMemberTarget, descGroupMemberWeight,
-		descGroupMemberLive, descGroupMoves, descGroupInFlight, descGroupUnheld, descGroupConverged, descGroupConverge,
+		descGroupMemberLive, descGroupMoves, descGroupInFlight, descGroupUnheld, descGroupOrphaned, descGroupConverged, descGroupConverge,
 		descGroupConvergences, descGroupErrors} {
 		ch <- d
 	}
@@ -132,6 +134,7 @@ func (g *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGroupMoves, prometheus.CounterValue, float64(st.Moves), n)
 		ch <- prometheus.MustNewConstMetric(descGroupInFlight, prometheus.GaugeValue, float64(st.MovesInFlight), n)
 		ch <- prometheus.MustNewConstMetric(descGroupUnheld, prometheus.GaugeValue, float64(st.Unheld), n)
+		ch <- prometheus.MustNewConstMetric(descGroupOrphaned, prometheus.GaugeValue, float64(st.Orphaned), n)
 		ch <- prometheus.MustNewConstMetric(descGroupConverged, prometheus.GaugeValue, conv, n)
 		if v.lastConverge >= 0 {
 			ch <- prometheus.MustNewConstMetric(descGroupConverge, prometheus.GaugeValue, v.lastConverge, n)

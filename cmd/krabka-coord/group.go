@@ -50,6 +50,7 @@ type groupJSON struct {
 	Members       []groupMemberJSON `json:"members"`
 	MovesInFlight int               `json:"moves_in_flight"`
 	Unheld        int               `json:"unheld"`
+	Orphaned      int               `json:"orphaned"`
 	Pending       int               `json:"pending"`
 	Converged     bool              `json:"converged"`
 	Moves         int64             `json:"moves"`
@@ -69,7 +70,7 @@ type groupMemberJSON struct {
 func toGroupJSON(st *coord.GroupStatus, now time.Time) groupJSON {
 	j := groupJSON{At: now.UTC().Format(time.RFC3339Nano), Group: st.Group, Kind: st.Kind, Shards: st.Shards, Seq: st.Seq,
 		Leader: st.Leader, Token: st.Token, Members: []groupMemberJSON{}, MovesInFlight: st.MovesInFlight,
-		Unheld: st.Unheld, Pending: st.Pending, Converged: st.Converged, Moves: st.Moves}
+		Unheld: st.Unheld, Orphaned: st.Orphaned, Pending: st.Pending, Converged: st.Converged, Moves: st.Moves}
 	for _, m := range st.Members {
 		j.Members = append(j.Members, groupMemberJSON{Member: m.Member, Weight: m.Weight, Eligible: m.Eligible, Live: m.Live,
 			Held: len(m.Held), Owned: m.Owned, Target: m.Target, Moves: m.Moves})
@@ -162,7 +163,7 @@ func printGroup(e *env, st *coord.GroupStatus) {
 		return
 	}
 	fmt.Fprintf(e.stdout, "group %s  %s=%d  plan=%d  leader=%s  token=%s\n", st.Group, orDash(st.Kind), st.Shards, st.Seq, orDash(st.Leader), orDash(st.Token))
-	fmt.Fprintf(e.stdout, "converged=%v  moves_in_flight=%d  unheld=%d  pending=%d  moves=%d\n", st.Converged, st.MovesInFlight, st.Unheld, st.Pending, st.Moves)
+	fmt.Fprintf(e.stdout, "converged=%v  moves_in_flight=%d  unheld=%d  orphaned=%d  pending=%d  moves=%d\n", st.Converged, st.MovesInFlight, st.Unheld, st.Orphaned, st.Pending, st.Moves)
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tWEIGHT\tELIGIBLE\tLIVE\tHELD\tOWNED\tTARGET")
 	for _, m := range st.Members {

@@ -1,9 +1,12 @@
 package coord
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"github.com/krabka/krabka-coord/core"
 )
 
 func names(n int) []liveMember {
@@ -218,5 +221,36 @@ func TestGroupKeyRoundTrip(t *testing.T) {
 		if _, _, _, ok := decodeGroupKey(bad); ok {
 			t.Fatalf("decoded %x", bad)
 		}
+	}
+}
+
+// TestGroupStatusOrphanedIsNotInFlight: a shard held by a live member
+// whose owner in the plan is not live (its heartbeat expired: a broker
+// stall, say) is orphaned, not a move in flight; one whose owner is live
+// and does not hold it yet is in flight. (A stall of the 1,024-shard bench
+// let one member's last heartbeat outlive the others' and counted every
+// shard it had handed over as in flight: 40 against a bound of 8.)
+func TestGroupStatusOrphanedIsNotInFlight(t *testing.T) {
+	const now = int64(1_000_000)
+	v := newGroupView("g")
+	off := int64(0)
+	heartbeat := func(member string, deadline int64, held ...int) {
+		b, _ := json.Marshal(memberRecord{Weight: 1, Eligible: true, At: deadline - 3000, Deadline: deadline, Held: held})
+		off++
+		v.add(core.RawRecord{Offset: off, Key: groupKey(groupKindMember, "g", member), Value: b})
+	}
+	// Shards 0..3: 0 and 1 owned by a (its heartbeat expired), 2 and 3 by
+	// b (live); d, live, reports 0, 1 and 2 (handed over to a and b
+	// before a's heartbeats stopped reaching the log).
+	heartbeat("a", now-1)
+	heartbeat("b", now+5000, 3)
+	heartbeat("d", now+5000, 0, 1, 2)
+	off++
+	v.add(core.RawRecord{Offset: off, Key: groupKey(groupKindPlan, "g", ""),
+		Value: encodePlan(planRecord{Kind: "shards", Shards: 4, Seq: 1}, []string{"a", "a", "b", "b"}, []string{"a", "a", "b", "b"})})
+	st := v.status(now)
+	if st.MovesInFlight != 1 || st.Orphaned != 2 || st.Unheld != 0 || st.Converged {
+		t.Fatalf("in flight %d (want 1: shard 2, owner b live), orphaned %d (want 2: shards 0 and 1, owner a gone), unheld %d, converged %v",
+			st.MovesInFlight, st.Orphaned, st.Unheld, st.Converged)
 	}
 }

@@ -124,10 +124,19 @@ type GroupStatus struct {
 	// Owner and Holder are per shard: the member the plan gives it to and
 	// the live member that reports holding it ("" none).
 	Owner, Holder []string
-	// MovesInFlight counts the shards whose live holder is not their owner.
+	// MovesInFlight counts the shards handed over between live members
+	// now: the owner is live, and another live member reports holding
+	// the shard (the count WithMaxMoves bounds).
 	MovesInFlight int
 	// Unheld counts the shards no live member reports holding.
 	Unheld int
+	// Orphaned counts the shards held by a live member while their owner
+	// is not live (its heartbeat expired) or the plan gives them to
+	// nobody: no handover is under way; the leader's next plan gives each
+	// to its holder or moves it, or the holder resigns it. A broker
+	// that stalls past the member ttl makes members' heartbeats expire
+	// and their shards orphaned until they heartbeat again.
+	Orphaned int
 	// Pending counts the shards whose owner is not yet their target (moves
 	// the bound holds back).
 	Pending int
@@ -154,6 +163,10 @@ func (v *groupView) status(now int64) *GroupStatus {
 		s.Owner = make([]string, s.Shards)
 	}
 	owned, target := map[string]int{}, map[string]int{}
+	live := map[string]bool{}
+	for name, m := range v.members {
+		live[name] = m.Deadline > now
+	}
 	s.Converged = s.Shards > 0
 	for k := 0; k < s.Shards; k++ {
 		owned[owners[k]]++
@@ -165,6 +178,9 @@ func (v *groupView) status(now int64) *GroupStatus {
 		switch {
 		case s.Holder[k] == "":
 			s.Unheld++
+			s.Converged = false
+		case s.Holder[k] != owners[k] && !live[owners[k]]:
+			s.Orphaned++
 			s.Converged = false
 		case s.Holder[k] != owners[k]:
 			s.MovesInFlight++
