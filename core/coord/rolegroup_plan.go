@@ -132,6 +132,33 @@ type planRecord struct {
 	// Moves counts the shards whose owner changed over the group's plans
 	// (a running total the exporter reports).
 	Moves int64 `json:"moves"`
+	// Moving lists the shards whose move is in flight (groupStep): moved
+	// by a plan, not yet reported held by their new owner. Absent in
+	// plans of earlier versions (then only shards another live member
+	// holds count).
+	Moving []int `json:"moving,omitempty"`
+}
+
+// moving returns Moving as a per-shard flag.
+func (p *planRecord) moving() []bool {
+	out := make([]bool, p.Shards)
+	for _, k := range p.Moving {
+		if k >= 0 && k < p.Shards {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// movingList is the inverse of moving.
+func movingList(m []bool) []int {
+	var out []int
+	for k, on := range m {
+		if on {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func (p *planRecord) owners() []string  { return p.names(p.Owner) }
@@ -307,46 +334,61 @@ func groupTarget(n int, members []liveMember, base []string, perMax int) []strin
 }
 
 // groupStep moves the plan's owners one step towards target. holder is each
-// shard's live holder as the members report it ("" none). A shard whose
-// owner is gone falls back to its live holder; a shard without a live holder
-// is placed at once (nobody to hand over from); a shard the target gives to
-// nobody (no live eligible member is left, or a semaphore has more slots
-// than members) is released at once (nobody to hand over to: its holder
-// only resigns); a shard whose live holder is not its target moves only
-// while fewer than maxMoves such handovers are in flight (owner != holder,
-// both set). It returns the new owners and how many shards changed from one
+// shard's live holder as the members report it ("" none); moving marks the
+// shards an earlier plan moved (planRecord.Moving; nil: none). A shard
+// whose owner is gone falls back to its live holder. Then a shard with
+// neither a live owner nor a live holder is placed at once (nobody to hand
+// over from); a shard the target gives to nobody (no live eligible member
+// is left, or a semaphore has more slots than members) is released at once
+// (nobody to hand over to: its holder only resigns); a shard its target
+// holds already goes to it at once; any other change of a live owner is a
+// move, started only while fewer than maxMoves moves are in flight. A move
+// is in flight from the plan that starts it until its new owner reports
+// holding the shard (or the owner is gone); a shard that a live member
+// other than its live owner holds counts too. It returns the new owners,
+// the shards in flight after the step and how many shards changed from one
 // owner to another (placements from none are not moves).
+//
+// A live owner's shard that nobody reports holding (its term ended and the
+// owner is taking it again) moves only within the bound: it was once placed
+// at once, and its old owner, winning it back before it read the plan,
+// handed it over outside the bound (the 1,024-shard bench saw 10 moves in
+// flight against a bound of 8). And a move counts until its new owner
+// holds the shard, not only while the old owner does: between the old
+// owner's release and the new owner's heartbeat it once looked finished.
 //
 // Releases to nobody were once bounded like handovers: the last member of a
 // group of 256 shards that left (Close) then gave its shards up 8 per plan,
 // one plan per tick, and its Close timed out.
-func groupStep(owner, target, holder []string, live map[string]bool, maxMoves int) ([]string, int) {
+func groupStep(owner, target, holder []string, live map[string]bool, moving []bool, maxMoves int) ([]string, []bool, int) {
 	out := slices.Clone(owner)
+	transit := make([]bool, len(out))
+	inflight := 0
 	for k := range out {
 		if !live[out[k]] {
 			out[k] = holder[k]
 		}
-	}
-	inflight := 0
-	for k := range out {
-		if out[k] != "" && holder[k] != "" && out[k] != holder[k] {
+		transit[k] = out[k] != "" && out[k] != holder[k] && (holder[k] != "" || (k < len(moving) && moving[k]))
+		if transit[k] {
 			inflight++
 		}
 	}
 	for k := range out {
 		switch {
 		case out[k] == target[k]:
-		case holder[k] == "" || holder[k] == target[k] || target[k] == "":
-			// Nobody live to hand over from, the target holds it
-			// already, or nobody to hand over to: no handover to bound.
-			if out[k] != "" && holder[k] != "" && out[k] != holder[k] {
+		case out[k] == "" || target[k] == "" || holder[k] == target[k]:
+			// Nobody live to hand over from, nobody to hand over to, or
+			// the target holds it already: no handover to bound.
+			if transit[k] {
+				transit[k] = false
 				inflight--
 			}
 			out[k] = target[k]
-		case out[k] != holder[k]:
+		case transit[k]:
 			out[k] = target[k] // in flight already: redirect it
 		case inflight < maxMoves:
 			out[k] = target[k]
+			transit[k] = true
 			inflight++
 		}
 	}
@@ -356,5 +398,5 @@ func groupStep(owner, target, holder []string, live map[string]bool, maxMoves in
 			moves++
 		}
 	}
-	return out, moves
+	return out, transit, moves
 }

@@ -439,16 +439,22 @@ func (g *Group) plan(ctx context.Context, l *Leadership) error {
 		prev = nil
 	}
 	owner, base := slices.Clone(holder), holder
-	var seq, moves int64
+	var (
+		seq, moves int64
+		moving     []bool
+	)
 	if prev != nil {
-		owner, base, seq, moves = prev.owners(), prev.targets(), prev.Seq, prev.Moves
+		owner, base, seq, moves, moving = prev.owners(), prev.targets(), prev.Seq, prev.Moves, prev.moving()
 	}
 	target := groupTarget(g.n, members, base, g.perMax)
-	next, moved := groupStep(owner, target, holder, live, g.opt.maxMoves)
+	next, transit, moved := groupStep(owner, target, holder, live, moving, g.opt.maxMoves)
 	if prev != nil && slices.Equal(next, prev.owners()) && slices.Equal(target, prev.targets()) {
+		// Nothing to change. The plan's Moving may still list moves that
+		// finished since; each step recomputes what is in flight.
 		return nil
 	}
-	rec := planRecord{Kind: g.kind, Shards: g.n, Seq: seq + 1, Leader: g.member.String(), Token: l.Token().String(), At: now, Moves: moves + int64(moved)}
+	rec := planRecord{Kind: g.kind, Shards: g.n, Seq: seq + 1, Leader: g.member.String(), Token: l.Token().String(), At: now,
+		Moves: moves + int64(moved), Moving: movingList(transit)}
 	val := encodePlan(rec, next, target)
 	_, err := l.Produce(ctx, Message{Topic: g.log.Topic, Partition: g.part, Key: groupKey(groupKindPlan, g.name, ""), Value: val})
 	if err == nil {
