@@ -80,6 +80,10 @@ type childFlags struct {
 	parts     int
 	conc      int
 	logLevel  string
+	// standbyAPI: how the standby waits: "each" (one Client.AcquireEach
+	// for every role: no goroutine per waiting role) or "acquire" (one
+	// goroutine per role blocked in Client.Acquire).
+	standbyAPI string
 }
 
 func (c *childFlags) register(fs *flag.FlagSet) {
@@ -92,12 +96,13 @@ func (c *childFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.parts, "partitions", 16, "krabka.topic.partitions")
 	fs.IntVar(&c.conc, "concurrency", 64, "acquisitions in flight (holder)")
 	fs.StringVar(&c.logLevel, "log-level", "warn", "krabka.log.level")
+	fs.StringVar(&c.standbyAPI, "standby-api", "each", "how the standby waits: each (one Client.AcquireEach for every role) | acquire (a goroutine per role in Client.Acquire)")
 }
 
 func (c *childFlags) args() []string {
 	return []string{"-bootstrap", c.bootstrap, "-topic", c.topic, "-prefix", c.prefix,
 		"-roles", strconv.Itoa(c.roles), "-lease", c.lease.String(), "-renew", c.renew.String(),
-		"-partitions", strconv.Itoa(c.parts), "-concurrency", strconv.Itoa(c.conc), "-log-level", c.logLevel}
+		"-partitions", strconv.Itoa(c.parts), "-concurrency", strconv.Itoa(c.conc), "-log-level", c.logLevel, "-standby-api", c.standbyAPI}
 }
 
 func (c *childFlags) config(clientID string, background bool) (coord.Config, error) {
@@ -347,9 +352,10 @@ func runHolder(args []string) {
 	})
 }
 
-// runStandby waits in Acquire for every role (one goroutine each: the Go
-// API blocks per role), answers "sample", and on "wins <seconds>" waits up
-// to that long for every role to be won and reports when each was.
+// runStandby waits for every role (-standby-api: one AcquireEach for all
+// of them, or a goroutine per role blocked in Acquire), answers "sample",
+// and on "wins <seconds>" waits up to that long for every role to be won
+// and reports when each was.
 func runStandby(args []string) {
 	c := parseChild(args)
 	out := childproc.NewOut[event](os.Stdout)
@@ -361,21 +367,34 @@ func runStandby(args []string) {
 	wins := map[string]int64{}
 	failures := 0
 	all := make(chan struct{})
-	for i := 0; i < c.roles; i++ {
-		go func() {
-			l, err := cl.Acquire(context.Background(), c.role(i), core.MustMemberID("standby"))
-			now := time.Now().UnixMilli()
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failures++
-			} else {
-				wins[l.Role().String()] = now
-			}
-			if len(wins)+failures == c.roles {
-				close(all)
-			}
-		}()
+	ended := func(l *coord.Leadership, err error) {
+		now := time.Now().UnixMilli()
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failures++
+		} else {
+			wins[l.Role().String()] = now
+		}
+		if len(wins)+failures == c.roles {
+			close(all)
+		}
+	}
+	me := core.MustMemberID("standby")
+	switch c.standbyAPI {
+	case "each":
+		roles := make([]core.Role, c.roles)
+		for i := range roles {
+			roles[i] = c.role(i)
+		}
+		go cl.AcquireEach(context.Background(), roles, me, func(_ int, l *coord.Leadership, err error) { ended(l, err) })
+	case "acquire":
+		for i := 0; i < c.roles; i++ {
+			go func() { ended(cl.Acquire(context.Background(), c.role(i), me)) }()
+		}
+	default:
+		out.Send(event{Ev: "err", Msg: "-standby-api " + c.standbyAPI + ": want each or acquire"})
+		return
 	}
 	started := sample(cl) // the window's start: CPU and view waits
 	started.Ev = "started"

@@ -188,15 +188,19 @@ func main() {
 	}
 	renewals := hEnd.RenewOK - acq.RenewOK
 	// The bench's goroutines still blocked in Acquire (the others returned:
-	// a role won while the holder lived, or an error).
-	blocked := c.roles - len(sEnd.Wins) - sEnd.Failures
+	// a role won while the holder lived, or an error); none with
+	// AcquireEach.
+	blocked := 0
+	if c.standbyAPI == "acquire" {
+		blocked = c.roles - len(sEnd.Wins) - sEnd.Failures
+	}
 	ms := []perfdoc.Measure{
 		perfdoc.Summarize("acquire", "one Acquire of a free role by the holder process ("+strconv.Itoa(c.conc)+" in flight)", "ms", acq.AcquireMs),
 		perfdoc.Value("acquire-all", "the holder process acquires every free role (first call to last return)", "s", acq.TotalMs/1000),
 		perfdoc.Value("held-mem-per-role", "holder process: Go heap (HeapAlloc) + goroutine stacks after a GC, end of the window minus before the first Acquire, per held role", "KiB", perRole(hEnd, hBase)),
-		perfdoc.Value("standby-mem-per-role", "standby process: Go heap + goroutine stacks after a GC, end of the window minus before the first Acquire, per standby role (includes the bench's goroutine blocked in Acquire per role)", "KiB", perRole(sEnd, sBase)),
+		perfdoc.Value("standby-mem-per-role", "standby process: Go heap + goroutine stacks after a GC, end of the window minus before the first Acquire, per standby role (standby "+c.standbyAPI+": with acquire it includes the bench's goroutine blocked in Acquire per role)", "KiB", perRole(sEnd, sBase)),
 		perfdoc.Value("standby-heap-per-role", "standby process: the Go heap part of standby-mem-per-role", "KiB", (kib(sEnd.HeapBytes)-kib(sBase.HeapBytes))/n),
-		perfdoc.Value("standby-stacks-per-role", "standby process: the goroutine-stack part of standby-mem-per-role (mostly the bench's own goroutine blocked in Acquire per role: the Go API blocks its caller)", "KiB", (kib(sEnd.StackBytes)-kib(sBase.StackBytes))/n),
+		perfdoc.Value("standby-stacks-per-role", "standby process: the goroutine-stack part of standby-mem-per-role (standby "+c.standbyAPI+": with acquire mostly the bench's own goroutine blocked in Acquire per role, the Go API blocking its caller)", "KiB", (kib(sEnd.StackBytes)-kib(sBase.StackBytes))/n),
 		perfdoc.Value("held-goroutines-per-role", "holder process: goroutines at the end of the window minus before the first Acquire, per held role", "goroutines", float64(hEnd.Goroutines-hBase.Goroutines)/n),
 		perfdoc.Value("standby-goroutines-per-role", "standby process: goroutines at the end minus before, per standby role, without the bench's own goroutine per role still blocked in Acquire", "goroutines", float64(sEnd.Goroutines-sBase.Goroutines-blocked)/n),
 		perfdoc.Value("holder-goroutines", "holder process: goroutines at the end of the window", "goroutines", float64(hEnd.Goroutines)),
@@ -252,9 +256,10 @@ func main() {
 		"krabka.engine": coord.DefaultConfig().Engine + " (the default of this build, or KRABKA_ENGINE; builds before issue 35 item 1 had only the per-role client)",
 		"topic":         c.topic + " (created by the holder's client with the library's settings for new topics)",
 		"processes":     "holder (child), standby (child), fresh folder (child, started after the holder's SIGKILL)",
+		"standby.api":   c.standbyAPI + " (each: one Client.AcquireEach for every role; acquire: a goroutine per role blocked in Client.Acquire, the only way before AcquireEach)",
 	}
-	f.Note = fmt.Sprintf("issue 35: %d roles; holder %d goroutines, %v sockets; standby %d goroutines (with %d of the bench), %v sockets",
-		c.roles, hEnd.Goroutines, hEnd.Sockets, sEnd.Goroutines, c.roles, sEnd.Sockets)
+	f.Note = fmt.Sprintf("issue 35: %d roles; holder %d goroutines, %v sockets; standby (%s) %d goroutines (with %d of the bench), %v sockets",
+		c.roles, hEnd.Goroutines, hEnd.Sockets, c.standbyAPI, sEnd.Goroutines, blocked, sEnd.Sockets)
 	fmt.Printf("scale: %s\n", f.Note)
 	for _, m := range f.Measures {
 		fmt.Printf("  %-28s n=%d p50=%.2f p99=%.2f max=%.2f %s\n", m.Name, m.N, m.P50, m.P99, m.Max, m.Unit)

@@ -234,171 +234,24 @@ func (c *Client) acquire(ctx context.Context, name core.Role, member core.Member
 	if err != nil {
 		return nil, 0, err
 	}
-	role, err := c.wire(name)
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	a, err := newAcqRun(c, cctx, name, member, try, o)
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := c.checkOpen(); err != nil {
 		return nil, 0, err
 	}
-	cctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	rt := rideThrough{c: c, role: role, try: try, ride: o.rideOutage}
-	var (
-		p int32
-		v *partView
-	)
-	for v == nil {
-		if p, err = c.partition(cctx, role); err == nil {
-			v, err = c.follow(p)
-		}
-		if err != nil && !rt.retry(cctx, err) {
-			return nil, 0, c.fail(cctx, err)
-		}
-	}
-	defer v.release()
-	if pr, ok := c.t.(Preparer); ok && !try {
-		pr.Prepare(role.txnID(), c.cfg.LeaseTxnTimeout())
-		defer pr.Unprepare(role.txnID())
-	}
-
-	poll := c.cfg.PollInterval
-	regOffset := int64(-1) // offset of this call's latest registration
-	synced := false        // the view reached the stable offset listed since the last decision to act
-	for {
-		if !synced {
-			if err := v.sync(cctx, role); err != nil {
-				if rt.retry(cctx, err) {
-					continue
-				}
-				return nil, 0, c.fail(cctx, err)
-			}
-			synced = true
-			rt.ok()
-		}
-		st, next, changed := v.snapshot(role)
-		now := c.clock.NowMs()
-		d := core.Evaluate(st, member, now, c.cfg.Lease)
-		switch d.Kind {
-		case core.NotRegistered:
-			if regOffset >= 0 && next <= regOffset {
-				// The view has not reached this call's registration yet.
-				if try {
-					return nil, core.SatAdd(now, poll.Milliseconds()), nil
-				}
-				if err := c.waitChange(cctx, changed, poll); err != nil {
-					return nil, 0, c.fail(cctx, err)
-				}
-				continue
-			}
-			if regOffset >= 0 {
-				c.log().Info("krabka: registration was removed (pruned by a winner); registering again at the tail",
-					"role", role.String(), "member", member.String())
-			}
-			reg := core.Registration{Member: member, RegisteredAt: now}
-			off, err := c.t.Append(cctx, p, role.registrationKey(member), core.EncodeRegistration(reg), o.registrationHeaders())
-			if err != nil {
-				if rt.retry(cctx, err) {
-					continue
-				}
-				return nil, 0, c.fail(cctx, err)
-			}
-			regOffset = off
-			synced = false // decide on a view that holds the registration
-			c.joinedRole(role, member)
-			c.log().Debug("krabka: registered", "role", role.String(), "member", member.String(), "partition", p, "offset", off)
-		case core.Wait:
-			c.joinedRole(role, member)
-			if try {
-				return nil, d.WaitUntil, nil
-			}
-			// Until the WAIT instant or the role's next record, whichever
-			// is first: every record of the role wakes this wait (changed),
-			// so re-reading on a poll would only repeat the same decision
-			// (at 10,000 waiting roles, 10,000 wake-ups a second). The
-			// bound, the larger of the poll and the renew interval, only
-			// covers a wall clock that steps while the timer runs on the
-			// monotonic clock; a live holder's renewal wakes the wait
-			// before it.
-			wait := time.Duration(core.SatSub(d.WaitUntil, now)) * time.Millisecond
-			if bound := max(poll, time.Duration(c.cfg.Lease.RenewIntervalMs)*time.Millisecond); wait > bound {
-				wait = bound
-			}
-			if err := c.waitChange(cctx, changed, wait); err != nil {
-				return nil, 0, c.fail(cctx, err)
-			}
-		case core.Hold, core.Challenge:
-			if !synced {
-				continue
-			}
-			synced = false // the next decision to act needs a fresh sync
-			// Act only on a view that holds everything committed before now.
-			if err := v.sync(cctx, role); err != nil {
-				if rt.retry(cctx, err) {
-					continue
-				}
-				return nil, 0, c.fail(cctx, err)
-			}
-			st, _, changed = v.snapshot(role)
-			now = c.clock.NowMs()
-			if d2 := core.Evaluate(st, member, now, c.cfg.Lease); d2.Kind != core.Hold && d2.Kind != core.Challenge {
-				synced = true
-				continue
-			} else if until := rt.holdOff(st, member, now); d2.Kind == core.Challenge && until > now {
-				// Back from an outage: the holder gets its lease (outage.go).
-				if try {
-					return nil, until, nil
-				}
-				if err := c.waitChange(cctx, changed, min(poll, time.Duration(until-now)*time.Millisecond)); err != nil {
-					return nil, 0, c.fail(cctx, err)
-				}
-				continue
-			} else if dl, open := v.openLease(role, member); d2.Kind == core.Challenge && open && dl > now {
-				// A lease of the role in a transaction whose marker did not
-				// reach the view within sync's wait: its holder may have
-				// committed it already (a marker late to this view, a loaded
-				// follower), so it counts until its deadline; abandoned, the
-				// mint after that aborts it (docs/PROTOCOL.md 12.1).
-				if try {
-					return nil, dl, nil
-				}
-				if err := c.waitChange(cctx, changed, min(poll, time.Duration(dl-now)*time.Millisecond)); err != nil {
-					return nil, 0, c.fail(cctx, err)
-				}
-				continue
-			}
-			l, err := c.challenge(cctx, role, member, p, st, now, o.meta)
-			c.stats.role(role).challenge(member, st.Lease, err)
-			if err == nil {
-				return l, 0, nil
-			}
-			if !errors.Is(err, ErrFenced) {
-				if rt.retry(cctx, err) {
-					continue
-				}
-				return nil, 0, c.fail(cctx, err)
-			}
-			// A competitor minted after us: back off until its lease shows
-			// (or the smaller of the poll interval and the stagger passes).
-			back := poll
-			if s := time.Duration(c.cfg.Lease.ChallengeStaggerMs) * time.Millisecond; s < back {
-				back = s
-			}
-			if try {
-				return nil, core.SatAdd(c.clock.NowMs(), back.Milliseconds()), nil
-			}
-			if err := c.waitChange(cctx, changed, back); err != nil {
-				return nil, 0, c.fail(cctx, err)
-			}
-		}
-	}
+	return a.block()
 }
 
 // rideThrough makes Acquire ride through failures that may pass (a broker
 // down, a leader moving, nothing listening yet: ErrTransport): it logs the
 // reason and retries with a growing backoff (50 ms doubling up to
-// krabka.poll.interval.ms) until the caller's context ends, which then
-// reports TIMEOUT (or CLOSED) with the last reason. With or without a
+// krabka.poll.interval.ms: retry says how long to wait before the next
+// step) until the caller's context ends, which then reports TIMEOUT (or
+// CLOSED) with the last reason. With or without a
 // timeout the behaviour is the same. TryAcquire (one pass) does not retry.
 type rideThrough struct {
 	c       *Client
@@ -415,9 +268,9 @@ func (r *rideThrough) ok() {
 	r.backAgain()
 }
 
-func (r *rideThrough) retry(ctx context.Context, err error) bool {
+func (r *rideThrough) retry(ctx context.Context, err error) (time.Duration, bool) {
 	if r.try || ClientErrorKind(err) != ErrTransport || ctx.Err() != nil {
-		return false
+		return 0, false
 	}
 	r.blind = true
 	first := r.backoff == 0
@@ -431,7 +284,7 @@ func (r *rideThrough) retry(ctx context.Context, err error) bool {
 		lvl = slog.LevelWarn // once per streak of failures
 	}
 	r.c.log().Log(ctx, lvl, "krabka: acquire: retrying after a transport error", "role", r.role.String(), "backoff_ms", r.backoff.Milliseconds(), "error", err.Error())
-	return r.c.sleep(ctx, r.backoff) == nil
+	return r.backoff, true
 }
 
 // joinedRole remembers that this client registered member for role (Close

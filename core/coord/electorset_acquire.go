@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -79,27 +80,79 @@ func (e *RolesError) Failed() []core.Role {
 // or close them when the call had to win all or none. No roles: an empty
 // slice and nil.
 func (c *Client) AcquireMany(ctx context.Context, roles []core.Role, member core.MemberID, opts ...AcquireOption) ([]*Leadership, error) {
+	out := make([]*Leadership, len(roles))
+	err := c.AcquireEach(ctx, roles, member, func(i int, l *Leadership, _ error) { out[i] = l }, opts...)
+	if err != nil && !errors.As(err, new(*RolesError)) {
+		return nil, err // the input was refused: nothing was tried
+	}
+	return out, err
+}
+
+// AcquireEach is AcquireMany reporting each role as it ends: each(i, l,
+// err) is called once per role, with roles[i]'s Leadership or its error,
+// as soon as that role was won or failed (calls are serialized, from the
+// library's goroutines; each must not block for long: it holds up the
+// reports of other roles, not their acquisitions). each may be nil. It
+// blocks until every role ended and returns what AcquireMany does (nil, a
+// *RolesError, or the input's error with each never called).
+//
+// A role that waits (another member's live lease) costs no goroutine: the
+// acquisition is parked on its role's record and on a timer of the
+// client's clock, and one goroutine steps it again when either comes
+// (issue 35; Acquire and AcquireMany's results are the same). So a
+// process can stand by for 10,000 roles with a handful of goroutines.
+func (c *Client) AcquireEach(ctx context.Context, roles []core.Role, member core.MemberID, each func(i int, l *Leadership, err error), opts ...AcquireOption) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := c.checkMany("AcquireMany", roles, &member); err != nil {
-		return nil, err
+	if err := c.checkMany("AcquireEach", roles, &member); err != nil {
+		return err
 	}
 	if err := CheckAcquireOptions(opts...); err != nil {
-		return nil, err
+		return err
+	}
+	o, err := acquireOpts(opts)
+	if err != nil {
+		return err
 	}
 	if err := c.checkOpen(); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]*Leadership, len(roles))
-	errs := make([]error, len(roles))
-	var wg sync.WaitGroup
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	runs := make([]*acqRun, len(roles))
 	for i, r := range roles {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = c.Acquire(ctx, r, member, opts...)
-		}()
+		if runs[i], err = newAcqRun(c, cctx, r, member, false, o); err != nil {
+			return err // checkMany checked every role already
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs = make([]error, len(roles))
+	)
+	for i, a := range runs {
+		a.done = func(l *Leadership, err error) {
+			mu.Lock()
+			errs[i] = err
+			if each != nil {
+				each(i, l, err)
+			}
+			mu.Unlock()
+			wg.Done()
+		}
+	}
+	// The context ending (or Close) resumes every parked run, which then
+	// ends with its error.
+	stop := context.AfterFunc(cctx, func() {
+		for _, a := range runs {
+			a.resume()
+		}
+	})
+	defer stop()
+	wg.Add(len(runs))
+	for _, a := range runs {
+		go a.drive()
 	}
 	wg.Wait()
 	var failed []RoleError
@@ -109,9 +162,9 @@ func (c *Client) AcquireMany(ctx context.Context, roles []core.Role, member core
 		}
 	}
 	if failed != nil {
-		return out, &RolesError{Total: len(roles), Roles: failed}
+		return &RolesError{Total: len(roles), Roles: failed}
 	}
-	return out, nil
+	return nil
 }
 
 // checkMany checks the roles of a call on many roles (fn names it) before

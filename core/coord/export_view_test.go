@@ -53,3 +53,23 @@ func ViewSync(ctx context.Context, c *Client, role core.Role) error {
 	}
 	return v.sync(ctx, w)
 }
+
+// ParkedRuns counts the acquisitions parked on the client's views
+// (AcquireEach's waiting roles: no goroutine each).
+func ParkedRuns(c *Client) int {
+	c.mu.Lock()
+	views := make([]*partView, 0, len(c.views))
+	for _, v := range c.views {
+		views = append(views, v)
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, v := range views {
+		v.mu.Lock()
+		for _, runs := range v.parked {
+			n += len(runs)
+		}
+		v.mu.Unlock()
+	}
+	return n
+}

@@ -59,7 +59,12 @@ type partView struct {
 	// closed and removed when a record of that role is folded or the fold
 	// restarts; the next snapshot of the role makes a new one.
 	roleWait map[string]chan struct{}
-	wakes    map[string]int64 // role channels closed and holder calls (once per fetch answer) since the view started, by role (tests)
+	// parked holds the acquisitions parked on a role (acqRun.park): no
+	// goroutine waits for them; the follower resumes them (woken) after
+	// folding a record of their role or the partition again.
+	parked map[string][]*acqRun
+	woken  []*acqRun
+	wakes  map[string]int64 // role channels closed and holder calls (once per fetch answer) since the view started, by role (tests)
 	// holders holds the leaderships of the client on the partition, by
 	// role (watch): the follower calls their checkView after it folded a
 	// record of their role (touched) or folded the partition again.
@@ -89,7 +94,7 @@ func (c *Client) follow(p int32) (*partView, error) {
 	ctx, cancel := context.WithCancel(c.root)
 	v := &partView{
 		c: c, p: p, stop: cancel, done: make(chan struct{}), refs: 1,
-		lso: -1, changed: make(chan struct{}), roleWait: map[string]chan struct{}{},
+		lso: -1, changed: make(chan struct{}), roleWait: map[string]chan struct{}{}, parked: map[string][]*acqRun{},
 		wakes: map[string]int64{}, holders: map[string][]*Leadership{}, touched: map[string]struct{}{},
 	}
 	v.restartFold()
@@ -189,9 +194,14 @@ func (v *partView) run(ctx context.Context) {
 			v.wakeLocked()
 		}
 		check := v.touchedLocked()
+		woken := v.woken
+		v.woken = nil
 		v.mu.Unlock()
 		for _, l := range check {
 			l.checkView()
+		}
+		for _, a := range woken {
+			a.resume()
 		}
 	}
 }
@@ -259,6 +269,11 @@ func (v *partView) addLocked(r core.RawRecord) {
 		delete(v.roleWait, k)
 		v.wakes[k]++
 	}
+	if runs, ok := v.parked[k]; ok {
+		v.woken = append(v.woken, runs...)
+		delete(v.parked, k)
+		v.wakes[k]++
+	}
 }
 
 // wakeRolesLocked wakes the waiters of every role (the fold restarted).
@@ -269,6 +284,11 @@ func (v *partView) wakeRolesLocked() {
 	for k, ch := range v.roleWait {
 		close(ch)
 		delete(v.roleWait, k)
+		v.wakes[k]++
+	}
+	for k, runs := range v.parked {
+		v.woken = append(v.woken, runs...)
+		delete(v.parked, k)
 		v.wakes[k]++
 	}
 }
@@ -293,6 +313,63 @@ func (v *partView) snapshot(role wireRole) (core.State, int64, <-chan struct{}) 
 		v.roleWait[k] = ch
 	}
 	return role.stateIn(v.fold), v.next, ch
+}
+
+// peek returns role's state as the view has it and the view's next
+// offset; waiter or park then waits for what comes after.
+func (v *partView) peek(role wireRole) (core.State, int64) {
+	v.c.stats.viewWaits.Add(1)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return role.stateIn(v.fold), v.next
+}
+
+// waiter returns a channel closed when the view folds role's next record
+// (or the partition again); closed already when the view's next offset
+// moved past next (a decision made at next may be stale).
+func (v *partView) waiter(role wireRole, next int64) <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.next != next {
+		return closedChan
+	}
+	k := role.r.String()
+	ch, ok := v.roleWait[k]
+	if !ok {
+		ch = make(chan struct{})
+		v.roleWait[k] = ch
+	}
+	return ch
+}
+
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// park registers a, a run that decided at next to wait for role's next
+// record; false (nothing registered) when the view's next offset moved
+// past next since. The follower resumes it (woken) when it folds a record
+// of role; unpark takes it out.
+func (v *partView) park(role wireRole, next int64, a *acqRun) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.next != next {
+		return false
+	}
+	k := role.r.String()
+	v.parked[k] = append(v.parked[k], a)
+	return true
+}
+
+// unpark removes a from the runs parked on role (if it is there).
+func (v *partView) unpark(role wireRole, a *acqRun) {
+	k := role.r.String()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	runs := slices.DeleteFunc(v.parked[k], func(r *acqRun) bool { return r == a })
+	if len(runs) == 0 {
+		delete(v.parked, k)
+	} else {
+		v.parked[k] = runs
+	}
 }
 
 // state returns role's state as the view has it (no channel: for a caller
