@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -63,6 +64,9 @@ type event struct {
 	FoldMs    float64          `json:"fold_ms,omitempty"`
 	ClientMs  float64          `json:"client_ms,omitempty"` // the transport built and the partitions listed
 	Parts     int              `json:"partitions,omitempty"`
+
+	// A renewer's closed-loop run (-mode tput).
+	Run *tputRun `json:"run,omitempty"`
 }
 
 func (e event) Kind() string    { return e.Ev }
@@ -114,11 +118,11 @@ func (c *childFlags) config(clientID string, background bool) (coord.Config, err
 
 func (c *childFlags) role(i int) core.Role { return core.MustRole(fmt.Sprintf("%s-%d", c.prefix, i)) }
 
-// client builds the child's client (background renewal) and reports the
-// process before any role as "base"; false (reported as "err") when the
-// client cannot be built.
-func (c *childFlags) client(out *childproc.Out[event], clientID string) (*coord.Client, bool) {
-	cfg, err := c.config(clientID, true)
+// client builds the child's client (background renewal on or off) and
+// reports the process before any role as "base"; false (reported as "err")
+// when the client cannot be built.
+func (c *childFlags) client(out *childproc.Out[event], clientID string, background bool) (*coord.Client, bool) {
+	cfg, err := c.config(clientID, background)
 	var cl *coord.Client
 	if err == nil {
 		cl, err = kafka.NewClient(cfg)
@@ -218,16 +222,10 @@ func commands(fn func(string)) {
 	}
 }
 
-// runHolder acquires every role with background renewal, then scans the
-// leaderships every 200 ms for the renewal gaps, and answers "sample".
-func runHolder(args []string) {
-	c := parseChild(args)
-	out := childproc.NewOut[event](os.Stdout)
-	cl, ok := c.client(out, "scale-holder")
-	if !ok {
-		return
-	}
-
+// acquireAll acquires every role of c as member with c.conc acquisitions
+// in flight, and returns the leaderships, each acquisition's time (ms) and
+// the whole; the first failure is the error.
+func acquireAll(cl *coord.Client, c childFlags, member string) ([]*coord.Leadership, []float64, time.Duration, error) {
 	ls := make([]*coord.Leadership, c.roles)
 	lat := make([]float64, c.roles)
 	var next atomic.Int64
@@ -245,7 +243,7 @@ func runHolder(args []string) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				t0 := time.Now()
-				l, err := cl.Acquire(ctx, c.role(i), core.MustMemberID("holder"))
+				l, err := cl.Acquire(ctx, c.role(i), core.MustMemberID(member))
 				cancel()
 				if err != nil {
 					firstErr.CompareAndSwap(nil, fmt.Sprintf("acquiring %s: %v", c.role(i), err))
@@ -258,10 +256,25 @@ func runHolder(args []string) {
 	}
 	wg.Wait()
 	if e, _ := firstErr.Load().(string); e != "" {
-		out.Send(event{Ev: "err", Msg: e})
+		return nil, nil, 0, errors.New(e)
+	}
+	return ls, lat, time.Since(start), nil
+}
+
+// runHolder acquires every role with background renewal, then scans the
+// leaderships every 200 ms for the renewal gaps, and answers "sample".
+func runHolder(args []string) {
+	c := parseChild(args)
+	out := childproc.NewOut[event](os.Stdout)
+	cl, ok := c.client(out, "scale-holder", true)
+	if !ok {
 		return
 	}
-	total := time.Since(start)
+	ls, lat, total, err := acquireAll(cl, c, "holder")
+	if err != nil {
+		out.Send(event{Ev: "err", Msg: err.Error()})
+		return
+	}
 	acq := sample(cl)
 	acq.Ev, acq.AcquireMs, acq.TotalMs = "acq", lat, float64(total.Microseconds())/1000
 	out.Send(acq)
@@ -328,7 +341,7 @@ func runHolder(args []string) {
 func runStandby(args []string) {
 	c := parseChild(args)
 	out := childproc.NewOut[event](os.Stdout)
-	cl, ok := c.client(out, "scale-standby")
+	cl, ok := c.client(out, "scale-standby", true)
 	if !ok {
 		return
 	}
