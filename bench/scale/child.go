@@ -261,23 +261,35 @@ func acquireAll(cl *coord.Client, c childFlags, member string) ([]*coord.Leaders
 	return ls, lat, time.Since(start), nil
 }
 
-// runHolder acquires every role with background renewal, then scans the
-// leaderships every 200 ms for the renewal gaps, and answers "sample".
-func runHolder(args []string) {
+// hold starts a child that holds roles: its client (background renewal on
+// or off; "base" reported), then every role of its flags acquired as
+// member ("acq" reported). ok is false when either failed (reported as
+// "err").
+func hold(args []string, clientID, member string, background bool) (childFlags, *childproc.Out[event], *coord.Client, []*coord.Leadership, bool) {
 	c := parseChild(args)
 	out := childproc.NewOut[event](os.Stdout)
-	cl, ok := c.client(out, "scale-holder", true)
+	cl, ok := c.client(out, clientID, background)
 	if !ok {
-		return
+		return c, out, nil, nil, false
 	}
-	ls, lat, total, err := acquireAll(cl, c, "holder")
+	ls, lat, total, err := acquireAll(cl, c, member)
 	if err != nil {
 		out.Send(event{Ev: "err", Msg: err.Error()})
-		return
+		return c, out, nil, nil, false
 	}
 	acq := sample(cl)
 	acq.Ev, acq.AcquireMs, acq.TotalMs = "acq", lat, float64(total.Microseconds())/1000
 	out.Send(acq)
+	return c, out, cl, ls, true
+}
+
+// runHolder acquires every role with background renewal, then scans the
+// leaderships every 200 ms for the renewal gaps, and answers "sample".
+func runHolder(args []string) {
+	c, out, cl, ls, ok := hold(args, "scale-holder", "holder", true)
+	if !ok {
+		return
+	}
 
 	// The renewal scan.
 	var mu sync.Mutex

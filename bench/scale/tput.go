@@ -80,20 +80,10 @@ type tputRun struct {
 // renewal off, reports "acq", then answers each "run C WARMUP_MS WINDOW_MS"
 // with a closed loop of C renewers ("run" event).
 func runRenewer(args []string) {
-	c := parseChild(args)
-	out := childproc.NewOut[event](os.Stdout)
-	cl, ok := c.client(out, "scale-renewer", false)
+	_, out, cl, ls, ok := hold(args, "scale-renewer", "renewer", false)
 	if !ok {
 		return
 	}
-	ls, lat, total, err := acquireAll(cl, c, "renewer")
-	if err != nil {
-		out.Send(event{Ev: "err", Msg: err.Error()})
-		return
-	}
-	acq := sample(cl)
-	acq.Ev, acq.AcquireMs, acq.TotalMs = "acq", lat, float64(total.Microseconds())/1000
-	out.Send(acq)
 	dead := make([]atomic.Bool, len(ls))
 	commands(func(cmd string) {
 		var conc int
