@@ -93,7 +93,7 @@ func main() {
 	flag.StringVar(&renewers, "renewers", "64,256", "tput: renewer counts (concurrent Renew calls), one closed-loop run each, in order")
 	flag.IntVar(&tput.procs, "procs", 1, "tput: renewer processes (roles and renewers split over them)")
 	flag.StringVar(&pids, "broker-pids", "", "tput: pids of the brokers whose CPU to measure (comma-separated; '': not measured)")
-	flag.StringVar(&label, "label", "", "before | after (in the results file's name and settings)")
+	flag.StringVar(&label, "label", "", "scale: before | after; tput: any, or none for the generated table (in the results file's name and settings)")
 	flag.StringVar(&outDir, "out-dir", "bench/results", "directory of the results file ('': write none)")
 	flag.StringVar(&kafkaLib, "kafka-lib", "tests/kafka/lib", "directory of the broker jars (their name gives the Kafka version)")
 	flag.StringVar(&commit, "commit", "", "commit of the library recorded in the results (default: git rev-parse --short HEAD of the working directory)")
