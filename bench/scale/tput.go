@@ -18,8 +18,9 @@ package main
 // brokers a first 5 s warm-up left the next 10 s at a third of the rate of
 // a later run) the bench counts, for -window, the
 // renewals that completed (T = completed / window), their latencies, the
-// failed ones, the leaderships that ended, the renewer processes' CPU and,
-// with -broker-pids, the brokers' CPU (/proc/PID/stat; also for -idle
+// failed ones, the leaderships that ended, the renewer processes' CPU, the
+// whole machine's (/proc/stat: what else ran, and the hypervisor's steal)
+// and, with -broker-pids, the brokers' CPU (/proc/PID/stat; also for -idle
 // before the first run, every role held and none renewed). One results file
 // per run: lease-tput-<cluster>[-<label>]-...json.
 
@@ -27,6 +28,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,6 +228,33 @@ func brokersCPUMs(pids []int) []float64 {
 	return out
 }
 
+// machineTicks is the whole machine's CPU from /proc/stat's first line, in
+// ms: busy (user, nice, system, irq, softirq) and steal (the hypervisor
+// ran something else).
+type machineTicks struct{ busy, steal float64 }
+
+func machineCPUMs() machineTicks {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		die("reading the machine's CPU: %v", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fs := strings.Fields(line)
+	if len(fs) < 9 || fs[0] != "cpu" {
+		die("/proc/stat: first line %q has no cpu figures", line)
+	}
+	v := make([]float64, 8)
+	for i := range v {
+		x, err := strconv.ParseFloat(fs[i+1], 64)
+		if err != nil {
+			die("/proc/stat: %q is not a tick count", fs[i+1])
+		}
+		v[i] = x * 10 // USER_HZ: 100 a second
+	}
+	// user nice system idle iowait irq softirq steal
+	return machineTicks{busy: v[0] + v[1] + v[2] + v[5] + v[6], steal: v[7]}
+}
+
 // brokerCPU is the brokers' CPU a second (ms/s) between the readings b0
 // and b1, secs apart: all brokers together, each one and, when renewals
 // completed in between, per renewal in Extra.
@@ -311,13 +340,18 @@ func runTput(c childFlags, t tputFlags, label, outDir string, f *perfdoc.File) {
 		for k, p := range procs {
 			p.Send(fmt.Sprintf("run %d %d %d", share(conc, t.procs, k), warm.Milliseconds(), t.window.Milliseconds()))
 		}
-		// The brokers' CPU over the same window (the processes start
-		// their loops within a few milliseconds of these sends).
+		// The brokers' and the machine's CPU over the same window (the
+		// processes start their loops within a few milliseconds of these
+		// sends).
 		var b0, b1 []float64
+		time.Sleep(warm)
 		if len(t.brokerPids) > 0 {
-			time.Sleep(warm)
 			b0 = brokersCPUMs(t.brokerPids)
-			time.Sleep(t.window)
+		}
+		m0 := machineCPUMs()
+		time.Sleep(t.window)
+		m1 := machineCPUMs()
+		if len(t.brokerPids) > 0 {
 			b1 = brokersCPUMs(t.brokerPids)
 		}
 		var lat []float64
@@ -356,14 +390,21 @@ func runTput(c childFlags, t tputFlags, label, outDir string, f *perfdoc.File) {
 		cm.Extra = map[string]float64{"cpu_per_renewal_ms": cpu / float64(len(lat))}
 		ms = append(ms, cm)
 		bs := "not measured"
+		mach := perfdoc.Value(fmt.Sprintf("machine-cpu-%d", conc), fmt.Sprintf("the whole machine, CPU busy a second of the window (all cores: user, nice, system, irq, softirq; /proc/stat), %d renewers", conc),
+			"ms/s", (m1.busy-m0.busy)/win)
+		mach.Extra = map[string]float64{"steal_ms_per_s": (m1.steal - m0.steal) / win, "cores": float64(runtime.NumCPU())}
 		if b0 != nil {
 			bm := brokerCPU(fmt.Sprintf("broker-cpu-%d", conc), fmt.Sprintf("the brokers, user + system CPU a second of the window (all brokers together), %d renewers", conc),
 				b0, b1, win, len(lat))
 			ms = append(ms, bm)
 			bs = fmt.Sprintf("%.0f ms/s", bm.P50)
+			// What neither the brokers nor the renewer processes used: the
+			// bench's driver, the kernel's own threads and any other work.
+			mach.Extra["other_ms_per_s"] = mach.P50 - bm.P50 - cpu/win
 		}
-		line := fmt.Sprintf("%d renewers: %.0f renewals/s, p50 %.1f ms, p99 %.1f ms, %d failed, %d ended, client CPU %.0f ms/s, brokers %s",
-			conc, perSec, m.P50, m.P99, failed, ended, cpu/win, bs)
+		ms = append(ms, mach)
+		line := fmt.Sprintf("%d renewers: %.0f renewals/s, p50 %.1f ms, p99 %.1f ms, %d failed, %d ended, client CPU %.0f ms/s, brokers %s, machine %.0f ms/s (steal %.0f)",
+			conc, perSec, m.P50, m.P99, failed, ended, cpu/win, bs, mach.P50, mach.Extra["steal_ms_per_s"])
 		fmt.Println("  " + line)
 		if firstFail != "" {
 			fmt.Println("    first failure:", firstFail)

@@ -124,3 +124,19 @@ func TestBrokerCPUMs(t *testing.T) {
 		t.Fatalf("a pid that does not exist: %v", err)
 	}
 }
+
+// The machine's busy time grows with this test's own work; steal never
+// goes back.
+func TestMachineCPUMs(t *testing.T) {
+	a := machineCPUMs()
+	b := a
+	for x := 0; b.busy == a.busy; x++ {
+		for i := 0; i < 1e6; i++ {
+			x ^= i
+		}
+		b = machineCPUMs()
+	}
+	if b.busy < a.busy || b.steal < a.steal {
+		t.Fatalf("went back: %+v then %+v", a, b)
+	}
+}

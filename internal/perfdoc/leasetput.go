@@ -36,10 +36,23 @@ func perRenewal(m *Measure) string {
 	return s
 }
 
+// machineBusy is "X ms/s (other Y; steal Z)" of a machine CPU measure, or
+// "not measured".
+func machineBusy(m *Measure) string {
+	if m == nil {
+		return "not measured"
+	}
+	other := "other not measured"
+	if v, ok := m.Extra["other_ms_per_s"]; ok {
+		other = "other " + num(v)
+	}
+	return fmt.Sprintf("%s ms/s (%s; steal %s)", num(m.P50), other, num(m.Extra["steal_ms_per_s"]))
+}
+
 func leaseTputTable(g *gen) (string, error) {
 	var b strings.Builder
-	b.WriteString("| cluster | roles | renewers | lease transactions/s (T) | latency p50 / p90 / p99 | failed / leaderships ended | renewer process CPU | brokers' CPU | 100,000 roles need (I >= 2·R/T, lease >= 3·I) | results file |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	b.WriteString("| cluster | roles | renewers | lease transactions/s (T) | latency p50 / p90 / p99 | failed / leaderships ended | renewer process CPU | brokers' CPU | machine busy (other work; steal) | 100,000 roles need (I >= 2·R/T, lease >= 3·I) | results file |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	var used []*File
 	var idle []string
 	for _, c := range clusters {
@@ -61,10 +74,10 @@ func leaseTputTable(g *gen) (string, error) {
 			}
 			e := m.Extra
 			iv, lease := sizing(sizingRoles, m.PerSecond)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s / %s ms | %.0f / %.0f | %s | %s | renew every %s s, lease %s s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s / %s ms | %.0f / %.0f | %s | %s | %s | renew every %s s, lease %s s | %s |\n",
 				c.Head, commas(fmt.Sprintf("%.0f", e["roles"])), conc, commas(fmt.Sprintf("%.0f", m.PerSecond)),
 				num(m.P50), num(m.P90), num(m.P99), e["renewals_failed"], e["leaderships_ended"],
-				perRenewal(f.Measure("client-cpu-"+conc)), perRenewal(f.Measure("broker-cpu-"+conc)),
+				perRenewal(f.Measure("client-cpu-"+conc)), perRenewal(f.Measure("broker-cpu-"+conc)), machineBusy(f.Measure("machine-cpu-"+conc)),
 				commas(fmt.Sprintf("%.0f", iv)), commas(fmt.Sprintf("%.0f", lease)), g.link(f, c.Label))
 		}
 		if m := f.Measure("broker-cpu-idle"); m != nil {
