@@ -45,22 +45,30 @@ func TestLeaseTputTable(t *testing.T) {
 	for _, want := range []string{
 		// 2·100,000/1,250 = 160 s, lease 480 s; p50 of 10, 20, 30, 400 is the
 		// sample at round(0.5·3) = 2 (nearest rank).
-		"| 1 broker, tv2 | 2,000 | 64 | 1,250 | 30.0 / 400 / 400 ms | 1 / 0 | 500 ms/s (0.420 ms a renewal) | not measured | 1900 ms/s (other 150; steal 4.00) | renew every 160 s, lease 480 s | [1n-tv2](r/lease-tput-1n-tv2-new.json) |",
+		"| 1 broker, tv2 | 2026-12-07 18:00:00, 1.00 / 1.00 | 64 | 1,250 | 30.0 / 400 / 400 ms | 1 / 0 | 500 ms/s (0.420 ms a renewal) | not measured | 1900 ms/s (other 150; steal 4.00) | renew every 160 s, lease 480 s | [1n-tv2 abc1234](r/lease-tput-1n-tv2-new.json) |",
 		// 200,000/1,000 = 200 s.
-		"| 1 broker, tv2 | 2,000 | 256 | 1,000 | 30.0 / 400 / 400 ms | 1 / 0 | 500 ms/s (0.420 ms a renewal) | not measured | not measured | renew every 200 s, lease 600 s |",
+		"| 1 broker, tv2 | 2026-12-07 18:00:00, 1.00 / 1.00 | 256 | 1,000 | 30.0 / 400 / 400 ms | 1 / 0 | 500 ms/s (0.420 ms a renewal) | not measured | not measured | renew every 200 s, lease 600 s |",
+		// The older run has rows too, after the newer one.
+		"| 1 broker, tv2 | 2026-12-07 17:00:00, 1.00 / 1.00 | 64 | 900 |",
 		// 200,000/400 = 500 s; the run of 256 renewers has no rate and no row.
-		"| 3 brokers, RF 3, min ISR 2, tv2 | 2,000 | 64 | 400 | 30.0 / 400 / 400 ms | 1 / 0 | 500 ms/s (0.420 ms a renewal) | not measured | 1900 ms/s (other 150; steal 4.00) | renew every 500 s, lease 1,500 s |",
-		"none renewed (before the first run): 1n-tv2 35.0 ms/s, 3n-tv2 35.0 ms/s.",
+		"| 3 brokers, RF 3, min ISR 2, tv2 | 2026-12-07 18:10:00, 1.00 / 1.00 | 64 | 400 | 30.0 / 400 / 400 ms | 1 / 0 | 500 ms/s (0.420 ms a renewal) | not measured | 1900 ms/s (other 150; steal 4.00) | renew every 500 s, lease 1,500 s |",
+		// The range over the four windows of 1n-tv2 (900, 950, 1,000, 1,250),
+		// sized with the lowest: 200,000/900 = 222.2, so 223 s.
+		"- 1n-tv2: T from 900 to 1,250 a second over 4 windows (median 1,000); with the lowest, 100,000 roles need a renewal every 223 s and a lease of 669 s; the brokers idle (every role held, none renewed): 35.0, 35.0 ms/s.",
+		"- 3n-tv2: T from 400 to 400 a second over 1 windows (median 400)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "| 3 brokers, RF 3, min ISR 2, tv2 | 2,000 | 256 |") {
+	if i, j := strings.Index(out, "2026-12-07 18:00:00, 1.00"), strings.Index(out, "2026-12-07 17:00:00, 1.00"); i < 0 || j < i {
+		t.Errorf("the newer run is not first:\n%s", out)
+	}
+	if strings.Contains(out, "| 3 brokers, RF 3, min ISR 2, tv2 | 2026-12-07 18:10:00, 1.00 / 1.00 | 256 |") {
 		t.Errorf("a row for a measure without a rate:\n%s", out)
 	}
-	if used["lease-tput-1n-tv2-old.json"] || used["lease-tput-1n-tv2-smoke.json"] || !used["lease-tput-3n-tv2-a.json"] {
-		t.Errorf("cited %v: want the newest unlabelled run of each cluster only", used)
+	if used["lease-tput-1n-tv2-smoke.json"] || !used["lease-tput-1n-tv2-old.json"] || !used["lease-tput-3n-tv2-a.json"] {
+		t.Errorf("cited %v: want every unlabelled run", used)
 	}
 	if _, _, err := Render(doc, "r/", files[2:3]); err == nil {
 		t.Error("a labelled run alone rendered a table")
