@@ -17,7 +17,7 @@
 #                           Each cluster writes
 #                           bench/results/lease-tput-<cluster>-...json; then
 #                           `make perf-doc` (docs/PERFORMANCE.md, "Lease
-#                           transactions a second"). About 2 minutes a
+#                           transactions a second"). About 2 to 3 minutes a
 #                           cluster. Not part of make test.
 #   LEASE_TPUT_CLUSTERS=3n-tv2 LEASE_TPUT_ROLES=300 LEASE_TPUT_WINDOW=10s \
 #     LEASE_TPUT_OUT_DIR=/tmp/tput LEASE_TPUT_LABEL=smoke   a small run elsewhere
