@@ -1,6 +1,7 @@
 # Pure core (core/, minus the client files) and the Go conformance runner.
 #   make core-test   vet, unit tests, and the Go conformance runner (package core only:
-#                    core/kafka needs brokers and belongs to the Kafka suite)
+#                    core/kafka needs brokers and belongs to the Kafka suite); also the
+#                    benches' unit tests (bench/..., in memory: no broker)
 #   make core-fuzz   every fuzz target for CORE_FUZZTIME each, one at a time. The budget is a
 #                    count of executions, not a duration: with a duration, Go 1.26's fuzz
 #                    coordinator can report a spurious "context deadline exceeded" failure when
@@ -28,8 +29,8 @@ BENCH_TARGETS += core-bench
 
 .PHONY: core-test core-fuzz core-bench core-conformance generate sim-test perf-doc
 core-test:
-	$(GO) vet ./core ./tests/conformance/... ./internal/...
-	$(GO) test ./core ./tests/conformance/... ./internal/...
+	$(GO) vet ./core ./tests/conformance/... ./internal/... ./bench/...
+	$(GO) test ./core ./tests/conformance/... ./internal/... ./bench/...
 	$(CONFORMANCE_GO)
 	$(MAKE) --no-print-directory sim-test
 

@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -64,6 +65,9 @@ type event struct {
 	FoldMs    float64          `json:"fold_ms,omitempty"`
 	ClientMs  float64          `json:"client_ms,omitempty"` // the transport built and the partitions listed
 	Parts     int              `json:"partitions,omitempty"`
+
+	// A renewer's closed-loop run (-mode tput).
+	Run *tputRun `json:"run,omitempty"`
 }
 
 func (e event) Kind() string    { return e.Ev }
@@ -120,11 +124,11 @@ func (c *childFlags) config(clientID string, background bool) (coord.Config, err
 
 func (c *childFlags) role(i int) core.Role { return core.MustRole(fmt.Sprintf("%s-%d", c.prefix, i)) }
 
-// client builds the child's client (background renewal) and reports the
-// process before any role as "base"; false (reported as "err") when the
-// client cannot be built.
-func (c *childFlags) client(out *childproc.Out[event], clientID string) (*coord.Client, bool) {
-	cfg, err := c.config(clientID, true)
+// client builds the child's client (background renewal on or off) and
+// reports the process before any role as "base"; false (reported as "err")
+// when the client cannot be built.
+func (c *childFlags) client(out *childproc.Out[event], clientID string, background bool) (*coord.Client, bool) {
+	cfg, err := c.config(clientID, background)
 	var cl *coord.Client
 	if err == nil {
 		cl, err = kafka.NewClient(cfg)
@@ -248,16 +252,10 @@ func commands(fn func(string)) {
 	}
 }
 
-// runHolder acquires every role with background renewal, then scans the
-// leaderships every 200 ms for the renewal gaps, and answers "sample".
-func runHolder(args []string) {
-	c := parseChild(args)
-	out := childproc.NewOut[event](os.Stdout)
-	cl, ok := c.client(out, "scale-holder")
-	if !ok {
-		return
-	}
-
+// acquireAll acquires every role of c as member with c.conc acquisitions
+// in flight, and returns the leaderships, each acquisition's time (ms) and
+// the whole; the first failure is the error.
+func acquireAll(cl *coord.Client, c childFlags, member string) ([]*coord.Leadership, []float64, time.Duration, error) {
 	ls := make([]*coord.Leadership, c.roles)
 	lat := make([]float64, c.roles)
 	var next atomic.Int64
@@ -275,7 +273,7 @@ func runHolder(args []string) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				t0 := time.Now()
-				l, err := cl.Acquire(ctx, c.role(i), core.MustMemberID("holder"))
+				l, err := cl.Acquire(ctx, c.role(i), core.MustMemberID(member))
 				cancel()
 				if err != nil {
 					firstErr.CompareAndSwap(nil, fmt.Sprintf("acquiring %s: %v", c.role(i), err))
@@ -288,13 +286,40 @@ func runHolder(args []string) {
 	}
 	wg.Wait()
 	if e, _ := firstErr.Load().(string); e != "" {
-		out.Send(event{Ev: "err", Msg: e})
-		return
+		return nil, nil, 0, errors.New(e)
 	}
-	total := time.Since(start)
+	return ls, lat, time.Since(start), nil
+}
+
+// hold starts a child that holds roles: its client (background renewal on
+// or off; "base" reported), then every role of its flags acquired as
+// member ("acq" reported). ok is false when either failed (reported as
+// "err").
+func hold(args []string, clientID, member string, background bool) (childFlags, *childproc.Out[event], *coord.Client, []*coord.Leadership, bool) {
+	c := parseChild(args)
+	out := childproc.NewOut[event](os.Stdout)
+	cl, ok := c.client(out, clientID, background)
+	if !ok {
+		return c, out, nil, nil, false
+	}
+	ls, lat, total, err := acquireAll(cl, c, member)
+	if err != nil {
+		out.Send(event{Ev: "err", Msg: err.Error()})
+		return c, out, nil, nil, false
+	}
 	acq := sample(cl)
 	acq.Ev, acq.AcquireMs, acq.TotalMs = "acq", lat, float64(total.Microseconds())/1000
 	out.Send(acq)
+	return c, out, cl, ls, true
+}
+
+// runHolder acquires every role with background renewal, then scans the
+// leaderships every 200 ms for the renewal gaps, and answers "sample".
+func runHolder(args []string) {
+	c, out, cl, ls, ok := hold(args, "scale-holder", "holder", true)
+	if !ok {
+		return
+	}
 
 	// The renewal scan.
 	var mu sync.Mutex
@@ -359,7 +384,7 @@ func runHolder(args []string) {
 func runStandby(args []string) {
 	c := parseChild(args)
 	out := childproc.NewOut[event](os.Stdout)
-	cl, ok := c.client(out, "scale-standby")
+	cl, ok := c.client(out, "scale-standby", true)
 	if !ok {
 		return
 	}

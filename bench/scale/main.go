@@ -31,6 +31,11 @@
 // same program measures the library before and after a change.
 //
 //	go run ./bench/scale -bootstrap 127.0.0.1:27400 -roles 1000 -duration 2m -label before
+//
+// -mode tput measures instead the lease transactions a second a cluster
+// sustains (tput.go):
+//
+//	go run ./bench/scale -mode tput -bootstrap 127.0.0.1:27600 -roles 2000 -renewers 64,256 -window 30s
 package main
 
 import (
@@ -61,6 +66,9 @@ func main() {
 		case "fold":
 			runFold(os.Args[2:])
 			return
+		case "renewer":
+			runRenewer(os.Args[2:])
+			return
 		}
 	}
 	var (
@@ -70,10 +78,22 @@ func main() {
 		outDir   string
 		kafkaLib string
 		commit   string
+		mode     string
+		tput     tputFlags
+		renewers string
+		pids     string
 	)
 	c.register(flag.CommandLine)
+	flag.StringVar(&mode, "mode", "scale", "scale (a holder and a standby of -roles roles) | tput (lease transactions a second, tput.go)")
 	flag.DurationVar(&duration, "duration", 10*time.Minute, "how long both processes run before the holder is killed")
-	flag.StringVar(&label, "label", "", "before | after (in the results file's name and settings)")
+	flag.DurationVar(&tput.window, "window", 30*time.Second, "tput: the measured window of each renewer count")
+	flag.DurationVar(&tput.warmup, "warmup", 5*time.Second, "tput: the closed loop runs this long before each window but the first")
+	flag.DurationVar(&tput.firstWarmup, "first-warmup", 30*time.Second, "tput: the closed loop runs this long before the first window (fresh brokers)")
+	flag.DurationVar(&tput.idle, "idle", 5*time.Second, "tput: with -broker-pids, the brokers' CPU is measured this long before the first run, every role held and none renewed (0: not)")
+	flag.StringVar(&renewers, "renewers", "64,256", "tput: renewer counts (concurrent Renew calls), one closed-loop run each, in order")
+	flag.IntVar(&tput.procs, "procs", 1, "tput: renewer processes (roles and renewers split over them)")
+	flag.StringVar(&pids, "broker-pids", "", "tput: pids of the brokers whose CPU to measure (comma-separated; '': not measured)")
+	flag.StringVar(&label, "label", "", "scale: before | after; tput: any, or none for the generated table (in the results file's name and settings)")
 	flag.StringVar(&outDir, "out-dir", "bench/results", "directory of the results file ('': write none)")
 	flag.StringVar(&kafkaLib, "kafka-lib", "tests/kafka/lib", "directory of the broker jars (their name gives the Kafka version)")
 	flag.StringVar(&commit, "commit", "", "commit of the library recorded in the results (default: git rev-parse --short HEAD of the working directory)")
@@ -87,6 +107,19 @@ func main() {
 	if c.roles < 1 || c.conc < 1 || c.parts < 1 {
 		die("-roles, -concurrency and -partitions must be at least 1")
 	}
+	if mode != "scale" && mode != "tput" {
+		die("-mode %q is not scale or tput", mode)
+	}
+	var err error
+	if tput.renewers, err = parseInts("renewers", renewers); err != nil {
+		die("%v", err)
+	}
+	if tput.brokerPids, err = parseInts("broker-pids", pids); err != nil {
+		die("%v", err)
+	}
+	if mode == "tput" && (len(tput.renewers) == 0 || tput.procs < 1 || tput.window <= 0 || tput.warmup < 0 || tput.firstWarmup < 0 || tput.idle < 0) {
+		die("-mode tput needs -renewers, -procs >= 1, -window > 0, and -warmup, -first-warmup and -idle >= 0")
+	}
 	run := time.Now().Unix()
 	if c.topic == "" {
 		c.topic = fmt.Sprintf("scale-%d", run)
@@ -94,7 +127,11 @@ func main() {
 	if c.prefix == "" {
 		c.prefix = fmt.Sprintf("sc%d", run)
 	}
-	f := perfdoc.NewFile("scale")
+	bench := "scale"
+	if mode == "tput" {
+		bench = "lease-tput"
+	}
+	f := perfdoc.NewFile(bench)
 	if commit != "" {
 		f.Commit, f.Dirty = commit, false
 	}
@@ -105,6 +142,10 @@ func main() {
 		die("asking the cluster what it runs: %v", err)
 	}
 	f.Kafka = kinfo
+	if mode == "tput" {
+		runTput(c, tput, label, outDir, f)
+		return
+	}
 	fmt.Printf("scale: %d roles on %s (%d partitions), lease %v, renew %v, window %v, commit %s (dirty %v), load %v\n",
 		c.roles, c.topic, c.parts, c.lease, c.renew, duration, f.Commit, f.Dirty, f.LoadBefore)
 

@@ -22,6 +22,7 @@ var tables = map[string]func(*gen) (string, error){
 	"crossrole":   crossroleTable,
 	"pipeline":    pipelineTable,
 	"scale":       scaleTable,
+	"lease-tput":  leaseTputTable,
 }
 
 // The clusters of the side-by-side tables, in column order.
