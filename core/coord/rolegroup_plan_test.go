@@ -324,3 +324,34 @@ func TestGroupStatusOrphanedIsNotInFlight(t *testing.T) {
 			st.MovesInFlight, st.Orphaned, st.Unheld, st.Converged)
 	}
 }
+
+// TestGroupPlanKeepsAnIneligibleLiveOwner: an ineligible member that is
+// still live gets no target, but stays its shards' owner, so its shards
+// move within the bound, even those nobody holds for a moment (a term that
+// lapsed while it was giving them up, which it wins back while its plan
+// names it). They were once placed at once: 25 in flight against 8.
+func TestGroupPlanKeepsAnIneligibleLiveOwner(t *testing.T) {
+	const now = int64(1_000_000)
+	v := newGroupView("g")
+	for i, m := range []memberRecord{{Weight: 1, Eligible: true, Deadline: now + 5000}, {Weight: 1, Eligible: false, Deadline: now + 5000}, {Weight: 1, Eligible: true, Deadline: now - 1}} {
+		b, _ := json.Marshal(m)
+		v.add(core.RawRecord{Offset: int64(i + 1), Key: groupKey(groupKindMember, "g", []string{"a", "d", "gone"}[i]), Value: b})
+	}
+	members, live := v.planMembers(now)
+	if len(members) != 1 || members[0].Name != "a" {
+		t.Fatalf("members given shards: %v, want only a (d is ineligible, gone's heartbeat expired)", members)
+	}
+	if !live["a"] || !live["d"] || live["gone"] {
+		t.Fatalf("live: %v, want a and d", live)
+	}
+	// d owns 20 shards, all unheld for a moment; a is the target of all.
+	const n = 20
+	owner, target, holder := make([]string, n), make([]string, n), make([]string, n)
+	for k := range owner {
+		owner[k], target[k] = "d", "a"
+	}
+	next, _, moved := groupStep(owner, target, holder, live, nil, 4)
+	if moved != 4 || countOf(next)["a"] != 4 {
+		t.Fatalf("one step moved %d shards of the live ineligible owner (owners %v), want the bound 4", moved, countOf(next))
+	}
+}

@@ -411,23 +411,7 @@ func (g *Group) plan(ctx context.Context, l *Leadership) error {
 	g.mu.Lock()
 	v := g.view.snapshot()
 	g.mu.Unlock()
-	var members []liveMember
-	live := map[string]bool{}
-	for name, m := range v.members {
-		if m.Deadline > now && m.Eligible && m.Weight > 0 {
-			members = append(members, liveMember{name, m.Weight})
-			live[name] = true
-		}
-	}
-	slices.SortFunc(members, func(a, b liveMember) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	members, live := v.planMembers(now)
 	holder := v.holders(g.n, now)
 	prev := v.plan
 	if mine := g.lastPlan; mine != nil && mine.Token == l.Token().String() && (prev == nil || mine.Seq > prev.Seq) {
