@@ -21,7 +21,9 @@ var scaleRows = []struct {
 	{"acquire-all", "acquire every free role, one process", single},
 	{"acquire", "one acquire of a free role, p50 / p99", lat},
 	{"held-mem-per-role", "heap + goroutine stacks per held role", single},
-	{"standby-mem-per-role", "heap + goroutine stacks per standby role (with the bench's goroutine in Acquire)", single},
+	{"standby-mem-per-role", "heap + goroutine stacks per standby role (with the bench's goroutine when it waits in Acquire)", single},
+	{"standby-heap-per-role", "of which Go heap", single},
+	{"standby-stacks-per-role", "of which goroutine stacks", single},
 	{"held-goroutines-per-role", "goroutines per held role", single},
 	{"standby-goroutines-per-role", "goroutines per standby role (without the bench's own)", single},
 	{"holder-goroutines", "goroutines, holder process", single},
@@ -94,6 +96,19 @@ func scaleTable(g *gen) (string, error) {
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(cols)) + "\n")
 	var used []*File
+	// How the standby waited (bench/scale -standby-api; runs before it
+	// had the flag waited in Acquire).
+	b.WriteString("| the standby waits in |")
+	for _, c := range cols {
+		api := "Acquire, a goroutine per role"
+		if f := newest[c]; f == nil {
+			api = "not measured"
+		} else if strings.HasPrefix(f.Settings["standby.api"], "each") {
+			api = "one AcquireEach"
+		}
+		b.WriteString(" " + api + " |")
+	}
+	b.WriteString("\n")
 	for _, r := range scaleRows {
 		b.WriteString("| " + r.title + " |")
 		for _, c := range cols {
