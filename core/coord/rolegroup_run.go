@@ -46,10 +46,17 @@ func (g *Group) run() {
 		g.mu.Lock()
 		dirty := g.hbDirty
 		g.mu.Unlock()
-		if now := g.c.clock.NowMs(); dirty || now >= nextHB {
-			if g.heartbeat(ctx, false) == nil {
+		if now := g.c.clock.NowMs(); ctx.Err() == nil && (dirty || now >= nextHB) {
+			// Not cut by the member's stop: an append whose context ends
+			// returns at once while the record may still be written (a
+			// Kafka producer sends what it buffered), after the tombstone
+			// stop writes once this loop returned; the member then stayed
+			// live in the group log until its ttl passed.
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opt.ttl)
+			if g.heartbeat(hctx, false) == nil {
 				nextHB = now + g.opt.heartbeat.Milliseconds()
 			}
+			cancel()
 		}
 		g.act()
 	}
