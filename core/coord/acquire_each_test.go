@@ -170,3 +170,55 @@ func TestAcquireEachBadInput(t *testing.T) {
 		t.Fatalf("no roles: %v", err)
 	}
 }
+
+// countingPreparer is a transport that counts Prepare calls.
+type countingPreparer struct {
+	coord.Transport
+	mu       sync.Mutex
+	prepared map[string]int
+}
+
+func (p *countingPreparer) Prepare(txnID string, _ time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prepared[txnID]++
+}
+
+func (p *countingPreparer) Unprepare(string) {}
+
+func (p *countingPreparer) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.prepared {
+		n += c
+	}
+	return n
+}
+
+// AcquireEach prepares nothing per role in the transport (issue 35: a
+// standby role costs no producer state until it is won); Acquire still
+// prepares the role it waits for.
+func TestAcquireEachPreparesNothing(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config()
+	tr := &countingPreparer{Transport: e.cluster.Transport(cfg.Topic), prepared: map[string]int{}}
+	c, err := coord.NewClient(cfg, tr, e.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roles := setRoles(5)
+	if err := c.AcquireEach(bg(), roles[:4], ma, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.count(); n != 0 {
+		t.Fatalf("AcquireEach prepared %d times", n)
+	}
+	if _, err := c.Acquire(bg(), roles[4], ma); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.count(); n != 1 {
+		t.Fatalf("Acquire prepared %d times, want 1", n)
+	}
+}

@@ -100,7 +100,11 @@ func (c *Client) AcquireMany(ctx context.Context, roles []core.Role, member core
 // acquisition is parked on its role's record and on a timer of the
 // client's clock, and one goroutine steps it again when either comes
 // (issue 35; Acquire and AcquireMany's results are the same). So a
-// process can stand by for 10,000 roles with a handful of goroutines.
+// process can stand by for 10,000 roles with a handful of goroutines. Nor
+// does it prepare anything per role in the transport (Acquire has the
+// Kafka transport look the role's transaction coordinator up while it
+// waits): a role's win looks its coordinator up then (franz-go's
+// FindCoordinator, cached from then on).
 func (c *Client) AcquireEach(ctx context.Context, roles []core.Role, member core.MemberID, each func(i int, l *Leadership, err error), opts ...AcquireOption) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -125,6 +129,7 @@ func (c *Client) AcquireEach(ctx context.Context, roles []core.Role, member core
 		if runs[i], err = newAcqRun(c, cctx, r, member, false, o); err != nil {
 			return err // checkMany checked every role already
 		}
+		runs[i].lazy = true
 	}
 	var (
 		wg   sync.WaitGroup
