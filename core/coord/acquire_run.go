@@ -34,7 +34,6 @@ type acqRun struct {
 	p         int32
 	v         *partView // nil until the partition is known and followed
 	prepared  bool      // the transport was asked to Prepare the role
-	lazy      bool      // prepare nothing (AcquireEach): the win looks the coordinator up
 	regOffset int64     // offset of this run's latest registration (-1 none)
 	synced    bool      // the view reached the stable offset listed since the last decision to act
 
@@ -120,7 +119,7 @@ func (a *acqRun) step() acqStep {
 			return a.transient(err)
 		}
 		a.p, a.v = p, v
-		if pr, ok := c.t.(Preparer); ok && !a.try && !a.lazy {
+		if pr, ok := c.t.(Preparer); ok && !a.try {
 			pr.Prepare(role.txnID(), c.cfg.LeaseTxnTimeout())
 			a.prepared = true
 		}
