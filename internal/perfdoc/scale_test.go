@@ -45,4 +45,15 @@ func TestScaleTable(t *testing.T) {
 	if used["scale-after-1000n-old.json"] || used["scale-other-1000n.json"] || !used["scale-before-1000n-a.json"] {
 		t.Errorf("cited %v: want the newest before and after only", used)
 	}
+
+	// A longer window wins over a newer, shorter run of the same label.
+	long := scaleFile("scale-after-1000n-long.json", "2026-12-07T04:25:00Z", "after", "1000", 30, 1)
+	long.Settings["window"] = "10m0s"
+	out, used, err = Render(doc, "r/", append(files[:3:3], long))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !used["scale-after-1000n-long.json"] || used["scale-after-1000n-b.json"] || !strings.Contains(out, "| 81.9 KiB | 30.0 KiB |") {
+		t.Errorf("cited %v: want the 10-minute run over the newer 2-minute one:\n%s", used, out)
+	}
 }
