@@ -156,6 +156,7 @@ func parseChild(args []string) childFlags {
 func sample(cl *coord.Client) event {
 	dumpGoroutines()
 	runtime.GC()
+	dumpHeap()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	e := event{Ev: "sample", HeapBytes: ms.HeapAlloc, StackBytes: ms.StackInuse,
@@ -189,6 +190,29 @@ func dumpGoroutines() {
 }
 
 var dumps int // goroutine dumps written (dumpGoroutines)
+
+// dumpHeap writes the process's heap profile (after the sample's GC) to
+// $KRABKA_SCALE_HEAP/<pid>-<n>.pb.gz at each sample when that names a
+// directory: a diagnosis aid (what the bytes per role are), off unless
+// set. Read it with `go tool pprof -sample_index=inuse_space`.
+func dumpHeap() {
+	dir := os.Getenv("KRABKA_SCALE_HEAP")
+	if dir == "" {
+		return
+	}
+	heaps++
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.pb.gz", os.Getpid(), heaps)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scale: heap profile:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "scale: heap profile:", err)
+	}
+}
+
+var heaps int // heap profiles written (dumpHeap)
 
 func cpuMs() float64 {
 	var ru syscall.Rusage
