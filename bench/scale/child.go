@@ -422,6 +422,9 @@ func runStandby(args []string) {
 		defer mu.Unlock()
 		if err != nil {
 			failures++
+			if failures <= 3 { // the first few, named (the results count them all)
+				fmt.Fprintln(os.Stderr, "scale: standby: a role failed:", err)
+			}
 		} else {
 			wins[l.Role().String()] = now
 		}
