@@ -3,6 +3,7 @@ package coord_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime"
 	"strings"
 	"sync"
@@ -186,30 +187,151 @@ func (p *countingPreparer) Prepare(txnID string, _ time.Duration) {
 
 func (p *countingPreparer) Unprepare(string) {}
 
-// AcquireEach prepares each role it acquires in the transport, as Acquire
-// does (a standby that prepared nothing took 10,000 roles over 53 / 726 ms
-// past the deadline instead of 8 / 158).
-func TestAcquireEachPreparesEachRole(t *testing.T) {
+// warmingPreparer is a countingPreparer that can also warm up (Warmer).
+type warmingPreparer struct {
+	countingPreparer
+	warms int
+}
+
+func (p *warmingPreparer) Warm() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.warms++ // under the countingPreparer's mu
+}
+
+// AcquireEach prepares each role in a transport that can only prepare
+// roles one by one (Preparer), as Acquire does; in one that can also warm
+// up for roles it is not told of (Warmer, the Kafka transport) it warms it
+// once and prepares no role: a standby of 10,000 roles keeps nothing per
+// role in the transport. Acquire prepares its role in both.
+func TestAcquireEachPreparesOrWarms(t *testing.T) {
+	for _, warmer := range []bool{false, true} {
+		e := newEnv(t)
+		cfg := e.config()
+		wp := &warmingPreparer{countingPreparer: countingPreparer{Transport: e.cluster.Transport(cfg.Topic), prepared: map[string]int{}}}
+		cp := &wp.countingPreparer
+		var tr coord.Transport = cp
+		if warmer {
+			tr = wp
+		}
+		c, err := coord.NewClient(cfg, tr, e.clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roles := setRoles(5)
+		if err := c.AcquireEach(bg(), roles[:4], ma, nil); err != nil {
+			t.Fatal(err)
+		}
+		counts := func() (map[string]int, int) {
+			cp.mu.Lock()
+			defer cp.mu.Unlock()
+			return maps.Clone(cp.prepared), wp.warms
+		}
+		prepared, warms := counts()
+		if warmer && (len(prepared) != 0 || warms != 1) {
+			t.Fatalf("a Warmer: AcquireEach prepared %v and warmed %d times, want nothing prepared and one warm-up", prepared, warms)
+		}
+		if !warmer {
+			if len(prepared) != 4 {
+				t.Fatalf("a Preparer: AcquireEach prepared %v, want each of 4 roles once", prepared)
+			}
+			for id, n := range prepared {
+				if n != 1 {
+					t.Fatalf("%s prepared %d times", id, n)
+				}
+			}
+		}
+		if _, err := c.Acquire(bg(), roles[4], ma); err != nil {
+			t.Fatal(err)
+		}
+		after, _ := counts()
+		if len(after) != len(prepared)+1 {
+			t.Fatalf("warmer %v: Acquire did not prepare its role: %v", warmer, after)
+		}
+		c.Close()
+	}
+}
+
+// gatedAppends is a transport whose Append waits for a gate, counting the
+// calls waiting at once.
+type gatedAppends struct {
+	coord.Transport
+	gate chan struct{}
+	mu   sync.Mutex
+	in   int
+	peak int
+}
+
+func (g *gatedAppends) Append(ctx context.Context, p int32, key, value []byte, hs []coord.Header) (int64, error) {
+	g.mu.Lock()
+	g.in++
+	g.peak = max(g.peak, g.in)
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.in--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return g.Transport.Append(ctx, p, key, value, hs)
+}
+
+func (g *gatedAppends) stats() (in, peak int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.in, g.peak
+}
+
+// AcquireEach steps at most MaxStepping acquisitions at once (a
+// goroutine each); the others wait their turn, and every role is still
+// won. Without the bound all 300 registrations were in flight at once,
+// and the Go runtime keeps every goroutine structure it ever made.
+func TestAcquireEachBoundsItsSteps(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config()
-	tr := &countingPreparer{Transport: e.cluster.Transport(cfg.Topic), prepared: map[string]int{}}
+	tr := &gatedAppends{Transport: e.cluster.Transport(cfg.Topic), gate: make(chan struct{})}
 	c, err := coord.NewClient(cfg, tr, e.clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	roles := setRoles(4)
-	if err := c.AcquireEach(bg(), roles, ma, nil); err != nil {
-		t.Fatal(err)
-	}
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if len(tr.prepared) != len(roles) {
-		t.Fatalf("AcquireEach prepared %v, want each of %d roles once", tr.prepared, len(roles))
-	}
-	for id, n := range tr.prepared {
-		if n != 1 {
-			t.Fatalf("%s prepared %d times", id, n)
+	const n = 300
+	roles := setRoles(n)
+	rec := newEachLog(n)
+	done := make(chan error, 1)
+	go func() { done <- c.AcquireEach(bg(), roles, ma, rec.report) }()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if in, _ := tr.stats(); in >= coord.MaxStepping {
+			break
 		}
+		if time.Now().After(end) {
+			in, _ := tr.stats()
+			t.Fatalf("%d registrations in flight, want %d", in, coord.MaxStepping)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // room for more to start, were they not bounded
+	if in, peak := tr.stats(); in != coord.MaxStepping || peak != coord.MaxStepping {
+		t.Fatalf("%d registrations in flight (peak %d), want %d", in, peak, coord.MaxStepping)
+	}
+	close(tr.gate)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("AcquireEach did not return")
+	}
+	for i := range roles {
+		if rec.n[i] != 1 || rec.errs[i] != nil || rec.ls[i] == nil {
+			t.Fatalf("roles[%d]: reported %d times, %v %v", i, rec.n[i], rec.ls[i], rec.errs[i])
+		}
+	}
+	if _, peak := tr.stats(); peak != coord.MaxStepping {
+		t.Fatalf("peak %d registrations in flight, want %d", peak, coord.MaxStepping)
 	}
 }

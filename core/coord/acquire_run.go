@@ -34,6 +34,7 @@ type acqRun struct {
 	p         int32
 	v         *partView // nil until the partition is known and followed
 	prepared  bool      // the transport was asked to Prepare the role
+	lazy      bool      // prepare nothing (AcquireEach on a Warmer transport)
 	regOffset int64     // offset of this run's latest registration (-1 none)
 	synced    bool      // the view reached the stable offset listed since the last decision to act
 
@@ -119,7 +120,7 @@ func (a *acqRun) step() acqStep {
 			return a.transient(err)
 		}
 		a.p, a.v = p, v
-		if pr, ok := c.t.(Preparer); ok && !a.try {
+		if pr, ok := c.t.(Preparer); ok && !a.try && !a.lazy {
 			pr.Prepare(role.txnID(), c.cfg.LeaseTxnTimeout())
 			a.prepared = true
 		}
@@ -311,7 +312,74 @@ func (a *acqRun) resume() {
 	if a.v != nil { // nil: parked for a retry before the partition was followed
 		a.v.unpark(a.role, a)
 	}
-	go a.drive()
+	a.c.steps.run(a)
+}
+
+// maxStepping bounds the parked acquisitions of a client that step at
+// once, each in a goroutine of its own; the others wait their turn in the
+// client's stepQueue, in the order they became ready. A step is a few
+// round trips (a stable offset, a registration, a mint and a lease
+// transaction); the bound keeps the goroutines of a client that starts or
+// wakes 10,000 acquisitions at once at a few hundred. Without it, every
+// one of them ran at once, and the Go runtime keeps every goroutine
+// structure it ever made: a standby of 10,000 roles kept 3 to 5 KiB a
+// role of dead goroutines (bench/scale, KRABKA_SCALE_HEAP). A broker
+// answers the requests of one connection in order and the engine has a
+// few connections per broker, so more steps at once would only wait in
+// the transport.
+const maxStepping = 64
+
+// stepQueue runs acquisitions' steps (drive), at most maxStepping at once.
+type stepQueue struct {
+	mu      sync.Mutex
+	running int
+	ready   []*acqRun // waiting for a goroutine, first come first
+	head    int       // ready[head:] are waiting
+}
+
+// run steps a now, or when one of the goroutines stepping is free.
+func (q *stepQueue) run(a *acqRun) {
+	q.mu.Lock()
+	if q.running >= maxStepping {
+		q.ready = append(q.ready, a)
+		q.mu.Unlock()
+		return
+	}
+	q.running++
+	q.mu.Unlock()
+	go q.loop(a)
+}
+
+// loop steps a, then every acquisition that became ready meanwhile.
+func (q *stepQueue) loop(a *acqRun) {
+	for a != nil {
+		a.drive()
+		a = q.next()
+	}
+}
+
+// next takes the first ready acquisition, or gives the goroutine back.
+func (q *stepQueue) next() *acqRun {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.ready) {
+		q.ready, q.head = q.ready[:0], 0
+		if cap(q.ready) > 4*maxStepping {
+			q.ready = nil // a burst is over: let its backing array go
+		}
+		q.running--
+		return nil
+	}
+	a := q.ready[q.head]
+	q.ready[q.head] = nil
+	q.head++
+	if q.head >= 1024 && 2*q.head >= len(q.ready) {
+		// Still busy: drop what was taken from the front.
+		n := copy(q.ready, q.ready[q.head:])
+		clear(q.ready[n:])
+		q.ready, q.head = q.ready[:n], 0
+	}
+	return a
 }
 
 func (a *acqRun) finish(s acqStep) {

@@ -36,6 +36,8 @@ type Client struct {
 	// registered) in an acquire; Close leaves those it does not hold
 	// (krabka.leave.on.close).
 	joined map[roleMember]struct{}
+
+	steps stepQueue // parked acquisitions ready to step again (acquire_run.go)
 }
 
 type roleMember struct {

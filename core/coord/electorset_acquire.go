@@ -100,12 +100,14 @@ func (c *Client) AcquireMany(ctx context.Context, roles []core.Role, member core
 // acquisition is parked on its role's record and on a timer of the
 // client's clock, and one goroutine steps it again when either comes
 // (issue 35; Acquire and AcquireMany's results are the same). So a
-// process can stand by for 10,000 roles with a handful of goroutines. Each
-// waiting role is prepared in the transport as Acquire's is (the Kafka
-// transport looks its transaction coordinator up while it waits, about a
-// kilobyte a role): a build that prepared nothing measured 2.4 KiB per
-// standby role instead of 3.4, but took the roles over 53 / 726 ms past
-// the deadline (p50 / p99) instead of 8 / 158 (docs/PERFORMANCE.md).
+// process can stand by for 10,000 roles with a handful of goroutines; at
+// most maxStepping of its acquisitions step at once (acquire_run.go).
+// Nor does it prepare anything per role in a transport that can warm up
+// for all of them (Warmer: the Kafka transport opens its engine's
+// connections and reads the broker's transaction.max.timeout.ms once; a
+// role's transaction coordinator is looked up when the role is won, one
+// round trip of its mint), where Acquire prepares the one role it waits
+// for (Preparer).
 func (c *Client) AcquireEach(ctx context.Context, roles []core.Role, member core.MemberID, each func(i int, l *Leadership, err error), opts ...AcquireOption) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -125,11 +127,16 @@ func (c *Client) AcquireEach(ctx context.Context, roles []core.Role, member core
 	}
 	cctx, cancel := c.callCtx(ctx)
 	defer cancel()
+	w, lazy := c.t.(Warmer)
+	if lazy {
+		w.Warm()
+	}
 	runs := make([]*acqRun, len(roles))
 	for i, r := range roles {
 		if runs[i], err = newAcqRun(c, cctx, r, member, false, o); err != nil {
 			return err // checkMany checked every role already
 		}
+		runs[i].lazy = lazy
 	}
 	var (
 		wg   sync.WaitGroup
@@ -157,7 +164,7 @@ func (c *Client) AcquireEach(ctx context.Context, roles []core.Role, member core
 	defer stop()
 	wg.Add(len(runs))
 	for _, a := range runs {
-		go a.drive()
+		c.steps.run(a)
 	}
 	wg.Wait()
 	var failed []RoleError

@@ -14,3 +14,7 @@ func RenewInstant(l *Leadership) (int64, bool) {
 
 // GroupRenewDue draws when g renews l next (rolegroup_run.go hold).
 func GroupRenewDue(g *Group, l *Leadership) int64 { return g.renewDue(l) }
+
+// MaxStepping is the bound on a client's acquisitions stepping at once
+// (acquire_run.go).
+const MaxStepping = maxStepping

@@ -132,3 +132,12 @@ type Preparer interface {
 	Prepare(txnID string, txnTimeout time.Duration)
 	Unprepare(txnID string)
 }
+
+// Warmer is implemented by transports that can get ready for the mints of
+// roles they are not told of (their connections, the cluster's settings):
+// AcquireEach, whose roles may be thousands, calls Warm once instead of
+// Prepare for each role, so that a standby keeps nothing per role in the
+// transport until it wins. Warm does not block and is idempotent.
+type Warmer interface {
+	Warm()
+}

@@ -191,16 +191,11 @@ func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
 		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
-		e.warmOnce.Do(func() {
-			t.brokerTxnMax(ctx)
-			for _, cl := range append(slices.Clone(e.ctls), e.data...) {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_ = cl.EnsureProduceConnectionIsOpen(ctx, -1)
-				}()
-			}
-		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.warm()
+		}()
 		for _, cl := range []*kgo.Client{e.ctlClient(txnID), e.dataClient(txnID)} {
 			wg.Add(1)
 			go func() {
@@ -214,6 +209,32 @@ func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
 		wg.Wait()
 	}()
 	return done
+}
+
+// warm is the part of a prepare that is the same for every role, once per
+// engine (a call while the first one runs waits for it; later ones return
+// at once): the broker's transaction.max.timeout.ms and the connections
+// of every plane to every broker (produce, and requests).
+func (e *engine) warm() {
+	e.warmOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), e.t.cfg.RequestTimeout)
+		defer cancel()
+		e.t.brokerTxnMax(ctx)
+		var wg sync.WaitGroup
+		for _, cl := range append(slices.Clone(e.ctls), e.data...) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = cl.EnsureProduceConnectionIsOpen(ctx, -1)
+				// And the request connection (coordinator requests),
+				// which an ApiVersions request opens.
+				for _, b := range cl.DiscoveredBrokers() {
+					_, _ = b.Request(ctx, kmsg.NewPtrApiVersionsRequest())
+				}
+			}()
+		}
+		wg.Wait()
+	})
 }
 
 // shared reports whether the transport runs roles on the engine.

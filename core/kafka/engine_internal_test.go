@@ -457,3 +457,53 @@ func TestEnginePrepareIsNearlyFree(t *testing.T) {
 		t.Errorf("the prepared Mint and its two transactions sent %v: want one InitProducerID and two EndTxn", warm)
 	}
 }
+
+// TestEngineWarmIsOncePerEngine: Warm (what AcquireEach calls instead of
+// preparing each of its roles) reads transaction.max.timeout.ms and opens
+// the engine's connections once, and looks up no role; a second Warm
+// sends nothing. A Mint after it opens no connection and reads no
+// setting: it looks its role's coordinator up (FindCoordinator) and
+// initialises.
+func TestEngineWarmIsOncePerEngine(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
+	cfg, id := internalConfig(t, c, "eng-warm-", "krabka.engine", "shared", "request.timeout.ms", "10000")
+	tr, reqs := tracedTransport(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := func(from int) map[string]int {
+		got := map[string]int{}
+		for _, r := range reqs()[from:] {
+			got[r.Key]++
+		}
+		return got
+	}
+	e, err := tr.engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := len(reqs())
+	tr.Warm()
+	e.warm() // waits for the Warm above
+	warmed := count(from)
+	if warmed["DescribeConfigs"] != 1 || warmed["FindCoordinator"] != 0 || warmed["DescribeTransactions"] != 0 {
+		t.Fatalf("Warm sent %v: want one DescribeConfigs, no FindCoordinator, no DescribeTransactions", warmed)
+	}
+	from = len(reqs())
+	tr.Warm()
+	e.warm()
+	if again := count(from); len(again) != 0 {
+		t.Fatalf("a second Warm sent %v", again)
+	}
+	p, err := tr.Mint(ctx, "eng-warm-"+id, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	minted := count(from)
+	if minted["ApiVersions"] != 0 || minted["DescribeConfigs"] != 0 || minted["FindCoordinator"] != 1 || minted["InitProducerID"] != 1 {
+		t.Fatalf("a Mint after Warm sent %v: want one FindCoordinator and one InitProducerID, no ApiVersions or DescribeConfigs", minted)
+	}
+}

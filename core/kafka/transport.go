@@ -622,6 +622,29 @@ func (t *Transport) Prepare(txnID string, txnTimeout time.Duration) {
 	}()
 }
 
+// Warm implements coord.Warmer: Prepare's work that is the same for every
+// role, once (on the engine, the broker's transaction.max.timeout.ms and
+// the connections of every plane to every broker; with the per-role
+// client, the broker's setting), in the background. AcquireEach
+// calls it instead of preparing each of its roles: a role's transaction
+// coordinator is then looked up by the mint of its win.
+func (t *Transport) Warm() {
+	if t.checkOpen() != nil {
+		return
+	}
+	if t.shared() {
+		if e, err := t.engine(); err == nil {
+			go e.warm()
+		}
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
+		defer cancel()
+		t.brokerTxnMax(ctx)
+	}()
+}
+
 // Unprepare implements coord.Preparer: it closes the producer Prepare
 // built if no Mint took it.
 func (t *Transport) Unprepare(txnID string) {
