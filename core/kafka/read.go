@@ -269,11 +269,76 @@ func controlType(key []byte) (core.ControlType, bool) {
 // now (one Fetch, or ListOffsets) without waiting for any marker; the view
 // waits for the markers of its own role's transactions itself
 // (docs/PROTOCOL.md 12.1).
+//
+// Calls of one partition share their requests: a call waits for the next
+// request of its partition sent after it began (at most one is in flight
+// per partition), whose answer holds everything committed before the call.
+// A standby that wins 10,000 roles syncs each of them twice; one request
+// per call made those 20,000 requests on the admin connection, which the
+// broker answers one after the other.
 func (t *Transport) StableOffset(ctx context.Context, partition int32) (int64, error) {
 	if err := t.checkOpen(); err != nil {
 		return 0, err
 	}
-	ctx, cancel := t.bound(ctx)
+	t.mu.Lock()
+	q := t.hwmQueues[partition]
+	if q == nil {
+		q = &hwmQueue{}
+		t.hwmQueues[partition] = q
+	}
+	if q.next == nil {
+		q.next = &hwmRequest{done: make(chan struct{})}
+	}
+	r := q.next
+	if !q.running {
+		q.running = true
+		go t.runHWM(partition, q)
+	}
+	t.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.hwm, r.err
+	case <-ctx.Done():
+		return 0, coord.WrapError(coord.ErrTimeout, ctx.Err(), "listing the end offset of %s partition %d", t.cfg.Topic, partition)
+	}
+}
+
+// hwmQueue is the StableOffset requests of one partition (under t.mu).
+type hwmQueue struct {
+	running bool        // runHWM is sending the requests of the partition
+	next    *hwmRequest // the request the calls that began since the last one was sent wait for
+}
+
+// hwmRequest is one request of StableOffset, shared by the calls that
+// began before it was sent.
+type hwmRequest struct {
+	done chan struct{} // closed when hwm and err are set
+	hwm  int64
+	err  error
+}
+
+// runHWM sends the partition's requests one after the other while calls
+// wait for one, each bounded by request.timeout.ms (a Close fails it at
+// once: the admin client is closed).
+func (t *Transport) runHWM(partition int32, q *hwmQueue) {
+	for {
+		t.mu.Lock()
+		r := q.next
+		q.next = nil
+		if r == nil {
+			q.running = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		r.hwm, r.err = t.stableOffset(partition)
+		close(r.done)
+	}
+}
+
+// stableOffset is one request of StableOffset.
+func (t *Transport) stableOffset(partition int32) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
 	defer cancel()
 	if _, hwm, ok := t.stableByFetch(ctx, partition); ok {
 		return hwm, nil

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,5 +78,60 @@ func TestStableOffsetByOneFetch(t *testing.T) {
 	}
 	if byFetch < off3+1 || byFetch > 4 {
 		t.Fatalf("listed %d by fetch, want past k3 at %d (at most 4)", byFetch, off3)
+	}
+}
+
+// Concurrent StableOffset calls of one partition share their requests
+// (one in flight, the next one shared by every call that began since),
+// and each still answers at least the end of what was appended before the
+// call began: 40 writers each append a record and then list the end, 5
+// times each; 200 calls sent far fewer than 200 requests.
+func TestStableOffsetCallsShareRequests(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
+	cfg, _ := internalConfig(t, c, "it-stable-share-", "request.timeout.ms", "10000", "krabka.topic.partitions", "1")
+	tr, reqs := tracedTransport(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	from := len(reqs())
+	const writers, rounds = 40, 5
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range rounds {
+				off, err := tr.Append(ctx, 0, []byte(fmt.Sprintf("k%d-%d", w, i)), []byte("v"), nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				end, err := tr.StableOffset(ctx, 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if end <= off {
+					errs <- fmt.Errorf("writer %d: StableOffset answered %d after an append at offset %d", w, end, off)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := 0
+	for _, r := range reqs()[from:] {
+		if r.Client == "admin" && (r.Key == "Fetch" || r.Key == "ListOffsets") {
+			listed++
+		}
+	}
+	t.Logf("%d StableOffset calls: %d requests", writers*rounds, listed)
+	if listed == 0 || listed > writers*rounds/2 {
+		t.Fatalf("%d StableOffset calls sent %d Fetch or ListOffsets requests: not shared", writers*rounds, listed)
 	}
 }

@@ -150,6 +150,7 @@ type Transport struct {
 	offsetsForm offsetsForm // how transactions carry offsets (pipeline.go; zero: the library's choice)
 
 	fetchNext map[int32]int64 // the highest next offset a fetch of each partition answered (stableByFetch)
+	hwmQueues map[int32]*hwmQueue // StableOffset's shared requests, by partition
 
 	engOnce sync.Once
 	eng     *engine // krabka.engine=shared (engine.go); built on first use
@@ -200,7 +201,7 @@ func New(cfg coord.Config, opt ...Option) (*Transport, error) {
 	t := &Transport{
 		cfg: cfg, opts: opts, trace: o.trace, offsetsForm: o.offsets,
 		leaders: map[int32]int32{}, prods: map[string]minted{}, prepared: map[string]*prepared{},
-		fetchNext: map[int32]int64{},
+		fetchNext: map[int32]int64{}, hwmQueues: map[int32]*hwmQueue{},
 	}
 	t.follow = newFollowers(t)
 	admin, err := kgo.NewClient(t.clientOpts("admin", "")...)
