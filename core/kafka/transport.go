@@ -149,7 +149,7 @@ type Transport struct {
 
 	offsetsForm offsetsForm // how transactions carry offsets (pipeline.go; zero: the library's choice)
 
-	fetchNext map[int32]int64 // the highest next offset a fetch of each partition answered (stableByFetch)
+	fetchNext map[int32]int64     // the highest next offset a fetch of each partition answered (stableByFetch)
 	hwmQueues map[int32]*hwmQueue // StableOffset's shared requests, by partition
 
 	engOnce sync.Once
