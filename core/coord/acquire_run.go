@@ -323,11 +323,11 @@ func (a *acqRun) resume() {
 // wakes 10,000 acquisitions at once at a few hundred. Without it, every
 // one of them ran at once, and the Go runtime keeps every goroutine
 // structure it ever made: a standby of 10,000 roles kept 3 to 5 KiB a
-// role of dead goroutines (bench/scale, KRABKA_SCALE_HEAP). A broker
-// answers the requests of one connection in order and the engine has a
-// few connections per broker, so more steps at once would only wait in
-// the transport.
-const maxStepping = 64
+// role of dead goroutines (bench/scale, KRABKA_SCALE_HEAP). With 64 or
+// 1,024 the standby kept 1.65 and 1.72 KiB a role (2-minute and 1-minute
+// windows); 256 leaves room for the takeover of many roles whose leases
+// end together, each step waiting on the network most of its time.
+const maxStepping = 256
 
 // stepQueue runs acquisitions' steps (drive), at most maxStepping at once.
 type stepQueue struct {
