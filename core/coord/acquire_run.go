@@ -315,6 +315,39 @@ func (a *acqRun) resume() {
 	a.c.steps.run(a)
 }
 
+// acquireParked starts an acquisition of name for member that parks while
+// it waits (AcquireEach's form, for one role: no goroutine while another
+// member's lease lives) and calls done once with the result, from a
+// goroutine of the library; done must not block. Bad input and a closed
+// client are returned at once (done is not called). The role is prepared
+// in the transport as Acquire's is (the elector's campaigns).
+func (c *Client) acquireParked(ctx context.Context, name core.Role, member core.MemberID, opts []AcquireOption, done func(*Leadership, error)) error {
+	if err := checkNames(name, &member); err != nil {
+		return err
+	}
+	o, err := acquireOpts(opts)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := c.callCtx(ctx)
+	a, err := newAcqRun(c, cctx, name, member, false, o)
+	if err == nil {
+		err = c.checkOpen()
+	}
+	if err != nil {
+		cancel()
+		return err
+	}
+	stop := context.AfterFunc(cctx, a.resume) // the context ending resumes a parked run, which ends
+	a.done = func(l *Leadership, err error) {
+		stop()
+		cancel()
+		done(l, err)
+	}
+	c.steps.run(a)
+	return nil
+}
+
 // maxStepping bounds the parked acquisitions of a client that step at
 // once, each in a goroutine of its own; the others wait their turn in the
 // client's stepQueue, in the order they became ready. A step is a few

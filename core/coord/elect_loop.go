@@ -102,6 +102,9 @@ func (e *Elector) run(ctx, rctx context.Context, cancel context.CancelCauseFunc)
 	e.wakeEligLocked()
 	e.mu.Unlock()
 	close(e.done)
+	if e.sink != nil {
+		e.sink()
+	}
 	return err
 }
 
@@ -226,10 +229,13 @@ func (e *Elector) campaignOnce(ctx context.Context) (*Leadership, error) {
 		err error
 	}
 	res := make(chan result, 1)
-	go func() {
-		l, err := e.c.Acquire(actx, e.role, e.member, e.o.acquire...)
+	// Parked while another member holds the role: no goroutine waits in
+	// Acquire for it (issue 35).
+	if err := e.c.acquireParked(actx, e.role, e.member, e.o.acquire, func(l *Leadership, err error) {
 		res <- result{l, err}
-	}()
+	}); err != nil {
+		return nil, err
+	}
 	for {
 		e.mu.Lock()
 		wake := e.eligWake
@@ -487,45 +493,89 @@ func (e *Elector) waitReleased(ctx context.Context, n uint64) error {
 	}
 }
 
+// watchLeaders turns the role's holder changes into TermNewLeader events
+// without a goroutine: once the role's view holds everything committed
+// before the watch began (retried while that fails for a reason that may
+// pass), a leaderWatch is registered with the view, whose follower calls it
+// back after folding a record of the role. It returns once the watch is
+// registered or ctx ended; the watch is removed when ctx ends.
 func (e *Elector) watchLeaders(ctx context.Context) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		w, err := e.c.Watch(ctx, e.role)
-		if err != nil {
-			if ctx.Err() != nil || !retriable(err) {
-				if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-					e.c.log().Warn("krabka: elector: watching the role failed; no NEW_LEADER events", "role", e.role.String(), "error", err)
-				}
-				return
-			}
-			if e.c.sleep(ctx, backoff) != nil {
-				return
-			}
-			backoff = min(2*backoff, e.c.cfg.PollInterval)
-			continue
+		v, role, err := e.syncedView(ctx)
+		if err == nil {
+			lw := &leaderWatch{e: e, v: v, role: role}
+			v.watch(role, lw)
+			context.AfterFunc(ctx, func() {
+				v.unwatch(role, lw)
+				v.release()
+			})
+			return
 		}
-		backoff = 50 * time.Millisecond
-		for {
-			ev, err := w.Next(ctx)
-			if err != nil {
-				break
+		if ctx.Err() != nil || !retriable(err) {
+			if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+				e.c.log().Warn("krabka: elector: watching the role failed; no NEW_LEADER events", "role", e.role.String(), "error", err)
 			}
-			if ev.Kind != EventHolderChanged || !ev.HasHolder {
-				continue
-			}
-			e.mu.Lock()
-			dup := ev.Holder == e.lastHolder && ev.Token == e.lastToken
-			e.lastHolder, e.lastToken = ev.Holder, ev.Token
-			e.mu.Unlock()
-			if dup {
-				continue
-			}
-			te := TermEvent{Kind: TermNewLeader, Holder: ev.Holder, Token: ev.Token, At: ev.At}
-			if ev.Lease != nil {
-				te.Deadline = time.UnixMilli(ev.Lease.Deadline)
-			}
-			e.push(te)
+			return
 		}
-		w.Close()
+		if e.c.sleep(ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, e.c.cfg.PollInterval)
 	}
+}
+
+// syncedView returns the live view of the role's partition (the caller
+// releases it) once it holds everything committed before the call.
+func (e *Elector) syncedView(ctx context.Context) (*partView, wireRole, error) {
+	role, err := e.c.wire(e.role)
+	if err != nil {
+		return nil, role, err
+	}
+	cctx, cancel := e.c.callCtx(ctx)
+	defer cancel()
+	p, err := e.c.partition(cctx, role)
+	if err != nil {
+		return nil, role, e.c.fail(cctx, err)
+	}
+	v, err := e.c.follow(p)
+	if err != nil {
+		return nil, role, err
+	}
+	if err := v.sync(cctx, role); err != nil {
+		v.release()
+		return nil, role, e.c.fail(cctx, err)
+	}
+	// A role the client reads: Stats lists it, with its view lag.
+	e.c.stats.role(role)
+	return v, role, nil
+}
+
+// leaderWatch is an elector's watch of its role's holder on the view
+// (watchLeaders): each new holder or token of the role's lease is one
+// TermNewLeader.
+type leaderWatch struct {
+	e    *Elector
+	v    *partView
+	role wireRole
+	mu   sync.Mutex // one check at a time: the events keep the view's order
+}
+
+func (lw *leaderWatch) checkView() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	l := lw.v.lease(lw.role)
+	if l == nil {
+		return
+	}
+	e := lw.e
+	e.mu.Lock()
+	dup := l.Member == e.lastHolder && l.Token == e.lastToken
+	e.lastHolder, e.lastToken = l.Member, l.Token
+	e.mu.Unlock()
+	if dup {
+		return
+	}
+	e.push(TermEvent{Kind: TermNewLeader, Holder: l.Member, Token: l.Token, At: time.UnixMilli(e.c.clock.NowMs()),
+		Deadline: time.UnixMilli(l.Deadline)})
 }

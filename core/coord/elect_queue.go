@@ -25,13 +25,33 @@ func (e *Elector) release(n uint64) {
 // watching again after a watch failed for a reason that may pass.
 func (e *Elector) push(ev TermEvent) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.qClose {
+		e.mu.Unlock()
 		return
 	}
 	e.queue = append(e.queue, ev)
 	close(e.qWake)
 	e.qWake = make(chan struct{})
+	e.mu.Unlock()
+	if e.sink != nil {
+		e.sink()
+	}
+}
+
+// take returns the next event without waiting: ok false when there is
+// none, closed true when the loop ended and every event was taken. The
+// release rule is the caller's (ElectorSet: its elector runs with
+// ElectManualRelease).
+func (e *Elector) take() (ev TermEvent, ok, closed bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.queue) == 0 {
+		return TermEvent{}, false, e.qClose
+	}
+	ev = e.queue[0]
+	e.queue[0] = TermEvent{}
+	e.queue = e.queue[1:]
+	return ev, true, false
 }
 
 // Next returns the next event, blocking until there is one, ctx ends (its

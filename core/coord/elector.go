@@ -70,6 +70,10 @@ type Elector struct {
 	queue  []TermEvent
 	qWake  chan struct{} // closed and replaced when the queue grows or closes
 	qClose bool
+	// sink, when set (by an ElectorSet, before Start), is called after an
+	// event was queued and once the loop ended, outside mu: the set takes
+	// the events with take, no goroutine per role waits in Next.
+	sink func()
 	chOnce sync.Once
 	ch     chan TermEvent
 

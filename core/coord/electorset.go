@@ -61,7 +61,7 @@ type ElectorSet struct {
 	mu     sync.Mutex
 	closed bool
 	roles  map[wireRole]*setRole
-	pumps  sync.WaitGroup
+	loops  sync.WaitGroup
 	queue  []RoleEvent
 	qWake  chan struct{} // closed and replaced when the queue grows or closes
 	qClose bool          // Close ran and every pump returned: nothing more comes
@@ -77,6 +77,9 @@ type setRole struct {
 	cancel   context.CancelFunc
 	removing bool
 	done     chan struct{}
+
+	moving sync.Mutex // held while move takes the elector's events (their order)
+	ended  bool       // under moving: the last event was moved and the role left the set
 }
 
 // NewElectorSet returns an empty set of election loops of member on c;
@@ -159,25 +162,36 @@ func (s *ElectorSet) Add(role core.Role, opts ...ElectOption) error {
 		return WrapError(ErrInvalidArgument, err, "ElectorSet.Add(%s)", role)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
+	sr := &setRole{role: role, e: e, cancel: cancel, done: make(chan struct{})}
+	e.sink = func() { s.move(w, sr) }
+	s.roles[w] = sr
+	s.loops.Add(1)
 	if err := e.Start(ctx); err != nil {
+		delete(s.roles, w)
+		s.loops.Done()
 		cancel()
 		return err
 	}
-	sr := &setRole{role: role, e: e, cancel: cancel, done: make(chan struct{})}
-	s.roles[w] = sr
-	s.pumps.Add(1)
-	go s.pump(w, sr)
 	return nil
 }
 
-// pump moves one role's events onto the set's stream; once the role's loop
-// ended and its last event was queued, the role leaves the set.
-func (s *ElectorSet) pump(w wireRole, sr *setRole) {
-	defer s.pumps.Done()
+// move moves a role's queued events onto the set's stream, in order; once
+// the role's loop ended and its last event was moved, the role leaves the
+// set. The elector calls it (sink) after queueing an event and when its
+// loop ends: no goroutine per role waits for the events.
+func (s *ElectorSet) move(w wireRole, sr *setRole) {
+	sr.moving.Lock()
+	defer sr.moving.Unlock()
+	if sr.ended {
+		return
+	}
 	for {
-		ev, err := sr.e.Next(context.Background())
-		if err != nil {
+		ev, ok, closed := sr.e.take()
+		if closed {
 			break
+		}
+		if !ok {
+			return
 		}
 		s.mu.Lock()
 		s.queue = append(s.queue, RoleEvent{Role: sr.role, TermEvent: ev, e: sr.e})
@@ -185,6 +199,7 @@ func (s *ElectorSet) pump(w wireRole, sr *setRole) {
 		s.qWake = make(chan struct{})
 		s.mu.Unlock()
 	}
+	sr.ended = true
 	sr.cancel()
 	s.mu.Lock()
 	if s.roles[w] == sr {
@@ -192,6 +207,7 @@ func (s *ElectorSet) pump(w wireRole, sr *setRole) {
 	}
 	s.mu.Unlock()
 	close(sr.done)
+	s.loops.Done()
 }
 
 // Remove takes role out of the set: its loop ends (a held term is resigned,
@@ -366,7 +382,7 @@ func (s *ElectorSet) Close(ctx context.Context) error {
 	if first {
 		s.cancel()
 		go func() {
-			s.pumps.Wait()
+			s.loops.Wait()
 			s.mu.Lock()
 			s.qClose = true
 			close(s.qWake)

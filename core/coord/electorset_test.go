@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -439,5 +440,50 @@ func TestAcquireManyAllAndPartial(t *testing.T) {
 	}
 	if ls, err := ca.AcquireMany(bg(), nil, ma); err != nil || len(ls) != 0 {
 		t.Fatalf("no roles: %v %v", ls, err)
+	}
+}
+
+// A role of a set that waits behind another member's lease costs about one
+// goroutine (its election loop): its campaign is parked on the view (no
+// goroutine in Acquire), its NEW_LEADER events come from a callback of the
+// view's follower (no watch goroutine) and its events move onto the set's
+// stream when queued (no pump). It was five before. Each waiting role
+// still reports the holder (TermNewLeader) and wins once the holder
+// resigns.
+func TestElectorSetWaitingRoleCostsOneGoroutine(t *testing.T) {
+	e := newEnv(t)
+	ca, _ := e.client()
+	cb, _ := e.client()
+	const n = 200
+	roles := setRoles(n)
+	held, err := ca.AcquireMany(bg(), roles, ma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := runtime.NumGoroutine()
+	s, r := newSet(t, cb, mb, roles)
+	waitParked(t, cb, n)
+	for _, ro := range roles {
+		waitFor(t, ro.String()+"'s holder", func() bool { return r.count(ro, coord.TermNewLeader) == 1 })
+		if ev := r.lastOf(ro, coord.TermNewLeader); ev.Holder != ma {
+			t.Fatalf("%s: NEW_LEADER names %s, want %s", ro, ev.Holder, ma)
+		}
+	}
+	runtime.GC()
+	perRole := float64(runtime.NumGoroutine()-base) / n
+	t.Logf("%d roles waiting in a set: %.2f goroutines a role", n, perRole)
+	if perRole > 1.5 {
+		t.Fatalf("%.2f goroutines a waiting role of a set, want about one (its loop)", perRole)
+	}
+	for _, l := range held {
+		if err := l.Resign(bg()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ro := range roles {
+		waitFor(t, ro.String()+"'s term", func() bool { return r.count(ro, coord.TermStarted) == 1 })
+	}
+	if err := s.Close(bg()); err != nil {
+		t.Fatal(err)
 	}
 }

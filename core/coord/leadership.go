@@ -147,7 +147,7 @@ func (l *Leadership) finish(s LeadershipState, err error, background bool) {
 	l.bgCancel()
 	l.c.forget(l)
 	l.endGroup(err)
-	l.view.unwatch(l)
+	l.view.unwatch(l.role, l)
 	if background {
 		go func() {
 			defer l.c.wg.Done()

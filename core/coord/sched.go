@@ -62,7 +62,7 @@ func (l *Leadership) start() {
 		l.startRenewerLocked()
 	}
 	l.mu.Unlock()
-	l.view.watch(l)
+	l.view.watch(l.role, l)
 }
 
 // goLocked runs f in a goroutine counted in the client's wait group,

@@ -65,10 +65,11 @@ type partView struct {
 	parked map[string][]*acqRun
 	woken  []*acqRun
 	wakes  map[string]int64 // role channels closed and holder calls (once per fetch answer) since the view started, by role (tests)
-	// holders holds the leaderships of the client on the partition, by
-	// role (watch): the follower calls their checkView after it folded a
-	// record of their role (touched) or folded the partition again.
-	holders map[string][]*Leadership
+	// holders holds the leaderships of the client on the partition and
+	// the electors' leader watches, by role (watch): the follower calls
+	// their checkView after it folded a record of their role (touched) or
+	// folded the partition again.
+	holders map[string][]viewWatcher
 	touched map[string]struct{} // roles of holders folded by the fetch answer being applied
 	err     error               // the follower's last error; nil after a fetch succeeded
 	folded  int64               // records folded since the view started
@@ -95,7 +96,7 @@ func (c *Client) follow(p int32) (*partView, error) {
 	v := &partView{
 		c: c, p: p, stop: cancel, done: make(chan struct{}), refs: 1,
 		lso: -1, changed: make(chan struct{}), roleWait: map[string]chan struct{}{}, parked: map[string][]*acqRun{},
-		wakes: map[string]int64{}, holders: map[string][]*Leadership{}, touched: map[string]struct{}{},
+		wakes: map[string]int64{}, holders: map[string][]viewWatcher{}, touched: map[string]struct{}{},
 	}
 	v.restartFold()
 	c.views[p] = v
@@ -206,23 +207,29 @@ func (v *partView) run(ctx context.Context) {
 	}
 }
 
-// watch registers l, a leadership of the client on the partition: the
-// follower calls l.checkView after folding a record of its role. It checks
-// the view once now. unwatch undoes it. Never blocks on the cluster.
-func (v *partView) watch(l *Leadership) {
-	k := l.role.r.String()
+// viewWatcher is called back by a partition's follower after it folded a
+// record of the watcher's role (a leadership of the client, an elector's
+// leader watch). checkView runs in the follower's goroutine, outside the
+// view's lock, and must not block.
+type viewWatcher interface{ checkView() }
+
+// watch registers w for role: the follower calls w.checkView after folding
+// a record of the role. It checks the view once now. unwatch undoes it.
+// Never blocks on the cluster.
+func (v *partView) watch(role wireRole, w viewWatcher) {
+	k := role.r.String()
 	v.mu.Lock()
-	v.holders[k] = append(v.holders[k], l)
+	v.holders[k] = append(v.holders[k], w)
 	v.mu.Unlock()
-	l.checkView()
+	w.checkView()
 }
 
-// unwatch removes l (registered by watch).
-func (v *partView) unwatch(l *Leadership) {
-	k := l.role.r.String()
+// unwatch removes w (registered by watch).
+func (v *partView) unwatch(role wireRole, w viewWatcher) {
+	k := role.r.String()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	hs := slices.DeleteFunc(v.holders[k], func(h *Leadership) bool { return h == l })
+	hs := slices.DeleteFunc(v.holders[k], func(h viewWatcher) bool { return h == w })
 	if len(hs) == 0 {
 		delete(v.holders, k)
 	} else {
@@ -230,13 +237,13 @@ func (v *partView) unwatch(l *Leadership) {
 	}
 }
 
-// touchedLocked returns the leaderships whose roles the fetch answer just
+// touchedLocked returns the watchers whose roles the fetch answer just
 // applied folded, and forgets them. The caller holds v.mu.
-func (v *partView) touchedLocked() []*Leadership {
+func (v *partView) touchedLocked() []viewWatcher {
 	if len(v.touched) == 0 {
 		return nil
 	}
-	var ls []*Leadership
+	var ls []viewWatcher
 	for k := range v.touched {
 		ls = append(ls, v.holders[k]...)
 		v.wakes[k]++
@@ -322,6 +329,13 @@ func (v *partView) peek(role wireRole) (core.State, int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return role.stateIn(v.fold), v.next
+}
+
+// lease returns the role's current lease in the view (nil: none).
+func (v *partView) lease(role wireRole) *core.Lease {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return role.stateIn(v.fold).Lease
 }
 
 // waiter returns a channel closed when the view folds role's next record
