@@ -73,7 +73,7 @@ type Elector struct {
 	// sink, when set (by an ElectorSet, before Start), is called after an
 	// event was queued and once the loop ended, outside mu: the set takes
 	// the events with take, no goroutine per role waits in Next.
-	sink func()
+	sink   func()
 	chOnce sync.Once
 	ch     chan TermEvent
 
