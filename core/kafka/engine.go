@@ -99,6 +99,8 @@ type engine struct {
 
 	warmOnce sync.Once // enginePrepare's connections, opened once
 
+	lookups coordLookups // the coordinator look-ups of mints nobody prepared
+
 	mu     sync.Mutex
 	topics map[string][]int32 // partition leaders by topic (index: partition)
 }
@@ -203,7 +205,9 @@ func (t *Transport) enginePrepare(txnID string) <-chan struct{} {
 				// Read-only; its answer does not matter.
 				req := kmsg.NewPtrDescribeTransactionsRequest()
 				req.TransactionalIDs = []string{txnID}
-				_, _ = req.RequestWith(ctx, cl)
+				if _, err := req.RequestWith(ctx, cl); err == nil && cl == e.ctlClient(txnID) {
+					e.knownCoordinator(txnID)
+				}
 			}()
 		}
 		wg.Wait()
@@ -353,7 +357,9 @@ func (t *Transport) engineMint(ctx context.Context, txnID string, txnTimeout tim
 	if err != nil {
 		return nil, err
 	}
+	looked := e.lookup(ctx, txnID)
 	id, epoch, err := e.initProducerID(ctx, txnID, txnTimeout, tokenIDs{-1, -1})
+	looked(err == nil)
 	if err != nil {
 		cerr := t.classifyTxn(err, "InitProducerId for transactional.id "+strconv.Quote(txnID), txnACL(txnID, "WRITE"), true)
 		if errors.Is(cerr, coord.ErrUnsupported) {
@@ -366,6 +372,128 @@ func (t *Transport) engineMint(ctx context.Context, txnID string, txnTimeout tim
 		return nil, coord.WrapError(coord.ErrTransport, err, "InitProducerId for %q answered %d:%d", txnID, id, epoch)
 	}
 	return &engProducer{roleTxn: newRoleTxn(t, txnID, tok), e: e, timeout: txnTimeout}, nil
+}
+
+// coordLookups batches the transaction-coordinator look-ups of mints whose
+// role nobody prepared (AcquireEach prepares no role: a standby taking
+// 10,000 roles over would otherwise send one FindCoordinator per role, on
+// the control connections that carry the mints and lease transactions of
+// those same wins). A mint whose coordinator is unknown while no other such
+// mint is in flight looks it up itself (InitProducerId's own
+// FindCoordinator: no extra round trip for a single role); the ones that
+// start while one is in flight share the next look-up, one
+// DescribeTransactions of all their ids per control client, which franz-go
+// resolves with one FindCoordinator for all of them and caches.
+type coordLookups struct {
+	mu      sync.Mutex
+	known   map[string]struct{} // ids whose coordinator the control plane looked up (a mint, a prepare, a batch)
+	alone   int                 // mints of an unknown coordinator in flight
+	running bool                // runLookups is sending the batches
+	next    *lookupBatch        // the batch the mints that started since the last one was sent wait for
+}
+
+// lookupBatch is one batched look-up.
+type lookupBatch struct {
+	ids  []string
+	done chan struct{}
+}
+
+// maxLookupBatch bounds the ids of one DescribeTransactions request.
+const maxLookupBatch = 1000
+
+// lookup makes sure the control plane knows txnID's coordinator before its
+// InitProducerId (see coordLookups), and returns what the mint calls when
+// it is answered (ok: the coordinator is known from then on).
+func (e *engine) lookup(ctx context.Context, txnID string) func(ok bool) {
+	q := &e.lookups
+	q.mu.Lock()
+	if _, ok := q.known[txnID]; ok {
+		q.mu.Unlock()
+		return func(bool) {}
+	}
+	q.alone++
+	var b *lookupBatch
+	if q.alone > 1 {
+		if q.next == nil {
+			q.next = &lookupBatch{done: make(chan struct{})}
+		}
+		b = q.next
+		b.ids = append(b.ids, txnID)
+		if !q.running {
+			q.running = true
+			go e.runLookups()
+		}
+	}
+	q.mu.Unlock()
+	if b != nil {
+		select {
+		case <-b.done:
+		case <-ctx.Done(): // the mint fails on its own
+		}
+	}
+	return func(ok bool) {
+		q.mu.Lock()
+		q.alone--
+		if ok {
+			if q.known == nil {
+				q.known = map[string]struct{}{}
+			}
+			q.known[txnID] = struct{}{}
+		}
+		q.mu.Unlock()
+	}
+}
+
+// knownCoordinator records that the control plane looked txnID's
+// coordinator up (enginePrepare).
+func (e *engine) knownCoordinator(txnID string) {
+	q := &e.lookups
+	q.mu.Lock()
+	if q.known == nil {
+		q.known = map[string]struct{}{}
+	}
+	q.known[txnID] = struct{}{}
+	q.mu.Unlock()
+}
+
+// runLookups sends the batches one after the other while mints wait for
+// one: per control client, one DescribeTransactions of the batch's ids of
+// that client (read-only; franz-go looks their coordinators up with one
+// FindCoordinator and caches them), bounded by request.timeout.ms.
+func (e *engine) runLookups() {
+	q := &e.lookups
+	for {
+		q.mu.Lock()
+		b := q.next
+		q.next = nil
+		if b == nil {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		byClient := map[*kgo.Client][]string{}
+		for _, id := range b.ids {
+			cl := e.ctlClient(id)
+			byClient[cl] = append(byClient[cl], id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), e.t.cfg.RequestTimeout)
+		var wg sync.WaitGroup
+		for cl, ids := range byClient {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for chunk := range slices.Chunk(ids, maxLookupBatch) {
+					req := kmsg.NewPtrDescribeTransactionsRequest()
+					req.TransactionalIDs = chunk
+					_, _ = req.RequestWith(ctx, cl) // its answer does not matter: the mint finds out
+				}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		close(b.done)
+	}
 }
 
 // initProducerID sends InitProducerId for txnID on the control plane: a

@@ -503,7 +503,69 @@ func TestEngineWarmIsOncePerEngine(t *testing.T) {
 	}
 	defer p.Close()
 	minted := count(from)
-	if minted["ApiVersions"] != 0 || minted["DescribeConfigs"] != 0 || minted["FindCoordinator"] != 1 || minted["InitProducerID"] != 1 {
-		t.Fatalf("a Mint after Warm sent %v: want one FindCoordinator and one InitProducerID, no ApiVersions or DescribeConfigs", minted)
+	if minted["ApiVersions"] != 0 || minted["DescribeConfigs"] != 0 || minted["DescribeTransactions"] != 0 || minted["FindCoordinator"] != 1 || minted["InitProducerID"] != 1 {
+		t.Fatalf("a Mint after Warm sent %v: want one FindCoordinator and one InitProducerID, no ApiVersions, DescribeConfigs or DescribeTransactions", minted)
+	}
+}
+
+// TestEngineBatchesCoordinatorLookups: mints of roles nobody prepared that
+// run at once (a standby winning many roles) share their coordinator
+// look-ups (coordLookups): 64 concurrent mints send far fewer
+// FindCoordinator requests than 64, and each is minted; a second mint of
+// the same role looks nothing up.
+func TestEngineBatchesCoordinatorLookups(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Options{TxnVersion: 2})
+	cfg, id := internalConfig(t, c, "eng-lookups-", "krabka.engine", "shared", "request.timeout.ms", "10000")
+	tr, reqs := tracedTransport(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tr.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e, err := tr.engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Warm()
+	e.warm()
+	count := func(from int, key string) int {
+		n := 0
+		for _, r := range reqs()[from:] {
+			if r.Key == key && r.Client == "engine-control" {
+				n++
+			}
+		}
+		return n
+	}
+	const n = 64
+	from := len(reqs())
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			p, err := tr.Mint(ctx, fmt.Sprintf("eng-lookups-%s-%d", id, i), 10*time.Second)
+			if err == nil {
+				p.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	found, described := count(from, "FindCoordinator"), count(from, "DescribeTransactions")
+	t.Logf("%d concurrent mints of unprepared roles: %d FindCoordinator, %d DescribeTransactions", n, found, described)
+	if found == 0 || found > n/4 {
+		t.Fatalf("%d concurrent mints sent %d FindCoordinator requests: not shared", n, found)
+	}
+	from = len(reqs())
+	p, err := tr.Mint(ctx, fmt.Sprintf("eng-lookups-%s-%d", id, 0), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if got := count(from, "FindCoordinator") + count(from, "DescribeTransactions"); got != 0 {
+		t.Fatalf("a second mint of a role looked its coordinator up again (%d requests)", got)
 	}
 }
