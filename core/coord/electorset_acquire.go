@@ -105,9 +105,9 @@ func (c *Client) AcquireMany(ctx context.Context, roles []core.Role, member core
 // Nor does it prepare anything per role in a transport that can warm up
 // for all of them (Warmer: the Kafka transport opens its engine's
 // connections and reads the broker's transaction.max.timeout.ms once; a
-// role's transaction coordinator is looked up when the role is won, one
-// round trip of its mint), where Acquire prepares the one role it waits
-// for (Preparer).
+// role's transaction coordinator is looked up when the role is won, the
+// look-ups of wins that come together batched), where Acquire prepares
+// the one role it waits for (Preparer).
 func (c *Client) AcquireEach(ctx context.Context, roles []core.Role, member core.MemberID, each func(i int, l *Leadership, err error), opts ...AcquireOption) error {
 	if ctx == nil {
 		ctx = context.Background()
