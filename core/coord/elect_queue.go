@@ -21,8 +21,8 @@ func (e *Elector) release(n uint64) {
 	e.mu.Unlock()
 }
 
-// watchLeaders turns the role's holder changes into TermNewLeader events,
-// watching again after a watch failed for a reason that may pass.
+// push queues ev (nothing once the loop ended and its last event is
+// queued) and tells the set, if any (sink).
 func (e *Elector) push(ev TermEvent) {
 	e.mu.Lock()
 	if e.qClose {

@@ -64,7 +64,7 @@ type ElectorSet struct {
 	loops  sync.WaitGroup
 	queue  []RoleEvent
 	qWake  chan struct{} // closed and replaced when the queue grows or closes
-	qClose bool          // Close ran and every pump returned: nothing more comes
+	qClose bool          // Close ran and every role's last event was moved: nothing more comes
 	chOnce sync.Once
 	ch     chan RoleEvent
 }
