@@ -386,7 +386,7 @@ func (t *Transport) engineMint(ctx context.Context, txnID string, txnTimeout tim
 // resolves with one FindCoordinator for all of them and caches.
 type coordLookups struct {
 	mu      sync.Mutex
-	known   map[string]struct{} // ids whose coordinator the control plane looked up (a mint, a prepare, a batch)
+	known   map[string]struct{} // ids whose coordinator the control plane looked up (a mint, a prepare, a batch); grows with the ids minted, as franz-go's own cache of coordinators does
 	alone   int                 // mints of an unknown coordinator in flight
 	running bool                // runLookups is sending the batches
 	next    *lookupBatch        // the batch the mints that started since the last one was sent wait for
