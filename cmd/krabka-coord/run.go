@@ -543,6 +543,15 @@ wait:
 	}
 	r.logf("%s (pid %d) %s", r.argv[0], ch.pid, st.describe())
 
+	// Killed by a signal once the watchdog's SIGTERM instant had passed:
+	// the watchdog's stop, not an exit of CMD's own, even when the
+	// watchdog's report of it is not read yet. A paused run (SIGSTOP) that
+	// resumes finds the child's status and that report ready at once, and
+	// select may take the status first; the leadership may still read
+	// Active until its deadline timer runs.
+	if stopWhy == "" && st.signaled() && time.Now().UnixMilli() >= sched.cur.term {
+		stopWhy = "at risk (the watchdog's SIGTERM instant had passed)"
+	}
 	// CMD is dead. A term still running is ended by resigning: that lets
 	// the next standby in at once, and its answer says whether the role was
 	// lost meanwhile (FENCED, EXPIRED).

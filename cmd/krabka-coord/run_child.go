@@ -262,6 +262,15 @@ type childStatus struct {
 	err   error // Wait's error other than the exit status
 }
 
+// signaled reports whether the child was ended by a signal.
+func (s childStatus) signaled() bool {
+	if s.state == nil {
+		return false
+	}
+	ws, ok := s.state.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
 // code is the exit code that stands for the child's end: its own, or
 // 128+N after signal N (as a shell reports it).
 func (s childStatus) code() int {
