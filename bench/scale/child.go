@@ -172,47 +172,37 @@ func sample(cl *coord.Client) event {
 // $KRABKA_SCALE_GOROUTINES/<pid>-<n>.txt at each sample when that names a
 // directory: a diagnosis aid (which goroutines a process of many roles
 // keeps), off unless set.
-func dumpGoroutines() {
-	dir := os.Getenv("KRABKA_SCALE_GOROUTINES")
-	if dir == "" {
-		return
-	}
-	dumps++
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.txt", os.Getpid(), dumps)))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "scale: goroutine dump:", err)
-		return
-	}
-	defer f.Close()
-	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
-		fmt.Fprintln(os.Stderr, "scale: goroutine dump:", err)
-	}
-}
-
-var dumps int // goroutine dumps written (dumpGoroutines)
+func dumpGoroutines() { dumpProfile("KRABKA_SCALE_GOROUTINES", "goroutine", "txt", 1, &dumps) }
 
 // dumpHeap writes the process's heap profile (after the sample's GC) to
 // $KRABKA_SCALE_HEAP/<pid>-<n>.pb.gz at each sample when that names a
 // directory: a diagnosis aid (what the bytes per role are), off unless
 // set. Read it with `go tool pprof -sample_index=inuse_space`.
-func dumpHeap() {
-	dir := os.Getenv("KRABKA_SCALE_HEAP")
+func dumpHeap() { dumpProfile("KRABKA_SCALE_HEAP", "heap", "pb.gz", 0, &heaps) }
+
+var (
+	dumps int // goroutine dumps written (dumpGoroutines)
+	heaps int // heap profiles written (dumpHeap)
+)
+
+// dumpProfile writes the pprof profile name (debug level debug) to
+// $env/<pid>-<n>.ext when env names a directory (n counts the files).
+func dumpProfile(env, name, ext string, debug int, n *int) {
+	dir := os.Getenv(env)
 	if dir == "" {
 		return
 	}
-	heaps++
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.pb.gz", os.Getpid(), heaps)))
+	*n++
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d.%s", os.Getpid(), *n, ext)))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "scale: heap profile:", err)
+		fmt.Fprintln(os.Stderr, "scale: "+name+" profile:", err)
 		return
 	}
 	defer f.Close()
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "scale: heap profile:", err)
+	if err := pprof.Lookup(name).WriteTo(f, debug); err != nil {
+		fmt.Fprintln(os.Stderr, "scale: "+name+" profile:", err)
 	}
 }
-
-var heaps int // heap profiles written (dumpHeap)
 
 func cpuMs() float64 {
 	var ru syscall.Rusage
